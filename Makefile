@@ -1,0 +1,148 @@
+# tracebpf - build, test, demo, bench.
+#
+#   make            build build/tracebpf and everything the tests need
+#   make deps       install the Debian 12 packages tracebpf needs (root)
+#   make demo       record the bundled demo app -> build/demo.json
+#   make test       unit tests (no root) + integration tests (root, real BPF)
+#   make bench      probe-cost and drop benchmarks
+#   make clean
+#   V=1             show full command lines
+
+OUT      := build
+ARCH     := x86
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+CC       ?= cc
+VERSION  := 0.1.0
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror
+USER_CFLAGS   := $(CFLAGS_COMMON) -I$(OUT) -Ibpf -Iuser -Ilib/include \
+                 -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
+USER_LDLIBS   := -lbpf -lelf -lz
+# The host's system include dirs (asm/ comes from the multiarch dir), added
+# after our own so vmlinux.h wins, as libbpf-bootstrap does.
+CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
+	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+BPF_CFLAGS    := $(CLANG_BPF_SYS_INCLUDES) -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+                 -Wall -Werror -Wno-unused-function
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+
+# The reader side (format, JSON, convert) never links libbpf.
+CORE_SRCS := user/tbfile.c user/json.c user/convert.c
+LOAD_SRCS := user/record.c user/probes.c user/main.c
+CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
+LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
+
+TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
+PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
+         lib_user noprobes
+PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
+             $(OUT)/progs/libtbtest.so
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
+BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate
+
+# keep the BPF objects (bpftool can inspect them)
+.SECONDARY:
+
+.PHONY: all deps demo test test-unit test-header test-integration bench clean
+
+all: $(OUT)/tracebpf $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS)
+
+deps:
+	$(Q)bash tools/deps.sh
+
+$(OUT) $(OUT)/bpf $(OUT)/user $(OUT)/progs $(OUT)/unit $(OUT)/bench:
+	$(Q)mkdir -p $@
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/user/%.o: user/%.c user/*.h bpf/record.h $(SKELS) | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(OUT)/tracebpf: $(LOAD_OBJS) $(CORE_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LDLIBS) -o $@
+
+# ---- instrumented programs ----
+$(OUT)/demo: examples/demo.c lib/include/tracebpf/trace.h | $(OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUT)/progs/libtbtest.so: tests/progs/libtbtest.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUT)/progs/lib_user: tests/progs/lib_user.c $(OUT)/progs/libtbtest.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUT)/progs -ltbtest -Wl,-rpath,'$$ORIGIN' -o $@
+
+$(OUT)/progs/redzone: tests/progs/redzone.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -O2 $< -o $@
+
+$(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+# ---- unit tests (cmocka) ----
+$(OUT)/unit/%: tests/unit/%.c $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -lz -o $@
+
+# ---- benchmarks ----
+$(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
+
+$(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+# ---- top-level jobs ----
+# Each job first makes sure the dependencies are there, then builds in a
+# fresh make (so flags computed from the tools see the installed ones).
+demo:
+	$(Q)bash tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash tools/demo.sh
+
+test:
+	$(Q)bash tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash tests/run.sh
+
+test-unit: all
+	$(Q)bash tests/run.sh unit
+
+test-integration: all
+	$(Q)bash tests/run.sh integration
+
+bench:
+	$(Q)bash tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash bench/run.sh
+
+clean:
+	$(Q)rm -rf $(OUT)

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * record.h - the records the kernel side hands to user space, and the trace
+ * file stores unchanged.
+ *
+ * Shared by bpf/record.bpf.c (which includes vmlinux.h first) and by user
+ * space (which includes <linux/types.h> first). Deliberately no includes of
+ * its own: fixed-width __uN types only, no pointers, no padding the compiler
+ * could choose differently on the two sides. Every record starts with
+ * struct tb_rec_hdr; `size` covers the header and is always a multiple of 8
+ * so records can be walked in a buffer without alignment faults.
+ *
+ * Changing a layout here is a trace-file format change: bump
+ * TB_FORMAT_MINOR (compatible additions) or TB_FORMAT_MAJOR (anything else)
+ * in user/tbfile.h and document it in docs/format.md.
+ */
+#ifndef TRACEBPF_RECORD_H
+#define TRACEBPF_RECORD_H
+
+enum tb_rec_type {
+	TB_REC_EVENT   = 1,  /* a USDT hit: struct tb_rec_event [+ strings] */
+	TB_REC_SITE    = 2,  /* a site descriptor, once per (process, site) */
+	TB_REC_FORK    = 3,  /* new process or thread of a traced process */
+	TB_REC_EXEC    = 4,  /* a traced process replaced its image */
+	TB_REC_EXIT    = 5,  /* a traced thread exited (and maybe its process) */
+	TB_REC_COMM    = 6,  /* a thread's name (from /proc or the kernel) */
+	TB_REC_STATS   = 7,  /* recorder statistics: drops per CPU, counts */
+	TB_REC_TYPE_MAX,
+};
+
+struct tb_rec_hdr {
+	__u16 type;   /* enum tb_rec_type */
+	__u16 size;   /* bytes of the whole record, header included, 8-aligned */
+	__u32 cpu;    /* CPU the record was produced on (or ~0 for user space) */
+	__u64 ts;     /* CLOCK_MONOTONIC ns, bpf_ktime_get_ns() */
+	__u32 pid;    /* tgid */
+	__u32 tid;    /* thread id */
+};
+
+/* Argument types, as encoded in a site descriptor (lib/include/tracebpf/trace.h
+ * defines the same values as TRACEBPF_ARG_*; tests/unit checks they agree). */
+enum tb_arg_type {
+	TB_ARG_NONE   = 0,
+	TB_ARG_INT    = 1,  /* int64 */
+	TB_ARG_UINT   = 2,  /* uint64 */
+	TB_ARG_DOUBLE = 3,  /* IEEE-754 bits in a u64 */
+	TB_ARG_BOOL   = 4,
+	TB_ARG_STR    = 5,  /* user pointer; the string is copied at the hit */
+	TB_ARG_PTR    = 6,  /* pointer value, rendered as hex */
+};
+
+#define TB_MAX_ARGS      2
+/* Longest string argument copied at a hit, terminating NUL included. Longer
+ * strings are truncated (the record's str_len says how much was copied). */
+#define TB_STR_MAX       256
+/* Longest site descriptor (header + cat, name, arg names) read from user
+ * memory. A longer one is refused by the header at compile time. */
+#define TB_SITE_MAX      512
+
+/* TB_REC_EVENT. When the site has string arguments, their bytes follow the
+ * fixed part: str_len[i] bytes for each TB_ARG_STR argument i in order
+ * (NUL included, 0 when the pointer could not be read), then padding to 8. */
+struct tb_rec_event {
+	struct tb_rec_hdr hdr;
+	__u64 site;                /* user address of the site descriptor */
+	__u64 args[TB_MAX_ARGS];   /* raw values; strings: the user pointer */
+	__u16 str_len[TB_MAX_ARGS];
+	__u32 flags;               /* TB_EVF_* */
+};
+
+#define TB_EVF_STR_FAULT  1u   /* a string argument could not be read */
+
+/* TB_REC_SITE: the descriptor bytes exactly as the application holds them
+ * (struct tracebpf_site followed by its NUL-separated strings). */
+struct tb_rec_site {
+	struct tb_rec_hdr hdr;
+	__u64 site;    /* user address, the key events refer to */
+	__u32 len;     /* bytes of desc[] that are valid */
+	__u32 flags;   /* TB_SITEF_* */
+	/* __u8 desc[len], padded to 8 */
+};
+
+#define TB_SITEF_FAULT    1u   /* the descriptor could not be read */
+
+/* TB_REC_FORK: hdr.pid/tid are the parent's. */
+struct tb_rec_fork {
+	struct tb_rec_hdr hdr;
+	__u32 child_pid;   /* tgid of the child */
+	__u32 child_tid;
+	__u32 flags;       /* TB_FORKF_* */
+	__u32 pad;
+	char comm[16];
+};
+
+#define TB_FORKF_THREAD   1u   /* a new thread in the same process */
+
+/* TB_REC_EXEC: hdr.pid/tid after exec. */
+struct tb_rec_exec {
+	struct tb_rec_hdr hdr;
+	__u32 old_tid;     /* tid before exec (a non-leader thread may exec) */
+	__u32 pad;
+	char comm[16];
+	char filename[256];
+};
+
+/* TB_REC_EXIT: hdr.pid/tid are the exiting thread. */
+struct tb_rec_exit {
+	struct tb_rec_hdr hdr;
+	__u32 flags;       /* TB_EXITF_* */
+	__s32 exit_code;   /* task->exit_code: signal in low 7 bits */
+	char comm[16];
+};
+
+#define TB_EXITF_PROCESS  1u   /* last thread: the whole process is gone */
+
+/* TB_REC_COMM: a thread's name as seen at hdr.ts. */
+struct tb_rec_comm {
+	struct tb_rec_hdr hdr;
+	char comm[16];
+};
+
+/* TB_REC_STATS: written by user space (hdr.cpu = ~0). Totals so far; the last
+ * one in a file wins. drops[] has ncpus entries. */
+struct tb_rec_stats {
+	struct tb_rec_hdr hdr;
+	__u64 events;      /* records received from the kernel */
+	__u64 drops_total; /* records lost because a ring buffer was full */
+	__u32 ncpus;
+	__u32 pad;
+	/* __u64 drops[ncpus] */
+};
+
+#define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
+
+_Static_assert(sizeof(struct tb_rec_hdr) == 24, "tb_rec_hdr layout");
+_Static_assert(sizeof(struct tb_rec_event) == 56, "tb_rec_event layout");
+_Static_assert(sizeof(struct tb_rec_site) == 40, "tb_rec_site layout");
+_Static_assert(sizeof(struct tb_rec_fork) == 56, "tb_rec_fork layout");
+_Static_assert(sizeof(struct tb_rec_exec) == 304, "tb_rec_exec layout");
+_Static_assert(sizeof(struct tb_rec_exit) == 48, "tb_rec_exit layout");
+_Static_assert(sizeof(struct tb_rec_comm) == 40, "tb_rec_comm layout");
+_Static_assert(sizeof(struct tb_rec_stats) == 48, "tb_rec_stats layout");
+
+#endif /* TRACEBPF_RECORD_H */

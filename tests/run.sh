@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the test suites and ends with one line "N passed, N failed".
+#   tests/run.sh              header + unit + integration
+#   tests/run.sh unit         header + unit (no root needed)
+#   tests/run.sh integration  integration only (root: real BPF)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+passed=0 failed=0
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+
+count() { # $1 = suite name, $2 = exit status; counts from $log
+  local p f
+  case "$1" in
+    header) p=$(sed -n 's/^\([0-9]\+\) passed, \([0-9]\+\) failed$/\1/p' "$log" | tail -1)
+            f=$(sed -n 's/^\([0-9]\+\) passed, \([0-9]\+\) failed$/\2/p' "$log" | tail -1) ;;
+    unit)   p=$(sed -n 's/^\[  PASSED  \] \([0-9]\+\) test.*/\1/p' "$log" | tail -1)
+            f=$(sed -n 's/^\[  FAILED  \] \([0-9]\+\) test.*/\1/p' "$log" | tail -1) ;;
+    pytest) p=$(grep -oE '[0-9]+ passed' "$log" | tail -1 | grep -oE '[0-9]+')
+            f=$(grep -oE '[0-9]+ (failed|error)' "$log" | awk '{s+=$1} END {print s+0}') ;;
+  esac
+  p=${p:-0} f=${f:-0}
+  # a suite that failed without saying how many: count it as one failure
+  if [ "$2" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+  passed=$((passed + p)) failed=$((failed + f))
+}
+
+if [ "$what" != integration ]; then
+  echo "== header tests (tests/header/run.sh)"
+  bash tests/header/run.sh 2>&1 | tee "$log"; count header "${PIPESTATUS[0]}"
+  for t in build/unit/test_*; do
+    [ -x "$t" ] || continue
+    echo "== unit: $t"
+    "$t" 2>&1 | tee "$log"; count unit "${PIPESTATUS[0]}"
+  done
+fi
+if [ "$what" != unit ]; then
+  echo "== integration tests (pytest, real BPF)"
+  if [ "$(id -u)" != 0 ]; then
+    echo "integration tests need root (they load BPF programs): run 'sudo make test'"
+    failed=$((failed + 1))
+  else
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration 2>&1 | tee "$log"
+    count pytest "${PIPESTATUS[0]}"
+  fi
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

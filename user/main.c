@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* main.c - tracebpf command line: `tracebpf record|convert|version`. */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "tracebpf.h"
+
+const char *argp_program_version = "tracebpf " TRACEBPF_VERSION;
+const char *argp_program_bug_address = "the tracebpf issue tracker";
+
+static const char top_doc[] =
+	"tracebpf -- trace C/C++ applications with USDT probes and BPF\n\n"
+	"Commands:\n"
+	"  record     record a running process (-p PID) or a command (-- CMD)\n"
+	"  convert    render a trace file (.tbt) as Chrome trace JSON\n"
+	"  version    print the version\n\n"
+	"Run 'tracebpf COMMAND --help' for a command's options.";
+
+/* ---- record ---- */
+enum { OPT_BTF = 1000, OPT_FLUSH };
+
+static const struct argp_option record_options[] = {
+	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
+	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
+				     "(default trace.json)", 0 },
+	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
+	{ "buffer-size", 'b', "SIZE", 0, "Ring buffer per CPU, a power of two (K/M suffix; default 8M)", 0 },
+	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
+						 "milliseconds (default 50)", 0 },
+	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
+	{ "btf", OPT_BTF, "PATH", 0, "Kernel BTF to require (default /sys/kernel/btf/vmlinux)", 0 },
+	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
+	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
+	{ 0 },
+};
+
+static const char record_doc[] =
+	"Record trace events.\v"
+	"Examples:\n"
+	"  sudo tracebpf record -- ./app --its-args     # start ./app and record it\n"
+	"  sudo tracebpf record -p 1234 -d 10           # attach to pid 1234 for 10 s\n"
+	"  sudo tracebpf record -o run.json -- ./app     # run.tbt + run.json\n"
+	"Stops when every traced process has exited, on Ctrl-C or SIGTERM, or after --duration.";
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static error_t record_parse(int key, char *arg, struct argp_state *state)
+{
+	struct tb_record_opts *o = state->input;
+	char *end, *tok, *save;
+	long v;
+
+	switch (key) {
+	case 'p':
+		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			errno = 0;
+			v = strtol(tok, &end, 10);
+			if (errno || *end || v <= 0 || v > INT_MAX)
+				argp_error(state, "invalid pid '%s': give a positive process id", tok);
+			if (o->npids == TB_MAX_TARGETS)
+				argp_error(state, "too many pids (at most %d)", TB_MAX_TARGETS);
+			o->pids[o->npids++] = v;
+		}
+		break;
+	case 'o':
+		o->out = arg;
+		break;
+	case 'd':
+		errno = 0;
+		o->duration = strtod(arg, &end);
+		if (errno || *end || o->duration <= 0)
+			argp_error(state, "invalid duration '%s': give seconds > 0", arg);
+		break;
+	case 'b':
+		if (parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
+		    (o->buffer_size & (o->buffer_size - 1)) || o->buffer_size > (1ull << 30))
+			argp_error(state, "invalid buffer size '%s': give a power of two from 4K to 1G, "
+				   "e.g. 16M", arg);
+		break;
+	case OPT_FLUSH:
+		v = strtol(arg, &end, 10);
+		if (*end || v < 1 || v > 10000)
+			argp_error(state, "invalid flush interval '%s': give 1 to 10000 ms", arg);
+		o->flush_ms = v;
+		break;
+	case 'z':
+		v = strtol(arg, &end, 10);
+		if (*end || v < 0 || v > 9)
+			argp_error(state, "invalid compression level '%s': give 0 to 9", arg);
+		o->zlevel = v;
+		break;
+	case OPT_BTF:
+		o->btf_path = arg;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
+	case ARGP_KEY_ARG:
+		/* The first non-option starts the command; the rest is its argv. */
+		o->cmd = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!o->cmd && !o->npids)
+			argp_error(state, "nothing to record: give -p PID or -- COMMAND");
+		if (o->cmd && o->npids)
+			argp_error(state, "give either -p PID or -- COMMAND, not both");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static char *join_args(int argc, char **argv)
+{
+	size_t len = 1;
+	char *s;
+
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	s = calloc(1, len);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+static int cmd_record(int argc, char **argv, char *cmdline)
+{
+	static const struct argp argp = { record_options, record_parse, "[-p PID] [-- COMMAND [ARG...]]",
+					  record_doc, NULL, NULL, NULL };
+	struct tb_record_opts o = {
+		.out = "trace.json",
+		.buffer_size = 8 << 20,
+		.flush_ms = 50,
+		.zlevel = 1,
+		.cmdline = cmdline,
+	};
+
+	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
+	return tb_record(&o) ? 1 : 0;
+}
+
+/* ---- convert ---- */
+struct convert_args {
+	const char *in, *out;
+	bool verbose;
+};
+
+static const struct argp_option convert_options[] = {
+	{ "output", 'o', "FILE", 0, "Output JSON (default: the input with .json; - for stdout)", 0 },
+	{ "verbose", 'v', NULL, 0, "Say more", 0 },
+	{ 0 },
+};
+
+static error_t convert_parse(int key, char *arg, struct argp_state *state)
+{
+	struct convert_args *a = state->input;
+
+	switch (key) {
+	case 'o': a->out = arg; break;
+	case 'v': a->verbose = true; break;
+	case ARGP_KEY_ARG:
+		if (a->in)
+			argp_error(state, "one input file at a time");
+		a->in = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->in)
+			argp_error(state, "give the trace file to convert (FILE.tbt)");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int cmd_convert(int argc, char **argv)
+{
+	static const struct argp argp = { convert_options, convert_parse, "FILE.tbt",
+					  "Render a trace file as Chrome trace JSON (Perfetto UI, "
+					  "chrome://tracing, Chrome DevTools).", NULL, NULL, NULL };
+	struct convert_args a = {};
+	char out[PATH_MAX];
+	struct tb_convert_opts co = {};
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (!a.out) {
+		size_t len = strlen(a.in);
+		int base = len > 4 && !strcmp(a.in + len - 4, ".tbt") ? (int)len - 4 : (int)len;
+
+		if (!strcmp(a.in, "-"))
+			snprintf(out, sizeof(out), "-");
+		else
+			snprintf(out, sizeof(out), "%.*s.json", base, a.in);
+		a.out = out;
+	}
+	co.in = a.in;
+	co.out = a.out;
+	co.verbose = a.verbose;
+	return tb_convert(&co) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp top = { NULL, NULL, "COMMAND [ARG...]", top_doc, NULL, NULL, NULL };
+	char *cmdline;
+	int ret;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+			puts(argp_program_version);
+			return 0;
+		}
+		if (argc < 2)
+			fprintf(stderr, "tracebpf: no command given: try 'tracebpf --help'\n");
+		argp_parse(&top, argc, argv, 0, NULL, NULL);
+		return 64;
+	}
+	cmdline = join_args(argc, argv);
+	/* argv[1..] as the command's argv: argv[0] becomes "tracebpf record" */
+	if (!strcmp(argv[1], "record")) {
+		argv[1] = "tracebpf record";
+		ret = cmd_record(argc - 1, argv + 1, cmdline);
+	} else if (!strcmp(argv[1], "convert")) {
+		argv[1] = "tracebpf convert";
+		ret = cmd_convert(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "version")) {
+		puts(argp_program_version);
+		ret = 0;
+	} else {
+		fprintf(stderr, "tracebpf: unknown command '%s': try 'tracebpf --help'\n", argv[1]);
+		ret = 64;
+	}
+	free(cmdline);
+	return ret;
+}

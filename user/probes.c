@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* probes.c - find ELF objects with tracebpf probes (see probes.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "probes.h"
+
+extern char **environ;
+
+int tb_paths_add(struct tb_paths *p, const char *path)
+{
+	char **nv;
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i], path))
+			return 0;
+	if (p->n == p->cap) {
+		int cap = p->cap ? 2 * p->cap : 8;
+
+		nv = realloc(p->v, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		p->v = nv;
+		p->cap = cap;
+	}
+	p->v[p->n] = strdup(path);
+	if (!p->v[p->n])
+		return -ENOMEM;
+	p->n++;
+	return 0;
+}
+
+void tb_paths_free(struct tb_paths *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		free(p->v[i]);
+	free(p->v);
+	p->v = NULL;
+	p->n = p->cap = 0;
+}
+
+/* Counts stapsdt notes (type 3, owner "stapsdt") whose provider and name are
+ * tracebpf:event. The note's descriptor is three addresses (pc, base,
+ * semaphore) followed by provider\0 name\0 args\0. */
+static int count_notes(Elf *elf)
+{
+	size_t shstrndx, addr_sz;
+	Elf_Scn *scn = NULL;
+	int count = 0;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOEXEC;
+	addr_sz = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!sname || strcmp(sname, ".note.stapsdt"))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
+			const char *d = (const char *)data->d_buf + doff;
+			const char *owner = (const char *)data->d_buf + noff;
+			size_t plen;
+
+			if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) ||
+			    nh.n_descsz < 3 * addr_sz + 2)
+				continue;
+			d += 3 * addr_sz;
+			plen = strnlen(d, nh.n_descsz - 3 * addr_sz);
+			if (plen + 1 >= nh.n_descsz - 3 * addr_sz)
+				continue;
+			if (!strcmp(d, TB_PROVIDER) &&
+			    !strncmp(d + plen + 1, TB_PROBE, nh.n_descsz - 3 * addr_sz - plen - 1))
+				count++;
+		}
+	}
+	return count;
+}
+
+int tb_elf_count_probes(const char *path)
+{
+	Elf *elf;
+	int fd, ret;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		ret = -ENOEXEC;
+	else
+		ret = count_notes(elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
+{
+	char maps[64], line[PATH_MAX + 256], path[PATH_MAX + 64];
+	struct tb_paths seen = {};
+	FILE *f;
+	int ret = 0;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+		size_t len;
+
+		/* only file-backed mappings; skip "(deleted)" files */
+		if (!file || strstr(line, " (deleted)"))
+			continue;
+		len = strlen(file);
+		if (len && file[len - 1] == '\n')
+			file[len - 1] = 0;
+		ret = tb_paths_add(&seen, file);
+		if (ret)
+			goto out;
+	}
+	for (int i = 0; i < seen.n; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, seen.v[i]);
+		if (tb_elf_count_probes(path) > 0) {
+			ret = tb_paths_add(out, path);
+			if (ret)
+				goto out;
+		}
+	}
+out:
+	fclose(f);
+	tb_paths_free(&seen);
+	return ret;
+}
+
+static int is_exec_file(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || access(path, X_OK))
+		return -EACCES;
+	return 0;
+}
+
+int tb_resolve_cmd(const char *cmd, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	int err, last = -ENOENT;
+
+	if (strchr(cmd, '/')) {
+		err = is_exec_file(cmd);
+		if (err)
+			return err;
+		if (!realpath(cmd, out) || strlen(out) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchrnul(path, ':');
+		char cand[PATH_MAX];
+
+		snprintf(cand, sizeof(cand), "%.*s/%s", (int)(end - path),
+			 end == path ? "." : path, cmd);
+		err = is_exec_file(cand);
+		if (!err) {
+			if (!realpath(cand, out))
+				return -errno;
+			return 0;
+		}
+		if (err == -EACCES)
+			last = err;
+		path = *end ? end + 1 : end;
+	}
+	return last;
+}
+
+static int has_interp(const char *path)
+{
+	size_t n = 0;
+	Elf *elf;
+	int fd, ret = 0;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getphdrnum(elf, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_INTERP)
+				ret = 1;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+/* Ask the program's own dynamic loader which libraries it would map: the
+ * loader's search rules (RUNPATH, LD_LIBRARY_PATH, ld.so.cache) are exactly
+ * reproduced only by the loader. With LD_TRACE_LOADED_OBJECTS set, ld.so
+ * prints "name => /path (addr)" lines and exits before running any code of
+ * the program. Only done for dynamically linked programs: a static one
+ * would ignore the variable and run. */
+static int loader_libs(const char *exe, struct tb_paths *libs)
+{
+	int pfd[2], status, ret = 0;
+	char line[PATH_MAX + 128];
+	pid_t pid;
+	FILE *f;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		char *argv[] = { (char *)exe, NULL };
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(pfd[1], 1);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 2);
+		}
+		setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
+		execve(exe, argv, environ);
+		_exit(127);
+	}
+	close(pfd[1]);
+	f = fdopen(pfd[0], "r");
+	if (!f) {
+		ret = -errno;
+		close(pfd[0]);
+	} else {
+		while (fgets(line, sizeof(line), f)) {
+			char *p = strstr(line, "=> ");
+			char *end;
+
+			p = p ? p + 3 : line + strspn(line, " \t");
+			if (*p != '/')
+				continue;
+			end = strstr(p, " (");
+			if (!end)
+				end = p + strcspn(p, "\n");
+			*end = 0;
+			if (!ret)
+				ret = tb_paths_add(libs, p);
+		}
+		fclose(f);
+	}
+	waitpid(pid, &status, 0);
+	return ret;
+}
+
+int tb_cmd_probe_objects(const char *exe, struct tb_paths *out)
+{
+	struct tb_paths libs = {};
+	int ret = 0;
+
+	if (tb_elf_count_probes(exe) > 0)
+		ret = tb_paths_add(out, exe);
+	if (!ret && has_interp(exe))
+		ret = loader_libs(exe, &libs);
+	for (int i = 0; !ret && i < libs.n; i++) {
+		char real[PATH_MAX];
+
+		if (!realpath(libs.v[i], real))
+			continue;
+		if (tb_elf_count_probes(real) > 0)
+			ret = tb_paths_add(out, real);
+	}
+	tb_paths_free(&libs);
+	return ret;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * probes.h - find the ELF objects that carry tracebpf probes: in a running
+ * process (/proc/PID/maps) or in a command about to be started (the
+ * executable and the shared libraries the dynamic loader would map).
+ */
+#ifndef TRACEBPF_PROBES_H
+#define TRACEBPF_PROBES_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define TB_PROVIDER "tracebpf"
+#define TB_PROBE    "event"
+
+struct tb_paths {
+	char **v;
+	int n, cap;
+};
+
+/* Number of tracebpf:event notes in the ELF file at path (>= 0), or -errno
+ * (-ENOEXEC when it is not an ELF file). */
+int tb_elf_count_probes(const char *path);
+/* Adds path unless already there. 0 or -ENOMEM. */
+int tb_paths_add(struct tb_paths *p, const char *path);
+void tb_paths_free(struct tb_paths *p);
+/* Adds every file mapped by pid that carries tracebpf probes. Paths are
+ * given through /proc/PID/root so they resolve in the target's mount
+ * namespace. Returns 0, -ESRCH (no such process) or -errno. */
+int tb_proc_probe_objects(pid_t pid, struct tb_paths *out);
+/* Resolves cmd like execvp does: into out, or -ENOENT / -EACCES. */
+int tb_resolve_cmd(const char *cmd, char *out, size_t len);
+/* Adds exe and each shared library it links (as resolved by its dynamic
+ * loader) that carries tracebpf probes. */
+int tb_cmd_probe_objects(const char *exe, struct tb_paths *out);
+
+#endif

@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * record.c - `tracebpf record`: open -> configure -> load -> attach -> poll,
+ * appending every record to the trace file as it arrives, then render JSON.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "record.h"
+#include "record.skel.h"
+#include "convert.h"
+#include "probes.h"
+#include "tbfile.h"
+#include "tracebpf.h"
+
+#define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static __u64 now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct recorder {
+	const struct tb_record_opts *o;
+	struct record_bpf *skel;
+	struct ring_buffer *rb;
+	struct tb_writer *w;
+	struct bpf_link **links;
+	int nlinks;
+	int *ring_fds;
+	int ncpus;
+	__u64 events;          /* records received */
+	int write_err;         /* first writer error */
+	char tbt_path[PATH_MAX];
+	char json_path[PATH_MAX];
+	pid_t child;           /* -- CMD */
+	int go_fd;             /* write end: releases the child */
+	int exec_err_fd;       /* read end: the child's exec errno */
+};
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct tb_rec_hdr *h = data;
+	int err;
+
+	if (size < sizeof(*h) || h->size > size)
+		return 0;   /* cannot happen with our programs; never crash */
+	r->events++;
+	err = tb_writer_append(r->w, h);
+	if (err && !r->write_err)
+		r->write_err = err;
+	return 0;
+}
+
+/* Effective capabilities: CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON. */
+static int check_caps(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = {};
+	__u64 eff;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	eff = ((__u64)data[1].effective << 32) | data[0].effective;
+#ifndef CAP_BPF
+#define CAP_PERFMON 38
+#define CAP_BPF 39
+#endif
+	if (eff & (1ull << CAP_SYS_ADMIN))
+		return 0;
+	if ((eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON)))
+		return 0;
+	return -EPERM;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+/* x.json -> x.tbt + x.json; x.tbt -> x.tbt + x.json; x -> x.tbt + x.json */
+static int output_paths(struct recorder *r, const char *out)
+{
+	size_t len = strlen(out);
+	int base = (int)len;
+
+	if (len > 5 && !strcmp(out + len - 5, ".json"))
+		base = len - 5;
+	else if (len > 4 && !strcmp(out + len - 4, ".tbt"))
+		base = len - 4;
+	if (snprintf(r->tbt_path, sizeof(r->tbt_path), "%.*s.tbt", base, out) >= (int)sizeof(r->tbt_path) ||
+	    snprintf(r->json_path, sizeof(r->json_path), "%.*s.json", base, out) >= (int)sizeof(r->json_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int read_comm(pid_t pid, pid_t tid, char comm[16])
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	n = strlen(buf);
+	memset(comm, 0, 16);
+	memcpy(comm, buf, n < 15 ? n : 15);
+	return 0;
+}
+
+/* Names of the threads of pid as they are now: at the start for -p targets,
+ * at the end for every process still alive. */
+static void write_comms(struct recorder *r, pid_t pid)
+{
+	struct tb_rec_comm rec;
+	struct dirent *de;
+	char path[64];
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		pid_t tid = atoi(de->d_name);
+
+		if (tid <= 0)
+			continue;
+		memset(&rec, 0, sizeof(rec));
+		if (read_comm(pid, tid, rec.comm))
+			continue;
+		rec.hdr.type = TB_REC_COMM;
+		rec.hdr.size = sizeof(rec);
+		rec.hdr.cpu = ~0u;
+		rec.hdr.ts = now_ns(CLOCK_MONOTONIC);
+		rec.hdr.pid = pid;
+		rec.hdr.tid = tid;
+		tb_writer_append(r->w, &rec.hdr);
+	}
+	closedir(d);
+}
+
+static void write_stats(struct recorder *r)
+{
+	size_t sz = sizeof(struct tb_rec_stats) + r->ncpus * sizeof(__u64);
+	struct tb_rec_stats *st = calloc(1, sz);
+	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
+	__u64 *drops;
+	__u32 zero = 0;
+
+	if (!st || !vals)
+		goto out;
+	drops = (__u64 *)(st + 1);
+	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
+		memcpy(drops, vals, r->ncpus * sizeof(__u64));
+	st->hdr.type = TB_REC_STATS;
+	st->hdr.size = sz;
+	st->hdr.cpu = ~0u;
+	st->hdr.ts = now_ns(CLOCK_MONOTONIC);
+	st->events = r->events;
+	st->ncpus = r->ncpus;
+	for (int i = 0; i < r->ncpus; i++)
+		st->drops_total += drops[i];
+	tb_writer_append(r->w, &st->hdr);
+out:
+	free(st);
+	free(vals);
+}
+
+static __u64 total_drops(struct recorder *r)
+{
+	__u64 *vals = calloc(r->ncpus, sizeof(__u64)), sum = 0;
+	__u32 zero = 0;
+
+	if (vals && !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
+		for (int i = 0; i < r->ncpus; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
+}
+
+/* The traced map is empty once every traced process has exited. A pid that
+ * vanished without an exit record (it exited before we added it) is pruned. */
+static bool targets_alive(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
+	bool any = false;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (kill(key, 0) && errno == ESRCH)
+			bpf_map_delete_elem(fd, &key);
+		else
+			any = true;
+	}
+	return any;
+}
+
+static int add_traced(struct recorder *r, pid_t pid, __u64 gen)
+{
+	__u32 key = pid;
+	__u64 val = gen;
+
+	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.traced), &key, &val, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* One ring per possible CPU, created before load: ring 0 doubles as the
+ * template of the outer map's inner maps. */
+static int create_rings(struct recorder *r)
+{
+	r->ring_fds = calloc(r->ncpus, sizeof(int));
+	if (!r->ring_fds)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < r->ncpus; cpu++) {
+		char name[BPF_OBJ_NAME_LEN];
+		int fd, err;
+
+		snprintf(name, sizeof(name), "tb_ring%u", (unsigned)cpu % 100000u);
+		fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, name, 0, 0, r->o->buffer_size, NULL);
+		if (fd < 0) {
+			err = -errno;
+			ERR("failed to create ring buffer for CPU %d (%zu bytes): %s", cpu,
+			    r->o->buffer_size, strerror(-err));
+			if (err == -ENOMEM)
+				fprintf(stderr, "tracebpf: hint: try a smaller --buffer-size\n");
+			return err;
+		}
+		r->ring_fds[cpu] = fd;
+	}
+	return 0;
+}
+
+static int setup_rings(struct recorder *r)
+{
+	int outer = bpf_map__fd(r->skel->maps.rings);
+	int err;
+
+	for (int cpu = 0; cpu < r->ncpus; cpu++) {
+		__u32 key = cpu;
+		int fd = r->ring_fds[cpu];
+
+		if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY)) {
+			err = -errno;
+			ERR("failed to insert ring buffer for CPU %d: %s", cpu, strerror(-err));
+			return err;
+		}
+		if (!r->rb)
+			r->rb = ring_buffer__new(fd, on_record, r, NULL);
+		else if (ring_buffer__add(r->rb, fd, on_record, r))
+			return -errno;
+		if (!r->rb)
+			return -errno;
+	}
+	return 0;
+}
+
+static int attach_object(struct recorder *r, const char *path)
+{
+	struct bpf_link *link, **nl;
+	int err;
+
+	link = bpf_program__attach_usdt(r->skel->progs.tb_event, -1, path,
+					TB_PROVIDER, TB_PROBE, NULL);
+	if (!link) {
+		err = -errno;
+		ERR("failed to attach to the probes of '%s': %s", path, strerror(-err));
+		return err;
+	}
+	nl = realloc(r->links, (r->nlinks + 1) * sizeof(*nl));
+	if (!nl) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	r->links = nl;
+	r->links[r->nlinks++] = link;
+	if (r->o->verbose)
+		fprintf(stderr, "tracebpf: record: attached to %d probes in '%s'\n",
+			tb_elf_count_probes(path), path);
+	return 0;
+}
+
+/* Fork the command, stopped before exec until released by start_child(). */
+static int spawn_child(struct recorder *r, const char *exe)
+{
+	int go[2], ex[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	if (pipe2(ex, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(ex[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		/* wait until the probes are attached; EOF means give up */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execv(exe, r->o->cmd);
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	r->child = pid;
+	r->go_fd = go[1];
+	r->exec_err_fd = ex[0];
+	return 0;
+}
+
+static int start_child(struct recorder *r)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(r->go_fd, "g", 1) != 1)
+		return -errno;
+	close(r->go_fd);
+	r->go_fd = -1;
+	/* EOF on the CLOEXEC pipe: exec succeeded */
+	n = read(r->exec_err_fd, &e, sizeof(e));
+	close(r->exec_err_fd);
+	r->exec_err_fd = -1;
+	if (n == sizeof(e)) {
+		ERR("failed to execute '%s': %s", r->o->cmd[0], strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static void fmt_bytes(char *buf, size_t len, __u64 b)
+{
+	if (b >= 10ull << 20)
+		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+	else if (b >= 10ull << 10)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+}
+
+static void status_line(struct recorder *r, double elapsed, double rate)
+{
+	char bytes[32];
+	__u64 drops = total_drops(r);
+
+	fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
+	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %llu  %s",
+			elapsed, (unsigned long long)r->events, rate,
+			(unsigned long long)drops, bytes);
+}
+
+static int check_btf(const char *path)
+{
+	if (access(path, R_OK)) {
+		int err = -errno;
+
+		ERR("failed to read kernel BTF '%s': %s", path, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: tracebpf needs a kernel built with "
+				"CONFIG_DEBUG_INFO_BTF=y (Debian 12's kernels are)\n");
+		return err;
+	}
+	return 0;
+}
+
+int tb_record(const struct tb_record_opts *o)
+{
+	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1 };
+	struct tb_paths objs = {};
+	struct tb_file_info info = {};
+	struct sigaction sa = {};
+	struct utsname uts;
+	char exe[PATH_MAX];
+	__u64 t0, last_status, last_events = 0;
+	bool tty = isatty(2) && !o->quiet;
+	int err, i;
+
+	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+
+	err = check_caps();
+	if (err) {
+		ERR("failed to load BPF programs: %s", strerror(EPERM));
+		fprintf(stderr, "tracebpf: hint: run as root (sudo tracebpf record ...), or give "
+				"the binary CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE\n");
+		return -EPERM;
+	}
+	err = check_btf(o->btf_path ? o->btf_path : "/sys/kernel/btf/vmlinux");
+	if (err)
+		return err;
+
+	/* Targets and the objects carrying their probes. */
+	if (o->cmd) {
+		err = tb_resolve_cmd(o->cmd[0], exe, sizeof(exe));
+		if (err) {
+			ERR("failed to find command '%s': %s", o->cmd[0], strerror(-err));
+			if (err == -ENOENT)
+				fprintf(stderr, "tracebpf: hint: give a path (./app) or a command in $PATH\n");
+			return err;
+		}
+		err = tb_cmd_probe_objects(exe, &objs);
+		if (err) {
+			ERR("failed to inspect '%s': %s", exe, strerror(-err));
+			goto cleanup;
+		}
+		if (!objs.n) {
+			ERR("'%s' has no tracebpf probes, neither in it nor in the libraries it links", exe);
+			fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
+					"and rebuild (see README.md); 'readelf -n %s' lists the probes\n", exe);
+			err = -ENOENT;
+			goto cleanup;
+		}
+	}
+	for (i = 0; i < o->npids; i++) {
+		int n = objs.n;
+
+		if (kill(o->pids[i], 0) && errno == ESRCH) {
+			ERR("failed to find process %d: %s", o->pids[i], strerror(ESRCH));
+			fprintf(stderr, "tracebpf: hint: check the pid with 'ps -p %d'\n", o->pids[i]);
+			err = -ESRCH;
+			goto cleanup;
+		}
+		err = tb_proc_probe_objects(o->pids[i], &objs);
+		if (err) {
+			ERR("failed to read the mappings of process %d: %s", o->pids[i], strerror(-err));
+			goto cleanup;
+		}
+		if (objs.n == n) {
+			/* objects already found for another pid may be shared */
+			struct tb_paths mine = {};
+			int found;
+
+			tb_proc_probe_objects(o->pids[i], &mine);
+			found = mine.n;
+			tb_paths_free(&mine);
+			if (!found) {
+				ERR("process %d has no tracebpf probes in its executable or libraries",
+				    o->pids[i]);
+				fprintf(stderr, "tracebpf: hint: build it with <tracebpf/trace.h> and "
+						"TRACE_EVENT* macros (see README.md)\n");
+				err = -ENOENT;
+				goto cleanup;
+			}
+		}
+	}
+
+	err = output_paths(&r, o->out);
+	if (err) {
+		ERR("failed to use output '%s': %s", o->out, strerror(-err));
+		goto cleanup;
+	}
+
+	/* open -> configure -> load */
+	r.skel = record_bpf__open();
+	if (!r.skel) {
+		err = -errno;
+		ERR("failed to open BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	r.ncpus = libbpf_num_possible_cpus();
+	if (r.ncpus <= 0) {
+		err = r.ncpus ? r.ncpus : -EINVAL;
+		ERR("failed to count possible CPUs: %s", strerror(-err));
+		goto cleanup;
+	}
+	r.skel->rodata->wakeup_bytes = o->buffer_size / 4;
+	bpf_map__set_max_entries(r.skel->maps.rings, r.ncpus);
+	err = create_rings(&r);
+	if (err)
+		goto cleanup;
+	/* The inner map template must have the size of the rings we insert
+	 * (bpf_map__inner_map() + set_max_entries crashes in libbpf 1.1). */
+	err = bpf_map__set_inner_map_fd(r.skel->maps.rings, r.ring_fds[0]);
+	if (err) {
+		ERR("failed to set the ring buffer template: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = record_bpf__load(r.skel);
+	if (err) {
+		ERR("failed to load BPF programs: %s", strerror(-err));
+		if (err == -EPERM)
+			fprintf(stderr, "tracebpf: hint: run as root\n");
+		else
+			fprintf(stderr, "tracebpf: hint: run with -v to see the verifier's log\n");
+		goto cleanup;
+	}
+	err = setup_rings(&r);
+	if (err)
+		goto cleanup;
+
+	/* The file first: nothing the kernel hands us may be lost. */
+	gethostname(info.hostname, sizeof(info.hostname) - 1);
+	if (!uname(&uts))
+		snprintf(info.kernel, sizeof(info.kernel), "%s", uts.release);
+	snprintf(info.cmdline, sizeof(info.cmdline), "%s", o->cmdline ? o->cmdline : "");
+	info.clock_id = CLOCK_MONOTONIC;
+	info.start_ts = now_ns(CLOCK_MONOTONIC);
+	info.realtime_offset_ns = (__s64)(now_ns(CLOCK_REALTIME) - info.start_ts);
+	{
+		struct tb_writer_opts wo = { .info = &info, .zlevel = o->zlevel };
+
+		err = tb_writer_open(&r.w, r.tbt_path, &wo);
+		if (err) {
+			ERR("failed to create '%s': %s", r.tbt_path, strerror(-err));
+			goto cleanup;
+		}
+	}
+
+	/* attach: lifecycle tracepoints first, so no fork of a target is missed */
+	err = record_bpf__attach(r.skel);
+	if (err) {
+		ERR("failed to attach to the sched_process_* tracepoints: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (o->cmd) {
+		err = spawn_child(&r, exe);
+		if (err) {
+			ERR("failed to start '%s': %s", o->cmd[0], strerror(-err));
+			goto cleanup;
+		}
+		err = add_traced(&r, r.child, 1);
+		if (err) {
+			ERR("failed to trace process %d: %s", r.child, strerror(-err));
+			goto cleanup;
+		}
+	}
+	for (i = 0; i < o->npids; i++) {
+		err = add_traced(&r, o->pids[i], 2 + i);
+		if (err) {
+			ERR("failed to trace process %d: %s", o->pids[i], strerror(-err));
+			goto cleanup;
+		}
+		write_comms(&r, o->pids[i]);
+	}
+	for (i = 0; i < objs.n; i++) {
+		err = attach_object(&r, objs.v[i]);
+		if (err)
+			goto cleanup;
+	}
+
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (o->cmd) {
+		err = start_child(&r);
+		if (err)
+			goto cleanup;
+	}
+
+	t0 = last_status = now_ns(CLOCK_MONOTONIC);
+	while (!stop_signal) {
+		__u64 now;
+
+		/* Records are submitted without wakeups below the threshold, so
+		 * poll wakes on the timeout: that bounds the delivery latency. */
+		err = ring_buffer__poll(r.rb, o->flush_ms);
+		if (err == -EINTR) {
+			err = 0;
+			continue;
+		}
+		if (err < 0) {
+			ERR("failed to poll ring buffers: %s", strerror(-err));
+			break;
+		}
+		ring_buffer__consume(r.rb);
+		err = tb_writer_flush(r.w);
+		if (!err)
+			err = r.write_err;
+		if (err) {
+			ERR("failed to write '%s': %s", r.tbt_path, strerror(-err));
+			break;
+		}
+		if (r.child > 0 && waitpid(r.child, NULL, WNOHANG) == r.child)
+			r.child = -1;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (tty && now - last_status >= 1000000000ull) {
+			status_line(&r, (now - t0) / 1e9,
+				    (r.events - last_events) * 1e9 / (now - last_status));
+			last_status = now;
+			last_events = r.events;
+		}
+		if (o->duration > 0 && now - t0 >= o->duration * 1e9)
+			break;
+		if (!targets_alive(&r))
+			break;
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+
+	/* Drain what is left: everything the targets emitted is in the rings. */
+	ring_buffer__consume(r.rb);
+	{
+		int fd = bpf_map__fd(r.skel->maps.traced);
+		__u32 key, next, *prev = NULL;
+
+		while (!bpf_map_get_next_key(fd, prev, &next)) {
+			key = next;
+			prev = &key;
+			write_comms(&r, key);
+		}
+	}
+	write_stats(&r);
+	{
+		int cerr = tb_writer_close(r.w);
+
+		r.w = NULL;
+		if (cerr && !err) {
+			ERR("failed to write '%s': %s", r.tbt_path, strerror(-cerr));
+			err = cerr;
+		}
+	}
+	{
+		__u64 drops = total_drops(&r);
+		char bytes[32];
+		struct stat st;
+
+		fmt_bytes(bytes, sizeof(bytes), stat(r.tbt_path, &st) ? 0 : (__u64)st.st_size);
+		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %llu dropped, wrote %s (%s)\n",
+			(unsigned long long)r.events, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+			(unsigned long long)drops, r.tbt_path, bytes);
+		if (drops)
+			fprintf(stderr, "tracebpf: WARNING: %llu events were LOST because a ring buffer "
+					"was full; record again with a larger --buffer-size\n",
+				(unsigned long long)drops);
+	}
+	if (!err) {
+		struct tb_convert_opts co = { .in = r.tbt_path, .out = r.json_path };
+
+		err = tb_convert(&co);
+		if (!err)
+			fprintf(stderr, "tracebpf: wrote %s (open it in https://ui.perfetto.dev)\n",
+				r.json_path);
+	}
+
+cleanup:
+	if (r.go_fd >= 0)
+		close(r.go_fd);   /* the child sees EOF and exits without exec */
+	if (r.exec_err_fd >= 0)
+		close(r.exec_err_fd);
+	if (r.child > 0) {
+		/* A command still running (Ctrl-C, --duration) is left running,
+		 * as perf record does; one we failed to start is killed. */
+		if (err && r.go_fd < 0 && r.exec_err_fd < 0)
+			kill(r.child, SIGKILL);
+		waitpid(r.child, NULL, err ? 0 : WNOHANG);
+	}
+	if (r.w)
+		tb_writer_close(r.w);
+	for (i = 0; i < r.nlinks; i++)
+		bpf_link__destroy(r.links[i]);
+	free(r.links);
+	ring_buffer__free(r.rb);
+	if (r.ring_fds)
+		for (i = 0; i < r.ncpus; i++)
+			if (r.ring_fds[i] > 0)
+				close(r.ring_fds[i]);
+	free(r.ring_fds);
+	record_bpf__destroy(r.skel);
+	tb_paths_free(&objs);
+	return err;
+}

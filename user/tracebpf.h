@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* tracebpf.h - the commands of the tracebpf CLI and their options. */
+#ifndef TRACEBPF_CLI_H
+#define TRACEBPF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifndef TRACEBPF_VERSION
+#define TRACEBPF_VERSION "0.1.0"
+#endif
+
+#define TB_MAX_TARGETS 64
+
+struct tb_record_opts {
+	pid_t pids[TB_MAX_TARGETS];      /* -p */
+	int npids;
+	char **cmd;                      /* -- CMD ARGS (NULL-terminated) */
+	const char *out;                 /* -o: x.tbt, x.json or a base name */
+	double duration;                 /* --duration, 0 = until targets exit */
+	size_t buffer_size;              /* --buffer-size, per CPU, power of 2 */
+	unsigned flush_ms;               /* drain/flush period */
+	int zlevel;                      /* zlib level for chunks */
+	const char *btf_path;            /* kernel BTF to check (default sysfs) */
+	bool verbose;                    /* -v: libbpf debug output */
+	bool quiet;                      /* -q: no live status */
+	char *cmdline;                   /* the recorder's own command line */
+};
+
+int tb_record(const struct tb_record_opts *o);
+
+#endif
