@@ -1,0 +1,810 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_convert.c - trace file -> Chrome trace JSON: slices, instants,
+ * counters, names, metadata, hostile input, error messages. The output is
+ * checked textually and parsed by Python's json module (bare NaN/Infinity
+ * refused), which also checks ordering and per-thread nesting.
+ *
+ * gcc -std=gnu11 -Wall -Wextra -Werror -O2 -g tests/unit/test_convert.c \
+ *     user/convert.c user/json.c user/tbfile.c -lcmocka -lz -o test_convert
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../user/convert.h"
+#include "../../user/tbfile.h"
+
+static char dir[] = "/tmp/test_convert.XXXXXX";
+static char in_path[256], out_path[256], err_path[256], py_path[256];
+
+/* ------------------------------------------------------- trace making -- */
+
+static struct tb_writer *open_trace(size_t chunk_max)
+{
+	struct tb_file_info info;
+	struct tb_writer_opts o = { .info = &info, .zlevel = 6, .chunk_max = chunk_max };
+	struct tb_writer *w;
+
+	memset(&info, 0, sizeof(info));
+	info.clock_id = 1;
+	info.realtime_offset_ns = 1700000000000000000LL;
+	info.start_ts = 500;
+	strcpy(info.hostname, "box");
+	strcpy(info.kernel, "6.18.0");
+	strcpy(info.cmdline, "tracebpf record -- ./app \"quoted\"");
+	assert_int_equal(tb_writer_open(&w, in_path, &o), 0);
+	return w;
+}
+
+static void hdr(struct tb_rec_hdr *h, uint16_t type, size_t size, uint64_t ts,
+		uint32_t pid, uint32_t tid)
+{
+	h->type = type;
+	h->size = (uint16_t)size;
+	h->cpu = 0;
+	h->ts = ts;
+	h->pid = pid;
+	h->tid = tid;
+}
+
+enum { SITE_OK, SITE_BAD_MAGIC, SITE_UNTERMINATED, SITE_FAULT };
+
+static void site(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
+		 char phase, char scope, const char *cat, const char *name,
+		 int nargs, const uint8_t *types, const char *const *names, int how)
+{
+	uint64_t buf[128];
+	struct tb_rec_site *s = (void *)buf;
+	struct tb_site_desc *d = (void *)(s + 1);
+	char *p = (char *)(d + 1);
+	size_t len;
+	int i;
+
+	memset(buf, 0, sizeof(buf));
+	d->magic = how == SITE_BAD_MAGIC ? 0x12345678 : TB_SITE_MAGIC;
+	d->phase = (uint8_t)phase;
+	d->scope = (uint8_t)scope;
+	d->nargs = (uint8_t)nargs;
+	for (i = 0; i < nargs; i++)
+		d->arg_type[i] = types[i];
+	p = stpcpy(p, cat) + 1;
+	p = stpcpy(p, name) + 1;
+	for (i = 0; i < nargs; i++)
+		p = stpcpy(p, names[i]) + 1;
+	len = (size_t)(p - (char *)d);
+	if (how == SITE_UNTERMINATED)
+		len--;        /* the last string runs off the descriptor */
+	d->size = (uint16_t)len;
+	s->site = addr;
+	s->len = (uint32_t)len;
+	if (how == SITE_FAULT) {
+		s->flags = TB_SITEF_FAULT;
+		s->len = 0;
+		len = 0;
+	}
+	hdr(&s->hdr, TB_REC_SITE, TB_REC_ALIGN(sizeof(*s) + len), ts, pid, pid);
+	assert_int_equal(tb_writer_append(w, &s->hdr), 0);
+}
+
+/* s0/s1: bytes of string arguments 0/1 (n0/n1 of them, NUL included). */
+static void event(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t tid,
+		  uint64_t addr, uint64_t a0, uint64_t a1,
+		  const char *s0, size_t n0, const char *s1, size_t n1)
+{
+	uint64_t buf[128];
+	struct tb_rec_event *e = (void *)buf;
+	char *p = (char *)(e + 1);
+
+	memset(buf, 0, sizeof(buf));
+	e->site = addr;
+	e->args[0] = a0;
+	e->args[1] = a1;
+	if (s0) {
+		memcpy(p, s0, n0);
+		p += n0;
+		e->str_len[0] = (uint16_t)n0;
+	}
+	if (s1) {
+		memcpy(p, s1, n1);
+		p += n1;
+		e->str_len[1] = (uint16_t)n1;
+	}
+	hdr(&e->hdr, TB_REC_EVENT, TB_REC_ALIGN((size_t)(p - (char *)e)), ts, pid, tid);
+	assert_int_equal(tb_writer_append(w, &e->hdr), 0);
+}
+
+#define EV(w, ts, pid, tid, addr, a0, a1) event(w, ts, pid, tid, addr, a0, a1, NULL, 0, NULL, 0)
+
+static void set_comm(char dst[16], const char *name)
+{
+	size_t n = strlen(name);
+
+	memcpy(dst, name, n < 16 ? n : 16);
+}
+
+static void comm(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t tid,
+		 const char *name)
+{
+	struct tb_rec_comm c;
+
+	memset(&c, 0, sizeof(c));
+	hdr(&c.hdr, TB_REC_COMM, sizeof(c), ts, pid, tid);
+	set_comm(c.comm, name);
+	assert_int_equal(tb_writer_append(w, &c.hdr), 0);
+}
+
+static void fork_(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t tid,
+		  uint32_t cpid, uint32_t ctid, const char *name)
+{
+	struct tb_rec_fork f;
+
+	memset(&f, 0, sizeof(f));
+	hdr(&f.hdr, TB_REC_FORK, sizeof(f), ts, pid, tid);
+	f.child_pid = cpid;
+	f.child_tid = ctid;
+	f.flags = cpid == pid ? TB_FORKF_THREAD : 0;
+	set_comm(f.comm, name);
+	assert_int_equal(tb_writer_append(w, &f.hdr), 0);
+}
+
+static void exec_(struct tb_writer *w, uint64_t ts, uint32_t pid, const char *name)
+{
+	struct tb_rec_exec x;
+
+	memset(&x, 0, sizeof(x));
+	hdr(&x.hdr, TB_REC_EXEC, sizeof(x), ts, pid, pid);
+	x.old_tid = pid;
+	set_comm(x.comm, name);
+	strcpy(x.filename, "/bin/other");
+	assert_int_equal(tb_writer_append(w, &x.hdr), 0);
+}
+
+static void exit_(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t tid,
+		  const char *name, bool process)
+{
+	struct tb_rec_exit x;
+
+	memset(&x, 0, sizeof(x));
+	hdr(&x.hdr, TB_REC_EXIT, sizeof(x), ts, pid, tid);
+	x.flags = process ? TB_EXITF_PROCESS : 0;
+	set_comm(x.comm, name);
+	assert_int_equal(tb_writer_append(w, &x.hdr), 0);
+}
+
+static void stats(struct tb_writer *w, uint64_t ts, uint32_t ncpus,
+		  const uint64_t *drops)
+{
+	uint64_t buf[64];
+	struct tb_rec_stats *s = (void *)buf;
+	uint32_t i;
+
+	memset(buf, 0, sizeof(buf));
+	hdr(&s->hdr, TB_REC_STATS, sizeof(*s) + 8 * ncpus, ts, 0, 0);
+	s->hdr.cpu = ~0u;
+	s->ncpus = ncpus;
+	for (i = 0; i < ncpus; i++) {
+		((uint64_t *)(s + 1))[i] = drops[i];
+		s->drops_total += drops[i];
+	}
+	s->events = 1000;
+	assert_int_equal(tb_writer_append(w, &s->hdr), 0);
+}
+
+static uint64_t dbl(double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+/* ------------------------------------------------------------ running -- */
+
+static char *slurp(const char *p)
+{
+	struct stat st;
+	char *b;
+	int fd = open(p, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	b = malloc(st.st_size + 1);
+	assert_non_null(b);
+	assert_int_equal(read(fd, b, st.st_size), st.st_size);
+	b[st.st_size] = '\0';
+	close(fd);
+	return b;
+}
+
+/* stderr goes to err_path between these two. */
+static int capture_stderr(void)
+{
+	int saved, fd;
+
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	return saved;
+}
+
+static char *restore_stderr(int saved)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	return slurp(err_path);
+}
+
+/* Runs tb_convert with stderr captured; returns its result. */
+static int convert(const char *in, const char *out, char **err_text)
+{
+	struct tb_convert_opts o = { .in = in, .out = out };
+	int saved = capture_stderr(), ret;
+
+	ret = tb_convert(&o);
+	*err_text = restore_stderr(saved);
+	return ret;
+}
+
+/* Feeds json to a python3 program; returns its exit status. */
+static int python(const char *prog, const char *json)
+{
+	FILE *p = popen(prog, "w");
+	int st;
+
+	assert_non_null(p);
+	fputs(json, p);
+	st = pclose(p);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+#define PY_PARSE "python3 -c 'import json,sys; json.load(sys.stdin, " \
+	"parse_constant=lambda c: sys.exit(\"bare \" + c))'"
+
+/* Checks every Chrome-JSON rule that holds for any output, then `extra`. */
+static const char py_generic[] =
+"import json, sys\n"
+"def bad(c): sys.exit('bare constant ' + c)\n"
+"d = json.load(sys.stdin, parse_constant=bad)\n"
+"assert set(d) == {'traceEvents', 'displayTimeUnit', 'metadata'}, d.keys()\n"
+"assert d['displayTimeUnit'] == 'ns'\n"
+"ev, md = d['traceEvents'], d['metadata']\n"
+"last = -1\n"
+"for e in ev:\n"
+"    assert e['ph'] in 'XICM', e\n"
+"    for k in ('ts', 'dur'):\n"
+"        if k in e:\n"
+"            assert isinstance(e[k], (int, float)) and e[k] >= 0, e\n"
+"    assert isinstance(e['pid'], int) and isinstance(e['tid'], int), e\n"
+"    assert e['ts'] >= last, ('not sorted', e)\n"
+"    last = e['ts']\n"
+"    if e['ph'] == 'I': assert e['s'] in ('t', 'p', 'g'), e\n"
+"    if e['ph'] == 'C':\n"
+"        assert e['args'] and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in e['args'].values()), e\n"
+"stacks = {}\n"
+"for e in ev:\n"
+"    if e['ph'] != 'X': continue\n"
+"    st = stacks.setdefault(e['tid'], [])\n"
+"    b, end = round(e['ts'] * 1000), round((e['ts'] + e['dur']) * 1000)\n"
+"    while st and st[-1] <= b and not (st[-1] == b and end == b): st.pop()\n"
+"    assert not st or end <= st[-1], ('overlap', e, st)\n"
+"    st.append(end)\n"
+"for k in ('tracebpf_version', 'hostname', 'kernel_release', 'command_line',\n"
+"          'clock', 'realtime_offset_ns', 'start_ts', 'events', 'drops_total',\n"
+"          'drops_per_cpu', 'unresolved_sites', 'unmatched_ends',\n"
+"          'truncated_tail_bytes'):\n"
+"    assert k in md, k\n"
+"def find(ph, name, **kw):\n"
+"    r = [e for e in ev if e['ph'] == ph and e['name'] == name and\n"
+"         all(abs(e.get(k, -1) - v) < 1e-9 if isinstance(v, float) else e.get(k) == v for k, v in kw.items())]\n"
+"    assert len(r) == 1, (ph, name, kw, r)\n"
+"    return r[0]\n"
+"def meta(what, pid, tid):\n"
+"    r = [e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == what and e['pid'] == pid and e['tid'] == tid]\n"
+"    assert len(r) == 1, (what, pid, tid, r)\n"
+"    return r[0]\n";
+
+static int py_check(const char *json, const char *extra)
+{
+	char cmd[300];
+	FILE *f = fopen(py_path, "w");
+
+	assert_non_null(f);
+	fputs(py_generic, f);
+	fputs(extra, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "python3 %s", py_path);
+	return python(cmd, json);
+}
+
+/* --------------------------------------------------------------- tests -- */
+
+enum {
+	A_OUTER = 0x1000, A_OUTER_E = 0x1010, A_INNER = 0x1020, A_INNER_E = 0x1030,
+	A_TICK = 0x1040, A_QUEUE = 0x1050, A_PLAIN = 0x1060, A_BAD = 0x1070,
+	A_TRUNC = 0x1080, A_FAULT = 0x1090,
+};
+
+static void write_scenario(void)
+{
+	static const uint8_t t_int[] = { TB_ARG_INT };
+	static const uint8_t t_strptr[] = { TB_ARG_STR, TB_ARG_PTR };
+	static const uint8_t t_strdbl[] = { TB_ARG_STR, TB_ARG_DOUBLE };
+	static const uint8_t t_udbl[] = { TB_ARG_UINT, TB_ARG_DOUBLE };
+	static const uint8_t t_boolint[] = { TB_ARG_BOOL, TB_ARG_INT };
+	static const char *const n_x[] = { "x" }, *const n_ret[] = { "ret" };
+	static const char *const n_lp[] = { "label", "p" };
+	static const char *const n_mv[] = { "msg", "val" };
+	static const char *const n_dl[] = { "depth", "load" };
+	static const char *const n_fn[] = { "flag", "neg" };
+	static const uint64_t drops[] = { 0, 3, 0, 1 };
+	static const char label[] = "hello\n\"world\"";
+	struct tb_writer *w = open_trace(200);   /* many small chunks */
+
+	comm(w, 10, 100, 100, "app");
+	fork_(w, 20, 100, 100, 100, 101, "app");
+	comm(w, 30, 100, 101, "worker thread");
+
+	/* descriptors stamped like the BPF side does: same ts as the hit */
+	site(w, 1000, 100, A_OUTER, 'B', 0, "app", "outer", 1, t_int, n_x, SITE_OK);
+	EV(w, 1000, 100, 100, A_OUTER, (uint64_t)-5, 0);
+	site(w, 2000, 100, A_INNER, 'B', 0, "app", "inner", 2, t_strptr, n_lp, SITE_OK);
+	event(w, 2000, 100, 100, A_INNER, 0x7fff0000, 0xdeadbeef,
+	      label, sizeof(label), NULL, 0);
+	site(w, 3500, 100, A_INNER_E, 'E', 0, "app", "inner", 0, NULL, NULL, SITE_OK);
+	EV(w, 3500, 100, 100, A_INNER_E, 0, 0);
+	fork_(w, 4000, 100, 100, 200, 200, "app");
+	event(w, 5000, 100, 101, A_INNER, 0, 0, "", 0, NULL, 0);   /* unreadable */
+	site(w, 6000, 100, A_QUEUE, 'C', 0, "app", "queue", 2, t_udbl, n_dl, SITE_OK);
+	EV(w, 6000, 100, 100, A_QUEUE, 5, dbl(0.5));
+	site(w, 6200, 100, A_TICK, 'I', 'p', "app", "tick", 2, t_strdbl, n_mv, SITE_OK);
+	event(w, 6200, 100, 100, A_TICK, 0, dbl(NAN), "hi", 3, NULL, 0);
+	site(w, 6300, 100, A_PLAIN, 'I', 0, "misc", "plain", 2, t_boolint, n_fn, SITE_OK);
+	EV(w, 6300, 100, 100, A_PLAIN, 1, (uint64_t)-3);
+	site(w, 6400, 100, A_BAD, 'I', 't', "app", "bad", 0, NULL, NULL, SITE_BAD_MAGIC);
+	EV(w, 6400, 100, 100, A_BAD, 0, 0);                        /* unresolved 1 */
+	EV(w, 6450, 100, 100, 0x9999, 0, 0);                       /* unresolved 2 */
+	site(w, 6460, 100, A_TRUNC, 'I', 't', "app", "trunc", 0, NULL, NULL,
+	     SITE_UNTERMINATED);
+	EV(w, 6460, 100, 100, A_TRUNC, 0, 0);                      /* unresolved 3 */
+	EV(w, 6500, 100, 100, A_QUEUE, 7, dbl(NAN));
+	site(w, 6600, 100, A_FAULT, 'I', 't', "app", "fault", 0, NULL, NULL, SITE_FAULT);
+	EV(w, 6600, 100, 100, A_FAULT, 0, 0);                      /* unresolved 4 */
+	EV(w, 6700, 100, 100, A_TICK, (uint64_t)-1, dbl(-INFINITY));
+	exit_(w, 7000, 100, 101, "worker thread", false);
+	/* the child runs its parent's image: sites known without SITE records */
+	event(w, 8000, 200, 200, A_TICK, 0, dbl(2.5), "from child", 11, NULL, 0);
+	EV(w, 8200, 200, 200, A_OUTER, 9, 0);
+	comm(w, 8500, 200, 200, "child");
+	exec_(w, 9000, 200, "execd");
+	event(w, 9500, 200, 200, A_TICK, 0, 0, "x", 2, NULL, 0);  /* unresolved 5 */
+	site(w, 10000, 100, A_OUTER_E, 'E', 0, "app", "outer", 1, t_int, n_ret, SITE_OK);
+	EV(w, 10000, 100, 100, A_OUTER_E, 42, 0);
+	EV(w, 11000, 100, 100, A_INNER_E, 0, 0);                   /* unmatched */
+	EV(w, 12000, 100, 100, A_OUTER, 1, 0);                     /* never ends */
+	EV(w, 13000, 300, 300, A_TICK, 0, 0);                      /* unresolved 6 */
+	stats(w, 15000, 4, (const uint64_t[]){ 9, 9, 9, 9 });
+	stats(w, 20000, 4, drops);                                 /* last wins */
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+static const char py_scenario[] =
+"o = find('X', 'outer', tid=100, ts=1.0)\n"
+"assert abs(o['dur'] - 9.0) < 1e-9, o\n"
+"assert o['args'] == {'x': -5, 'ret': 42}, o\n"
+"assert o['cat'] == 'app' and o['pid'] == 100\n"
+"i = find('X', 'inner', tid=100)\n"
+"assert abs(i['ts'] - 2.0) < 1e-9 and abs(i['dur'] - 1.5) < 1e-9, i\n"
+"assert i['args'] == {'label': 'hello\\n\"world\"', 'p': '0xdeadbeef'}, i\n"
+"assert ev.index(o) < ev.index(i)\n"
+"w = find('X', 'inner', tid=101)\n"
+"assert abs(w['ts'] - 5.0) < 1e-9 and abs(w['dur'] - 2.0) < 1e-9, w\n"
+"assert w['args'] == {'label': '<unreadable>', 'p': '0x0',\n"
+"                     'tracebpf_unfinished': 'thread exited'}, w\n"
+"x = find('X', 'outer', pid=200)\n"
+"assert abs(x['ts'] - 8.2) < 1e-9 and abs(x['dur'] - 0.8) < 1e-9, x\n"
+"assert x['args']['tracebpf_unfinished'] == \"process exec'd\", x\n"
+"e = find('X', 'outer', tid=100, ts=12.0)\n"
+"assert abs(e['dur'] - 8.0) < 1e-9, e\n"
+"assert e['args'] == {'x': 1, 'tracebpf_unfinished': 'recording ended'}, e\n"
+"assert len([e for e in ev if e['ph'] == 'X']) == 5\n"
+"t = find('I', 'tick', ts=6.2)\n"
+"assert t['s'] == 'p' and t['args'] == {'msg': 'hi', 'val': 'NaN'}, t\n"
+"t = find('I', 'tick', ts=6.7)\n"
+"assert t['args'] == {'msg': '<unreadable>', 'val': '-Infinity'}, t\n"
+"c = find('I', 'tick', pid=200)\n"
+"assert c['args'] == {'msg': 'from child', 'val': 2.5}, c\n"
+"p = find('I', 'plain')\n"
+"assert p['s'] == 't' and p['cat'] == 'misc' and p['args'] == {'flag': True, 'neg': -3}, p\n"
+"assert len([e for e in ev if e['ph'] == 'I']) == 4\n"
+"q = [e for e in ev if e['ph'] == 'C']\n"
+"assert len(q) == 2, q\n"
+"assert q[0]['name'] == 'queue' and q[0]['pid'] == 100 and q[0]['args'] == {'depth': 5, 'load': 0.5}, q\n"
+"assert q[1]['args'] == {'depth': 7}, q\n"
+"assert meta('process_name', 100, 100) == 'app'\n"
+"assert meta('thread_name', 100, 101) == 'worker thread'\n"
+"assert meta('process_name', 200, 200) == 'execd'\n"
+"assert meta('thread_name', 200, 200) == 'execd'\n"
+"assert meta('process_name', 300, 300) == 'pid 300'\n"
+"assert meta('thread_name', 300, 300) == 'tid 300'\n"
+"assert not [e for e in ev if e['ph'] == 'M' and e['pid'] == 0]\n"
+"assert md['drops_total'] == 4 and md['drops_per_cpu'] == [0, 3, 0, 1], md\n"
+"assert md['unresolved_sites'] == 6 and md['unmatched_ends'] == 1, md\n"
+"assert md['events'] == 20, md\n"
+"assert md['truncated_tail_bytes'] == 0 and 'truncated_tail_reason' not in md\n"
+"assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
+"assert md['kernel_release'] == '6.18.0' and md['command_line'] == 'tracebpf record -- ./app \"quoted\"'\n"
+"assert md['realtime_offset_ns'] == 1700000000000000000 and md['start_ts'] == 500\n"
+"assert md['tracebpf_version'] and md['format_version'] == '1.0'\n";
+
+static void test_scenario(void **state)
+{
+	char *err, *out;
+
+	(void)state;
+	write_scenario();
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	out = slurp(out_path);
+
+	/* text-level */
+	assert_non_null(strstr(out, "{\"traceEvents\":["));
+	assert_non_null(strstr(out, "\"displayTimeUnit\":\"ns\""));
+	assert_non_null(strstr(out, "\"ph\":\"X\",\"ts\":1.000,\"dur\":9.000,"
+				    "\"pid\":100,\"tid\":100,\"cat\":\"app\","
+				    "\"name\":\"outer\",\"args\":{\"x\":-5,\"ret\":42}"));
+	assert_non_null(strstr(out, "\"ts\":2.000,\"dur\":1.500,"));
+	assert_non_null(strstr(out, "\"label\":\"hello\\n\\\"world\\\"\""));
+	assert_non_null(strstr(out, "\"tracebpf_unfinished\":\"thread exited\""));
+	assert_non_null(strstr(out, "\"tracebpf_unfinished\":\"recording ended\""));
+	assert_non_null(strstr(out, "\"ph\":\"I\",\"ts\":6.200,\"pid\":100,"
+				    "\"tid\":100,\"s\":\"p\""));
+	assert_non_null(strstr(out, "\"val\":\"NaN\""));
+	assert_null(strstr(out, ":NaN"));
+	assert_null(strstr(out, ":nan"));
+	assert_null(strstr(out, "Infinity,"));
+	assert_non_null(strstr(out, "\"ph\":\"C\",\"ts\":6.000,\"pid\":100,"));
+	assert_non_null(strstr(out, "\"args\":{\"depth\":5,\"load\":0.5}"));
+	assert_non_null(strstr(out, "\"args\":{\"depth\":7}"));
+	assert_non_null(strstr(out, "{\"ph\":\"M\",\"ts\":0.000,\"pid\":100,"
+				    "\"tid\":101,\"name\":\"thread_name\","
+				    "\"args\":{\"name\":\"worker thread\"}}"));
+	assert_non_null(strstr(out, "\"name\":\"process_name\",\"args\":{\"name\":\"app\"}"));
+	assert_non_null(strstr(out, "\"drops_total\":4,\"drops_per_cpu\":[0,3,0,1]"));
+	assert_non_null(strstr(out, "\"unresolved_sites\":6"));
+	assert_non_null(strstr(out, "\"unmatched_ends\":1"));
+	assert_null(strstr(out, "systemTraceEvents"));
+	assert_null(strstr(out, "\"name\":\"bad\""));
+
+	/* stderr: the drop warning, nothing else */
+	assert_string_equal(err,
+		"tracebpf: convert: warning: 4 events were lost because a ring "
+		"buffer was full (see metadata.drops_per_cpu); record again with "
+		"a larger --buffer-size\n");
+
+	assert_int_equal(python(PY_PARSE, out), 0);
+	assert_int_equal(py_check(out, py_scenario), 0);
+	free(out);
+	free(err);
+}
+
+/* tb_convert_file on a reader the caller opened, to any FILE. */
+static void test_convert_file(void **state)
+{
+	struct tb_reader *r;
+	char *buf = NULL, *err;
+	size_t len = 0;
+	int saved, ret;
+	FILE *f;
+
+	(void)state;
+	write_scenario();
+	assert_int_equal(tb_reader_open(&r, in_path), 0);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	saved = capture_stderr();
+	ret = tb_convert_file(r, f);
+	err = restore_stderr(saved);
+	assert_int_equal(ret, 0);
+	assert_non_null(strstr(err, "4 events were lost"));
+	free(err);
+	fclose(f);
+	tb_reader_close(r);
+	assert_int_equal(py_check(buf, py_scenario), 0);
+	free(buf);
+}
+
+/* Zero-length slices nested at one timestamp: parents still first. */
+static void test_equal_timestamps(void **state)
+{
+	struct tb_writer *w = open_trace(0);
+	char *err, *out, *a, *b;
+
+	(void)state;
+	site(w, 100, 1, 0xa, 'B', 0, "c", "parent", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xb, 'B', 0, "c", "child", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xe, 'E', 0, "c", "end", 0, NULL, NULL, SITE_OK);
+	EV(w, 100, 1, 1, 0xa, 0, 0);
+	EV(w, 100, 1, 1, 0xb, 0, 0);
+	EV(w, 100, 1, 1, 0xe, 0, 0);
+	EV(w, 100, 1, 1, 0xe, 0, 0);
+	/* and a parent that begins with its child but lasts longer */
+	EV(w, 200, 1, 1, 0xa, 0, 0);
+	EV(w, 200, 1, 1, 0xb, 0, 0);
+	EV(w, 250, 1, 1, 0xe, 0, 0);
+	EV(w, 300, 1, 1, 0xe, 0, 0);
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	assert_string_equal(err, "");
+	out = slurp(out_path);
+	a = strstr(out, "\"ts\":0.100,\"dur\":0.000,\"pid\":1,\"tid\":1,\"cat\":\"c\",\"name\":\"parent\"");
+	b = strstr(out, "\"ts\":0.100,\"dur\":0.000,\"pid\":1,\"tid\":1,\"cat\":\"c\",\"name\":\"child\"");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	a = strstr(out, "\"ts\":0.200,\"dur\":0.100,\"pid\":1,\"tid\":1,\"cat\":\"c\",\"name\":\"parent\"");
+	b = strstr(out, "\"ts\":0.200,\"dur\":0.050,\"pid\":1,\"tid\":1,\"cat\":\"c\",\"name\":\"child\"");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_int_equal(py_check(out, "assert len([e for e in ev if e['ph'] == 'X']) == 4\n"), 0);
+	free(out);
+	free(err);
+}
+
+static void test_empty_trace(void **state)
+{
+	struct tb_writer *w = open_trace(0);
+	char *err, *out;
+
+	(void)state;
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	assert_string_equal(err, "");
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+		"assert ev == [] and md['drops_total'] == 0 and md['drops_per_cpu'] == []\n"
+		"assert md['events'] == 0\n"), 0);
+	free(out);
+	free(err);
+}
+
+static void test_truncated_trace(void **state)
+{
+	struct stat st;
+	char *err, *out;
+
+	(void)state;
+	write_scenario();
+	assert_int_equal(stat(in_path, &st), 0);
+	assert_int_equal(truncate(in_path, st.st_size - 30), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	assert_non_null(strstr(err, "tracebpf: convert: warning: the trace ends with "));
+	assert_non_null(strstr(err, "unreadable bytes (truncated payload)"));
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+		"assert md['truncated_tail_bytes'] > 0, md\n"
+		"assert md['truncated_tail_reason'] == 'truncated payload', md\n"), 0);
+	free(out);
+	free(err);
+}
+
+static void test_stdin_stdout(void **state)
+{
+	int in_fd, out_fd, saved_in, saved_out, ret;
+	char *err, *out;
+
+	(void)state;
+	write_scenario();
+	fflush(stdout);
+	saved_in = dup(0);
+	saved_out = dup(1);
+	in_fd = open(in_path, O_RDONLY);
+	out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(in_fd >= 0 && out_fd >= 0 && saved_in >= 0 && saved_out >= 0);
+	dup2(in_fd, 0);
+	dup2(out_fd, 1);
+	close(in_fd);
+	close(out_fd);
+	ret = convert("-", "-", &err);
+	fflush(stdout);
+	dup2(saved_in, 0);
+	dup2(saved_out, 1);
+	close(saved_in);
+	close(saved_out);
+	assert_int_equal(ret, 0);
+	out = slurp(out_path);
+	assert_int_equal(py_check(out, py_scenario), 0);
+	free(out);
+	free(err);
+}
+
+static void test_errors(void **state)
+{
+	char *err, bad_out[300];
+	struct stat st;
+	unsigned char hdr[64];
+	uint16_t major = 9;
+	int fd;
+
+	(void)state;
+	assert_int_equal(convert("/nonexistent/x.tbt", out_path, &err), -ENOENT);
+	assert_non_null(strstr(err, "tracebpf: convert: failed to open "
+				    "'/nonexistent/x.tbt': No such file or directory\n"
+				    "tracebpf: convert: hint: "));
+	free(err);
+
+	fd = open(in_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, "{\"traceEvents\":[]}\n", 19), 19);
+	close(fd);
+	assert_int_equal(convert(in_path, out_path, &err), -EINVAL);
+	assert_non_null(strstr(err, "failed to open '"));
+	assert_non_null(strstr(err, "': Invalid argument\n"));
+	assert_non_null(strstr(err, "hint: this is not a tracebpf trace file"));
+	free(err);
+
+	/* a newer major version */
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, "TRACEBPF", 8);
+	memcpy(hdr + 8, &major, 2);
+	fd = open(in_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+	close(fd);
+	assert_int_equal(convert(in_path, out_path, &err), -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, "hint: the trace was written by a newer tracebpf"));
+	free(err);
+
+	/* a corrupt header */
+	write_scenario();
+	fd = open(in_path, O_WRONLY);
+	assert_int_equal(pwrite(fd, "X", 1, 20), 1);
+	close(fd);
+	assert_int_equal(convert(in_path, out_path, &err), -EBADMSG);
+	assert_non_null(strstr(err, "hint: the file header is corrupt"));
+	free(err);
+
+	/* a failed conversion leaves an existing output as it was */
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, "old", 3), 3);
+	close(fd);
+	assert_int_equal(convert(in_path, out_path, &err), -EBADMSG);
+	free(err);
+	err = slurp(out_path);
+	assert_string_equal(err, "old");
+	free(err);
+
+	write_scenario();
+	snprintf(bad_out, sizeof(bad_out), "%s/nodir/out.json", dir);
+	assert_int_equal(convert(in_path, bad_out, &err), -ENOENT);
+	assert_non_null(strstr(err, "tracebpf: convert: failed to create '"));
+	free(err);
+	/* a device is written through, not replaced; a write error is reported */
+	assert_int_equal(convert(in_path, "/dev/full", &err), -ENOSPC);
+	assert_non_null(strstr(err, "tracebpf: convert: failed to write '/dev/full': "
+				    "No space left on device\n"));
+	free(err);
+	assert_int_equal(stat("/dev/full", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	/* a successful one replaces it whole, with no temporary left */
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	free(err);
+	{
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		int n = 0;
+
+		assert_non_null(d);
+		while ((de = readdir(d)))
+			n += strncmp(de->d_name, "out.json.", 9) == 0;
+		closedir(d);
+		assert_int_equal(n, 0);
+	}
+}
+
+/* Random records with plausible headers and hostile contents: the
+ * converter must not crash and must still write valid JSON. */
+static void test_hostile(void **state)
+{
+	struct tb_writer *w = open_trace(4096);
+	uint64_t buf[128];
+	char *err, *out;
+	unsigned seed = 12345, i, k;
+
+	(void)state;
+	for (i = 0; i < 4000; i++) {
+		struct tb_rec_hdr *h = (void *)buf;
+		uint16_t type = 1 + rand_r(&seed) % (TB_REC_TYPE_MAX - 1);
+		size_t size = tb_rec_min_size(type) + 8 * (rand_r(&seed) % 40);
+		unsigned char *p = (unsigned char *)buf;
+
+		for (k = 0; k < size; k++)
+			p[k] = (unsigned char)rand_r(&seed);
+		hdr(h, type, size, rand_r(&seed) % 5000, 1 + rand_r(&seed) % 3,
+		    1 + rand_r(&seed) % 5);
+		if (type == TB_REC_SITE) {
+			struct tb_rec_site *s = (void *)h;
+			struct tb_site_desc *d = (void *)(s + 1);
+			static const char ph[] = "BEICX";
+
+			s->site = rand_r(&seed) % 8;
+			s->flags = rand_r(&seed) % 4 == 0;
+			s->len = rand_r(&seed) % 400;
+			if (size >= sizeof(*s) + sizeof(*d)) {
+				d->magic = rand_r(&seed) % 8 ? TB_SITE_MAGIC : 0;
+				d->size = rand_r(&seed) % 400;
+				d->phase = ph[rand_r(&seed) % 5];
+				d->nargs = rand_r(&seed) % 4;
+				d->arg_type[0] = rand_r(&seed) % 8;
+				d->arg_type[1] = rand_r(&seed) % 8;
+			}
+		} else if (type == TB_REC_EVENT) {
+			((struct tb_rec_event *)h)->site = rand_r(&seed) % 8;
+		} else if (type == TB_REC_STATS) {
+			((struct tb_rec_stats *)h)->ncpus = rand_r(&seed) % 100;
+		}
+		assert_int_equal(tb_writer_append(w, h), 0);
+	}
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	out = slurp(out_path);
+	assert_int_equal(python(PY_PARSE, out), 0);
+	assert_int_equal(py_check(out, "assert md['events'] > 0\n"), 0);
+	free(out);
+	free(err);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(in_path, sizeof(in_path), "%s/in.tbt", dir);
+	snprintf(out_path, sizeof(out_path), "%s/out.json", dir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr.txt", dir);
+	snprintf(py_path, sizeof(py_path), "%s/check.py", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(in_path);
+	unlink(out_path);
+	unlink(err_path);
+	unlink(py_path);
+	rmdir(dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scenario),
+		cmocka_unit_test(test_convert_file),
+		cmocka_unit_test(test_equal_timestamps),
+		cmocka_unit_test(test_empty_trace),
+		cmocka_unit_test(test_truncated_trace),
+		cmocka_unit_test(test_stdin_stdout),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

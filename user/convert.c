@@ -1,0 +1,1230 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * convert.c - trace file (.tbt) -> Chrome trace JSON.
+ *
+ * All records are loaded and sorted by time first: streams are written in
+ * separate chunks, so file order is not time order across streams. Holding
+ * the whole trace is fine for now; a streaming merge of the chunks (they
+ * carry first_ts/last_ts) is future work.
+ *
+ * What the viewers need (chrome-json.md) and how it is met here:
+ * - B/E pairs are matched per thread and emitted as complete "X" events,
+ *   strictly nested per thread; a slice left open is closed at its thread's
+ *   exit, its process's exec or the end of the trace and marked in its args.
+ * - Instants are "I" with "s"; counters "C" with numeric args only.
+ * - ts/dur are microseconds with three decimals from integer ns; no nan or
+ *   inf anywhere a number belongs; strings are escaped, valid UTF-8.
+ * - The JSON object form is written whole; tb_convert renames it into place
+ *   only once complete.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "convert.h"
+#include "json.h"
+
+#define PFX "tracebpf: convert: "
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* ------------------------------------------------------- u64 hash map -- */
+
+struct hmap {
+	uint64_t *keys;
+	void **vals;      /* NULL = empty slot: values are never NULL */
+	size_t cap, n;
+};
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+static void *hmap_get(const struct hmap *m, uint64_t k)
+{
+	size_t i;
+
+	if (!m->cap)
+		return NULL;
+	for (i = hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
+		if (m->keys[i] == k)
+			return m->vals[i];
+	return NULL;
+}
+
+static int hmap_put(struct hmap *m, uint64_t k, void *v);
+
+static int hmap_grow(struct hmap *m)
+{
+	struct hmap nm = { .cap = m->cap ? m->cap * 2 : 16 };
+	size_t i;
+
+	nm.keys = calloc(nm.cap, sizeof(*nm.keys));
+	nm.vals = calloc(nm.cap, sizeof(*nm.vals));
+	if (!nm.keys || !nm.vals) {
+		free(nm.keys);
+		free(nm.vals);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->cap; i++)
+		if (m->vals[i])
+			hmap_put(&nm, m->keys[i], m->vals[i]);   /* cannot grow */
+	free(m->keys);
+	free(m->vals);
+	*m = nm;
+	return 0;
+}
+
+static int hmap_put(struct hmap *m, uint64_t k, void *v)
+{
+	size_t i;
+	int err;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		err = hmap_grow(m);
+		if (err)
+			return err;
+	}
+	for (i = hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == k) {
+			m->vals[i] = v;
+			return 0;
+		}
+	}
+	m->keys[i] = k;
+	m->vals[i] = v;
+	m->n++;
+	return 0;
+}
+
+static void hmap_free(struct hmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+/* -------------------------------------------------------------- model -- */
+
+struct site {
+	bool valid;
+	char phase;                 /* 'B', 'E', 'I', 'C' */
+	char scope;                 /* 't', 'p', 'g' */
+	uint8_t nargs;
+	uint8_t arg_type[TB_MAX_ARGS];
+	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
+};
+
+struct proc {
+	uint32_t pid;
+	bool has_name;
+	char name[17];
+	struct hmap sites;          /* site address -> struct site * */
+	uint32_t image;             /* bumped at each exec */
+	/* Forked from parent, whose image was parent_image, and not exec'd
+	 * since: the parent's sites hold here too. */
+	bool forked;
+	uint32_t parent, parent_image;
+};
+
+struct open_slice {
+	const struct tb_rec_event *ev;
+	const struct site *site;
+	uint64_t seq;
+};
+
+struct thread {
+	uint32_t tid, pid;
+	bool has_name;
+	char name[17];
+	struct open_slice *stack;
+	size_t depth, cap;
+};
+
+/* One output event. X: site/ev are the begin, esite/eev the end (NULL when
+ * the slice was closed by exit, exec or the end of the trace). */
+struct oev {
+	uint64_t ts, dur, seq;
+	uint32_t pid, tid;
+	char ph;
+	const struct site *site, *esite;
+	const struct tb_rec_event *ev, *eev;
+	const char *unfinished;
+};
+
+struct rec_ref {
+	uint64_t ts;
+	uint64_t off;      /* into the arena; increases in file order */
+	uint32_t rank;
+};
+
+struct conv {
+	unsigned char *arena;       /* every record, concatenated */
+	size_t arena_len, arena_cap;
+	struct rec_ref *recs;
+	size_t nrecs, recs_cap;
+
+	struct site *sites;         /* one per TB_REC_SITE, stable addresses */
+	size_t nsites, sites_cap;
+	struct hmap procs;          /* pid -> struct proc * */
+	struct hmap threads;        /* tid -> struct thread * */
+	struct oev *out;
+	size_t nout, out_cap;
+
+	const struct tb_rec_stats *stats;
+	uint64_t last_ts;
+	uint64_t events, unresolved, unmatched;
+};
+
+static int grow_array(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 64;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static void copy_comm(char dst[17], const char *src)
+{
+	size_t n = strnlen(src, 16);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static struct proc *get_proc(struct conv *c, uint32_t pid)
+{
+	struct proc *p = hmap_get(&c->procs, pid);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	if (hmap_put(&c->procs, pid, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
+{
+	struct thread *t = hmap_get(&c->threads, tid);
+
+	if (t) {
+		t->pid = pid;
+		return t;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->pid = pid;
+	if (hmap_put(&c->threads, tid, t)) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* A comm for tid (of process pid): names the thread, and the process when
+ * tid is its main thread. */
+static int set_name(struct conv *c, uint32_t pid, uint32_t tid, const char *comm)
+{
+	struct thread *t = get_thread(c, tid, pid);
+	struct proc *p = get_proc(c, pid);
+
+	if (!t || !p)
+		return -ENOMEM;
+	copy_comm(t->name, comm);
+	t->has_name = true;
+	if (tid == pid) {
+		copy_comm(p->name, comm);
+		p->has_name = true;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ loading -- */
+
+/* At equal timestamps: a site descriptor comes before the hit that
+ * reported it (the BPF side stamps both with the same ts), process changes
+ * before the events of the new process or thread, exits after the thread's
+ * last events, then file order. */
+static uint32_t rank_of(uint16_t type)
+{
+	switch (type) {
+	case TB_REC_SITE:
+		return 0;
+	case TB_REC_FORK:
+	case TB_REC_EXEC:
+	case TB_REC_COMM:
+		return 1;
+	case TB_REC_EVENT:
+		return 2;
+	case TB_REC_EXIT:
+		return 3;
+	default:
+		return 4;
+	}
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct rec_ref *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int load(struct conv *c, struct tb_reader *r)
+{
+	const struct tb_rec_hdr *h;
+	int ret, err;
+
+	while ((ret = tb_reader_next(r, &h)) > 0) {
+		err = grow_array((void **)&c->arena, &c->arena_cap,
+				 c->arena_len + h->size, 1);
+		if (!err)
+			err = grow_array((void **)&c->recs, &c->recs_cap,
+					 c->nrecs + 1, sizeof(*c->recs));
+		if (err)
+			return err;
+		memcpy(c->arena + c->arena_len, h, h->size);
+		c->recs[c->nrecs++] = (struct rec_ref){
+			.ts = h->ts, .off = c->arena_len, .rank = rank_of(h->type),
+		};
+		c->arena_len += h->size;
+		if (h->type == TB_REC_SITE)
+			c->sites_cap++;
+	}
+	if (ret < 0)
+		return ret;
+	if (c->nrecs)
+		qsort(c->recs, c->nrecs, sizeof(*c->recs), cmp_rec);
+	if (c->nrecs)
+		c->last_ts = c->recs[c->nrecs - 1].ts;
+	if (c->sites_cap) {
+		c->sites = calloc(c->sites_cap, sizeof(*c->sites));
+		if (!c->sites)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const struct tb_rec_hdr *rec_at(const struct conv *c, size_t i)
+{
+	return (const void *)(c->arena + c->recs[i].off);
+}
+
+/* ---------------------------------------------------------- processing -- */
+
+/* Parses a site descriptor; s->valid tells whether it can be used. Every
+ * offset is checked: the bytes come from the traced application. */
+static void parse_site(const struct tb_rec_site *rec, struct site *s)
+{
+	const char *desc = (const char *)(rec + 1);
+	struct tb_site_desc d;
+	size_t off, i;
+	const char **str[2 + TB_MAX_ARGS] = { &s->cat, &s->name };
+
+	memset(s, 0, sizeof(*s));
+	if (rec->flags & TB_SITEF_FAULT ||
+	    rec->len > rec->hdr.size - sizeof(*rec) || rec->len < sizeof(d))
+		return;
+	memcpy(&d, desc, sizeof(d));
+	if (d.magic != TB_SITE_MAGIC || d.size < sizeof(d) || d.size > rec->len ||
+	    d.nargs > TB_MAX_ARGS)
+		return;
+	if (d.phase != 'B' && d.phase != 'E' && d.phase != 'I' && d.phase != 'C')
+		return;
+	for (i = 0; i < d.nargs; i++)
+		if (d.arg_type[i] < TB_ARG_INT || d.arg_type[i] > TB_ARG_PTR)
+			return;
+	for (i = 0; i < d.nargs; i++)
+		str[2 + i] = &s->argname[i];
+	off = sizeof(d);
+	for (i = 0; i < 2u + d.nargs; i++) {
+		const char *nul;
+
+		if (off >= d.size)
+			return;
+		nul = memchr(desc + off, '\0', d.size - off);
+		if (!nul)
+			return;
+		*str[i] = desc + off;
+		off = (size_t)(nul - desc) + 1;
+	}
+	s->phase = (char)d.phase;
+	s->scope = d.scope == 'p' || d.scope == 'g' ? (char)d.scope : 't';
+	s->nargs = d.nargs;
+	memcpy(s->arg_type, d.arg_type, sizeof(s->arg_type));
+	s->valid = true;
+}
+
+static int add_out(struct conv *c, const struct oev *e)
+{
+	int err = grow_array((void **)&c->out, &c->out_cap, c->nout + 1,
+			     sizeof(*c->out));
+
+	if (err)
+		return err;
+	c->out[c->nout++] = *e;
+	return 0;
+}
+
+/* Closes every slice still open on t at ts, innermost first. */
+static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
+		       const char *why)
+{
+	int err;
+
+	while (t->depth) {
+		struct open_slice *o = &t->stack[--t->depth];
+		struct oev e = {
+			.ts = o->ev->hdr.ts, .dur = ts - o->ev->hdr.ts, .seq = o->seq,
+			.pid = o->ev->hdr.pid, .tid = o->ev->hdr.tid, .ph = 'X',
+			.site = o->site, .ev = o->ev, .unfinished = why,
+		};
+
+		err = add_out(c, &e);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *why)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < c->threads.cap; i++) {
+		struct thread *t = c->threads.vals[i];
+
+		if (t && t->pid == pid && t->depth) {
+			err = close_stack(c, t, ts, why);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* The site at addr in process pid. Sites are copied to a child at fork;
+ * one its ancestors learn later (while neither side has exec'd) still
+ * describes the child's image, so the lookup falls back to them. */
+static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
+{
+	struct proc *p = hmap_get(&c->procs, pid);
+	struct site *s;
+	int depth;
+
+	for (depth = 0; p && depth < 64; depth++) {
+		struct proc *parent;
+
+		s = hmap_get(&p->sites, addr);
+		if (s && s->valid)
+			return s;
+		if (!p->forked)
+			break;
+		parent = hmap_get(&c->procs, p->parent);
+		if (!parent || parent->image != p->parent_image)
+			break;
+		p = parent;
+	}
+	return NULL;
+}
+
+static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
+{
+	struct site *s = find_site(c, ev->hdr.pid, ev->site);
+	struct thread *t;
+	struct oev e = {
+		.ts = ev->hdr.ts, .seq = seq, .pid = ev->hdr.pid,
+		.tid = ev->hdr.tid, .ph = 'I', .site = s, .ev = ev,
+	};
+	int err;
+
+	c->events++;
+	if (!s) {
+		c->unresolved++;
+		return 0;
+	}
+	switch (s->phase) {
+	case 'B':
+		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+		if (!t)
+			return -ENOMEM;
+		err = grow_array((void **)&t->stack, &t->cap, t->depth + 1,
+				 sizeof(*t->stack));
+		if (err)
+			return err;
+		t->stack[t->depth++] = (struct open_slice){ ev, s, seq };
+		return 0;
+	case 'E':
+		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+		if (!t)
+			return -ENOMEM;
+		if (!t->depth) {
+			c->unmatched++;
+			return 0;
+		}
+		t->depth--;
+		e.ph = 'X';
+		e.ts = t->stack[t->depth].ev->hdr.ts;
+		e.dur = ev->hdr.ts - e.ts;
+		e.seq = t->stack[t->depth].seq;
+		e.site = t->stack[t->depth].site;
+		e.ev = t->stack[t->depth].ev;
+		e.esite = s;
+		e.eev = ev;
+		return add_out(c, &e);
+	case 'C':
+		e.ph = 'C';
+		return add_out(c, &e);
+	default:
+		return add_out(c, &e);
+	}
+}
+
+static int on_site(struct conv *c, const struct tb_rec_site *rec)
+{
+	struct proc *p = get_proc(c, rec->hdr.pid);
+	struct site *s = &c->sites[c->nsites], *old;
+
+	if (!p)
+		return -ENOMEM;
+	parse_site(rec, s);
+	c->nsites++;
+	/* Latest wins, except that a descriptor the BPF side failed to read
+	 * does not hide a good one for the same image. */
+	old = hmap_get(&p->sites, rec->site);
+	if (!s->valid && old && old->valid)
+		return 0;
+	return hmap_put(&p->sites, rec->site, s);
+}
+
+static int on_fork(struct conv *c, const struct tb_rec_fork *f)
+{
+	struct proc *parent, *child;
+	size_t i;
+	int err;
+
+	if (!get_thread(c, f->child_tid, f->child_pid))
+		return -ENOMEM;
+	err = set_name(c, f->child_pid, f->child_tid, f->comm);
+	if (err || f->flags & TB_FORKF_THREAD)
+		return err;
+	/* A new process runs a copy of its parent's image: same sites. */
+	parent = get_proc(c, f->hdr.pid);
+	child = get_proc(c, f->child_pid);
+	if (!parent || !child)
+		return -ENOMEM;
+	hmap_free(&child->sites);
+	child->forked = child->pid != parent->pid;
+	child->parent = parent->pid;
+	child->parent_image = parent->image;
+	for (i = 0; i < parent->sites.cap; i++) {
+		if (!parent->sites.vals[i])
+			continue;
+		err = hmap_put(&child->sites, parent->sites.keys[i],
+			       parent->sites.vals[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int on_exec(struct conv *c, const struct tb_rec_exec *x)
+{
+	struct thread *old = hmap_get(&c->threads, x->old_tid);
+	struct proc *p = get_proc(c, x->hdr.pid);
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	if (old && old->depth) {
+		err = close_stack(c, old, x->hdr.ts, "process exec'd");
+		if (err)
+			return err;
+	}
+	err = close_process(c, x->hdr.pid, x->hdr.ts, "process exec'd");
+	if (err)
+		return err;
+	hmap_free(&p->sites);   /* a new image: its sites are new */
+	p->image++;
+	p->forked = false;
+	return set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
+}
+
+static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
+{
+	struct thread *t = get_thread(c, x->hdr.tid, x->hdr.pid);
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	err = close_stack(c, t, x->hdr.ts, "thread exited");
+	if (!err && x->flags & TB_EXITF_PROCESS)
+		err = close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
+	if (!err)
+		err = set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
+	return err;
+}
+
+static int process(struct conv *c)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < c->nrecs && !err; i++) {
+		const struct tb_rec_hdr *h = rec_at(c, i);
+
+		if (h->type == TB_REC_STATS) {
+			c->stats = (const void *)h;   /* the last one wins */
+			continue;
+		}
+		/* every pid and tid seen gets named */
+		if (!get_proc(c, h->pid) || !get_thread(c, h->tid, h->pid))
+			return -ENOMEM;
+		switch (h->type) {
+		case TB_REC_EVENT:
+			err = on_event(c, (const void *)h, i);
+			break;
+		case TB_REC_SITE:
+			err = on_site(c, (const void *)h);
+			break;
+		case TB_REC_FORK:
+			err = on_fork(c, (const void *)h);
+			break;
+		case TB_REC_EXEC:
+			err = on_exec(c, (const void *)h);
+			break;
+		case TB_REC_EXIT:
+			err = on_exit_(c, (const void *)h);
+			break;
+		case TB_REC_COMM:
+			err = set_name(c, h->pid, h->tid,
+				       ((const struct tb_rec_comm *)h)->comm);
+			break;
+		default:
+			break;
+		}
+	}
+	if (err)
+		return err;
+	for (i = 0; i < c->threads.cap && !err; i++) {
+		struct thread *t = c->threads.vals[i];
+
+		if (t && t->depth)
+			err = close_stack(c, t, c->last_ts, "recording ended");
+	}
+	return err;
+}
+
+/* By ts; at equal ts longer slices first so parents precede children, and
+ * equal slices in begin order (outer first). */
+static int cmp_out(const void *a, const void *b)
+{
+	const struct oev *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->dur != y->dur)
+		return x->dur > y->dur ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* ------------------------------------------------------------ rendering -- */
+
+struct arg {
+	const char *name;
+	const struct site *site;
+	const struct tb_rec_event *ev;
+	int i;
+	const char *str;    /* a fixed string value instead */
+};
+
+struct args {
+	struct arg a[2 * TB_MAX_ARGS + 1];
+	int n;
+};
+
+/* Adds an arg; a later one with the same name replaces the earlier (the end
+ * of a slice overrides its begin), so keys are unique. */
+static void args_add(struct args *as, struct arg a)
+{
+	int k;
+
+	for (k = 0; k < as->n; k++) {
+		if (strcmp(as->a[k].name, a.name) == 0) {
+			as->a[k] = a;
+			return;
+		}
+	}
+	as->a[as->n++] = a;
+}
+
+static void args_of(struct args *as, const struct site *s,
+		    const struct tb_rec_event *ev)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nargs; i++)
+		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
+}
+
+/* The bytes of string argument i: str_len[k] bytes for each string
+ * argument k in order after the fixed part. NULL when unreadable. */
+static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
+			   int i, size_t *n)
+{
+	size_t off = sizeof(*ev), len = ev->str_len[i];
+	int k;
+
+	for (k = 0; k < i; k++)
+		if (s->arg_type[k] == TB_ARG_STR)
+			off += ev->str_len[k];
+	if (!len || off > ev->hdr.size || len > ev->hdr.size - off)
+		return NULL;
+	*n = strnlen((const char *)ev + off, len);
+	return (const char *)ev + off;
+}
+
+static double arg_double(const struct tb_rec_event *ev, int i)
+{
+	double d;
+
+	memcpy(&d, &ev->args[i], sizeof(d));
+	return d;
+}
+
+static void arg_value(struct tb_json *j, const struct arg *a)
+{
+	uint64_t v;
+	const char *p;
+	char buf[24];
+	double d;
+	size_t n;
+
+	if (a->str) {
+		tb_json_string(j, a->str);
+		return;
+	}
+	v = a->ev->args[a->i];
+	switch (a->site->arg_type[a->i]) {
+	case TB_ARG_INT:
+		tb_json_int(j, (int64_t)v);
+		break;
+	case TB_ARG_UINT:
+		tb_json_uint(j, v);
+		break;
+	case TB_ARG_DOUBLE:
+		/* A number field must never hold nan/inf: say it in a string. */
+		d = arg_double(a->ev, a->i);
+		if (isnan(d))
+			tb_json_string(j, "NaN");
+		else if (isinf(d))
+			tb_json_string(j, d > 0 ? "Infinity" : "-Infinity");
+		else
+			tb_json_double(j, d);
+		break;
+	case TB_ARG_BOOL:
+		tb_json_bool(j, v != 0);
+		break;
+	case TB_ARG_STR:
+		p = str_arg(a->site, a->ev, a->i, &n);
+		if (p)
+			tb_json_string_n(j, p, n);
+		else
+			tb_json_string(j, "<unreadable>");
+		break;
+	default:   /* TB_ARG_PTR */
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+		tb_json_string(j, buf);
+		break;
+	}
+}
+
+static void write_args(struct tb_json *j, const struct args *as)
+{
+	int k;
+
+	tb_json_key(j, "args");
+	tb_json_begin_object(j);
+	for (k = 0; k < as->n; k++) {
+		tb_json_key(j, as->a[k].name);
+		arg_value(j, &as->a[k]);
+	}
+	tb_json_end_object(j);
+}
+
+/* Counter series: numeric arguments only; non-finite values are left out. */
+static int counter_args(struct args *as, const struct oev *e)
+{
+	const struct site *s = e->site;
+	int i;
+
+	for (i = 0; i < s->nargs; i++) {
+		uint8_t t = s->arg_type[i];
+
+		if (t == TB_ARG_STR || t == TB_ARG_PTR)
+			continue;
+		if (t == TB_ARG_DOUBLE && !isfinite(arg_double(e->ev, i)))
+			continue;
+		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = e->ev, .i = i });
+	}
+	return as->n;
+}
+
+static void write_counter_value(struct tb_json *j, const struct arg *a)
+{
+	uint64_t v = a->ev->args[a->i];
+
+	switch (a->site->arg_type[a->i]) {
+	case TB_ARG_INT:
+		tb_json_int(j, (int64_t)v);
+		break;
+	case TB_ARG_UINT:
+		tb_json_uint(j, v);
+		break;
+	case TB_ARG_BOOL:
+		tb_json_int(j, v != 0);
+		break;
+	default:
+		tb_json_double(j, arg_double(a->ev, a->i));
+		break;
+	}
+}
+
+static void write_event(struct tb_json *j, const struct oev *e)
+{
+	struct args as = { .n = 0 };
+	int k;
+
+	if (e->ph == 'C' && !counter_args(&as, e))
+		return;   /* no series: catapult would drop it with a warning */
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	tb_json_key(j, "ph");
+	tb_json_string_n(j, &e->ph, 1);
+	tb_json_kts(j, "ts", e->ts);
+	if (e->ph == 'X')
+		tb_json_kts(j, "dur", e->dur);
+	tb_json_kuint(j, "pid", e->pid);
+	tb_json_kuint(j, "tid", e->tid);
+	if (e->ph == 'I') {
+		tb_json_key(j, "s");
+		tb_json_string_n(j, &e->site->scope, 1);
+	}
+	tb_json_kstr(j, "cat", e->site->cat);
+	tb_json_kstr(j, "name", e->site->name);
+	if (e->ph == 'C') {
+		tb_json_key(j, "args");
+		tb_json_begin_object(j);
+		for (k = 0; k < as.n; k++) {
+			tb_json_key(j, as.a[k].name);
+			write_counter_value(j, &as.a[k]);
+		}
+		tb_json_end_object(j);
+	} else {
+		args_of(&as, e->site, e->ev);
+		args_of(&as, e->esite, e->eev);
+		if (e->unfinished)
+			args_add(&as, (struct arg){ .name = "tracebpf_unfinished",
+						    .str = e->unfinished });
+		write_args(j, &as);
+	}
+	tb_json_end_object(j);
+}
+
+static void write_meta_event(struct tb_json *j, const char *what, uint32_t pid,
+			     uint32_t tid, const char *name)
+{
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "ph", "M");
+	tb_json_kts(j, "ts", 0);
+	tb_json_kuint(j, "pid", pid);
+	tb_json_kuint(j, "tid", tid);
+	tb_json_kstr(j, "name", what);
+	tb_json_key(j, "args");
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "name", name);
+	tb_json_end_object(j);
+	tb_json_end_object(j);
+}
+
+/* The values of m, to be sorted by the caller. */
+static void **sorted_vals(const struct hmap *m)
+{
+	void **v = calloc(m->n ? m->n : 1, sizeof(*v));
+	size_t i, n = 0;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < m->cap; i++)
+		if (m->vals[i])
+			v[n++] = m->vals[i];
+	return v;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct proc *x = *(void *const *)a, *y = *(void *const *)b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct thread *x = *(void *const *)a, *y = *(void *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static const char *clock_name(uint32_t id)
+{
+	switch (id) {
+	case CLOCK_REALTIME:
+		return "CLOCK_REALTIME";
+	case CLOCK_MONOTONIC:
+		return "CLOCK_MONOTONIC";
+	case CLOCK_MONOTONIC_RAW:
+		return "CLOCK_MONOTONIC_RAW";
+	case CLOCK_BOOTTIME:
+		return "CLOCK_BOOTTIME";
+	default:
+		return "unknown";
+	}
+}
+
+static int render(struct conv *c, struct tb_reader *r, FILE *f)
+{
+	const struct tb_file_info *info = tb_reader_info(r);
+	void **procs = sorted_vals(&c->procs), **threads = sorted_vals(&c->threads);
+	uint64_t drops_total = 0;
+	uint32_t ncpus = 0, i;
+	struct tb_json j;
+	char buf[64];
+	int err;
+
+	if (!procs || !threads) {
+		free(procs);
+		free(threads);
+		return -ENOMEM;
+	}
+	qsort(procs, c->procs.n, sizeof(*procs), cmp_proc);
+	qsort(threads, c->threads.n, sizeof(*threads), cmp_thread);
+	if (c->stats) {
+		drops_total = c->stats->drops_total;
+		ncpus = c->stats->ncpus;
+		if (ncpus > (c->stats->hdr.size - sizeof(*c->stats)) / 8)
+			ncpus = (c->stats->hdr.size - sizeof(*c->stats)) / 8;
+	}
+
+	tb_json_init(&j, f);
+	tb_json_begin_object(&j);
+	tb_json_key(&j, "traceEvents");
+	tb_json_begin_array(&j);
+	for (i = 0; i < c->procs.n; i++) {
+		const struct proc *p = procs[i];
+
+		if (!p->has_name)
+			snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
+		write_meta_event(&j, "process_name", p->pid, p->pid,
+				 p->has_name ? p->name : buf);
+	}
+	for (i = 0; i < c->threads.n; i++) {
+		const struct thread *t = threads[i];
+
+		if (!t->has_name)
+			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
+		write_meta_event(&j, "thread_name", t->pid, t->tid,
+				 t->has_name ? t->name : buf);
+	}
+	for (i = 0; i < c->nout; i++)
+		write_event(&j, &c->out[i]);
+	tb_json_newline(&j);
+	tb_json_end_array(&j);
+
+	tb_json_kstr(&j, "displayTimeUnit", "ns");
+	tb_json_newline(&j);
+	tb_json_key(&j, "metadata");
+	tb_json_begin_object(&j);
+	tb_json_kstr(&j, "tracebpf_version", TRACEBPF_VERSION);
+	snprintf(buf, sizeof(buf), "%u.%u", info->major, info->minor);
+	tb_json_kstr(&j, "format_version", buf);
+	tb_json_kstr(&j, "hostname", info->hostname);
+	tb_json_kstr(&j, "kernel_release", info->kernel);
+	tb_json_kstr(&j, "command_line", info->cmdline);
+	tb_json_kstr(&j, "clock", clock_name(info->clock_id));
+	tb_json_kint(&j, "realtime_offset_ns", info->realtime_offset_ns);
+	tb_json_kuint(&j, "start_ts", info->start_ts);
+	tb_json_kuint(&j, "events", c->events);
+	tb_json_kuint(&j, "drops_total", drops_total);
+	tb_json_key(&j, "drops_per_cpu");
+	tb_json_begin_array(&j);
+	for (i = 0; i < ncpus; i++) {
+		uint64_t d;
+
+		memcpy(&d, (const char *)(c->stats + 1) + 8 * i, 8);
+		tb_json_uint(&j, d);
+	}
+	tb_json_end_array(&j);
+	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
+	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
+	tb_json_kuint(&j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
+	if (tb_reader_tail_reason(r))
+		tb_json_kstr(&j, "truncated_tail_reason", tb_reader_tail_reason(r));
+	tb_json_end_object(&j);
+	tb_json_end_object(&j);
+	tb_json_newline(&j);
+	free(procs);
+	free(threads);
+
+	err = tb_json_error(&j);
+	if (!err && fflush(f))
+		err = -errno;
+	return err;
+}
+
+static void conv_free(struct conv *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->procs.cap; i++) {
+		struct proc *p = c->procs.vals[i];
+
+		if (p) {
+			hmap_free(&p->sites);
+			free(p);
+		}
+	}
+	for (i = 0; i < c->threads.cap; i++) {
+		struct thread *t = c->threads.vals[i];
+
+		if (t) {
+			free(t->stack);
+			free(t);
+		}
+	}
+	hmap_free(&c->procs);
+	hmap_free(&c->threads);
+	free(c->arena);
+	free(c->recs);
+	free(c->sites);
+	free(c->out);
+}
+
+enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
+
+static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
+		       enum stage *stage)
+{
+	struct conv c = { 0 };
+	const char *reason;
+	int err;
+
+	*stage = STAGE_READ;
+	err = load(&c, r);
+	if (err)
+		goto out;
+	*stage = STAGE_CONVERT;
+	err = process(&c);
+	if (err)
+		goto out;
+	if (c.nout)
+		qsort(c.out, c.nout, sizeof(*c.out), cmp_out);
+	*stage = STAGE_WRITE;
+	err = render(&c, r, out);
+	if (err)
+		goto out;
+
+	reason = tb_reader_tail_reason(r);
+	if (reason)
+		fprintf(stderr, PFX "warning: the trace ends with %" PRIu64
+			" unreadable bytes (%s); converted everything before them\n",
+			tb_reader_tail_bytes(r), reason);
+	if (c.stats && c.stats->drops_total)
+		fprintf(stderr, PFX "warning: %" PRIu64 " events were lost because a "
+			"ring buffer was full (see metadata.drops_per_cpu); record "
+			"again with a larger --buffer-size\n", (uint64_t)c.stats->drops_total);
+	if (verbose)
+		fprintf(stderr, PFX "%zu records, %" PRIu64 " events, %zu trace events "
+			"written, %" PRIu64 " unresolved sites, %" PRIu64
+			" unmatched ends\n", c.nrecs, c.events, c.nout,
+			c.unresolved, c.unmatched);
+out:
+	conv_free(&c);
+	return err;
+}
+
+int tb_convert_file(struct tb_reader *r, FILE *out)
+{
+	enum stage stage;
+
+	return convert_run(r, out, false, &stage);
+}
+
+static void fail(const char *verb, const char *obj, int err, const char *hint)
+{
+	fprintf(stderr, PFX "failed to %s '%s': %s\n", verb, obj, strerror(-err));
+	if (hint)
+		fprintf(stderr, PFX "hint: %s\n", hint);
+}
+
+static const char *open_hint(int err)
+{
+	switch (err) {
+	case -EINVAL:
+		return "this is not a tracebpf trace file (no TRACEBPF magic at its "
+		       "start); 'tracebpf record -o FILE.tbt' writes one";
+	case -EPROTONOSUPPORT:
+		return "the trace was written by a newer tracebpf (format major "
+		       "version above " STR(TB_FORMAT_MAJOR) "); convert it with "
+		       "that version";
+	case -EBADMSG:
+		return "the file header is corrupt (CRC mismatch or impossible size); "
+		       "nothing in the file can be trusted";
+	case -ENOENT:
+		return "check the path; 'tracebpf record -o FILE.tbt' writes a trace";
+	default:
+		return NULL;
+	}
+}
+
+int tb_convert(const struct tb_convert_opts *o)
+{
+	const char *in = o->in ? o->in : "-", *out = o->out ? o->out : "-";
+	const char *in_name = strcmp(in, "-") ? in : "<stdin>";
+	const char *out_name = strcmp(out, "-") ? out : "<stdout>";
+	struct tb_reader *r = NULL;
+	char *tmp = NULL;
+	FILE *f = NULL;
+	enum stage stage;
+	struct stat st;
+	mode_t mask;
+	int err, fd;
+
+	err = tb_reader_open(&r, in);
+	if (err) {
+		fail("open", in_name, err, open_hint(err));
+		return err;
+	}
+	if (strcmp(out, "-") == 0) {
+		f = stdout;
+	} else if (lstat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* A device, FIFO or symlink: write through it, never replace it. */
+		f = fopen(out, "w");
+		if (!f) {
+			err = -errno;
+			fail("open", out_name, err, NULL);
+			goto out;
+		}
+	} else {
+		/* Write next to the target and rename: a viewer must never see
+		 * a half-written object (Perfetto rejects it). */
+		tmp = malloc(strlen(out) + sizeof(".XXXXXX"));
+		if (!tmp) {
+			err = -ENOMEM;
+			fail("create", out_name, err, NULL);
+			goto out;
+		}
+		strcpy(tmp, out);
+		strcat(tmp, ".XXXXXX");
+		fd = mkstemp(tmp);
+		if (fd < 0) {
+			err = -errno;
+			free(tmp);
+			tmp = NULL;
+			fail("create", out_name, err,
+			     err == -EACCES || err == -EROFS ?
+			     "the output directory must be writable" : NULL);
+			goto out;
+		}
+		mask = umask(0);
+		umask(mask);
+		if (fchmod(fd, 0666 & ~mask)) {
+			err = -errno;
+			close(fd);
+			fail("create", tmp, err, NULL);
+			goto out;
+		}
+		f = fdopen(fd, "w");
+		if (!f) {
+			err = -errno;
+			close(fd);
+			fail("create", tmp, err, NULL);
+			goto out;
+		}
+	}
+
+	err = convert_run(r, f, o->verbose, &stage);
+	if (err) {
+		if (stage == STAGE_READ)
+			fail("read", in_name, err, NULL);
+		else if (stage == STAGE_WRITE)
+			fail("write", out_name, err,
+			     err == -ENOSPC ? "the file system is full" : NULL);
+		else
+			fail("convert", in_name, err, NULL);
+		goto out;
+	}
+	if (tmp) {
+		err = fclose(f) ? -errno : 0;
+		f = NULL;
+		if (err) {
+			fail("write", out_name, err, NULL);
+			goto out;
+		}
+		if (rename(tmp, out)) {
+			err = -errno;
+			fail("rename", tmp, err, NULL);
+			goto out;
+		}
+		free(tmp);
+		tmp = NULL;
+	}
+out:
+	if (f && f != stdout)
+		fclose(f);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	tb_reader_close(r);
+	return err;
+}

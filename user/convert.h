@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * convert.h - render a trace file (.tbt) as Chrome trace JSON for Perfetto
+ * UI, chrome://tracing and Chrome DevTools (docs/format.md for the input,
+ * /work/shared/docs/chrome-json.md for what the output must satisfy).
+ */
+#ifndef TRACEBPF_CONVERT_H
+#define TRACEBPF_CONVERT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tbfile.h"
+
+#ifndef TRACEBPF_VERSION
+#define TRACEBPF_VERSION "0.1.0"
+#endif
+
+/* Site descriptor as the application holds it (lib/include/tracebpf/
+ * trace.h) and TB_REC_SITE carries it: this header, then NUL-terminated
+ * strings: category, name, then one name per argument. `size` counts the
+ * header and the strings. */
+#define TB_SITE_MAGIC 0x31534254u   /* "TBS1" little endian */
+struct tb_site_desc {
+	uint32_t magic;
+	uint16_t size;
+	uint8_t phase;                 /* 'B', 'E', 'I' or 'C' */
+	uint8_t scope;                 /* instants: 't', 'p' or 'g' */
+	uint8_t nargs;                 /* <= TB_MAX_ARGS */
+	uint8_t arg_type[TB_MAX_ARGS]; /* enum tb_arg_type */
+	uint8_t flags;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct tb_site_desc) == 16, "tb_site_desc layout");
+
+struct tb_convert_opts {
+	const char *in;    /* trace file, "-" = stdin */
+	const char *out;   /* JSON file, "-" = stdout */
+	bool verbose;      /* counts on stderr */
+};
+
+/* Converts o->in to o->out. The output file appears whole or not at all
+ * (written to a temporary next to it, then renamed). Returns 0 or -errno;
+ * errors are printed on stderr as
+ * "tracebpf: convert: failed to <verb> '<object>': <strerror>" + a hint. */
+int tb_convert(const struct tb_convert_opts *o);
+
+/* Renders every record r yields as one JSON object on out. Returns 0 or
+ * -errno and prints no error message (the caller knows the names to put in
+ * one); warnings about the trace itself (lost events, torn tail) go to
+ * stderr. */
+int tb_convert_file(struct tb_reader *r, FILE *out);
+
+#endif /* TRACEBPF_CONVERT_H */

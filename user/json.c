@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * json.c - streaming JSON writer (see json.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+void tb_json_init(struct tb_json *j, FILE *f)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+	j->first[0] = true;
+}
+
+int tb_json_error(const struct tb_json *j)
+{
+	if (j->err)
+		return j->err;
+	if (ferror(j->f))
+		return -EIO;
+	return 0;
+}
+
+static void put(struct tb_json *j, const char *s, size_t n)
+{
+	if (j->err || !n)
+		return;
+	errno = 0;
+	if (fwrite(s, 1, n, j->f) != n)
+		j->err = errno ? -errno : -EIO;
+}
+
+static void puts_(struct tb_json *j, const char *s)
+{
+	put(j, s, strlen(s));
+}
+
+static void pending_newline(struct tb_json *j)
+{
+	if (j->newline)
+		put(j, "\n", 1);
+	j->newline = false;
+}
+
+/* Before any value: the comma, unless it follows a key or comes first. */
+static void value_start(struct tb_json *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (j->obj[j->depth])
+		j->err = -EINVAL;   /* a value in an object needs a key */
+	if (!j->first[j->depth])
+		put(j, ",", 1);
+	j->first[j->depth] = false;
+	pending_newline(j);
+}
+
+static void open_(struct tb_json *j, char c)
+{
+	value_start(j);
+	if (j->depth + 1 >= TB_JSON_MAX_DEPTH) {
+		j->err = -EINVAL;
+		return;
+	}
+	put(j, &c, 1);
+	j->depth++;
+	j->first[j->depth] = true;
+	j->obj[j->depth] = c == '{';
+}
+
+static void close_(struct tb_json *j, char c)
+{
+	if (j->depth == 0 || j->after_key || j->obj[j->depth] != (c == '}')) {
+		j->err = -EINVAL;
+		return;
+	}
+	pending_newline(j);
+	j->depth--;
+	put(j, &c, 1);
+}
+
+void tb_json_begin_object(struct tb_json *j) { open_(j, '{'); }
+void tb_json_end_object(struct tb_json *j) { close_(j, '}'); }
+void tb_json_begin_array(struct tb_json *j) { open_(j, '['); }
+void tb_json_end_array(struct tb_json *j) { close_(j, ']'); }
+
+void tb_json_newline(struct tb_json *j)
+{
+	if (j->depth == 0)
+		put(j, "\n", 1);
+	else
+		j->newline = true;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is invalid;
+ * then *bad is the length of its maximal invalid subpart (>= 1), which is
+ * replaced by a single U+FFFD (Unicode 15, 3.9 "U+FFFD substitution"). */
+static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;      /* no overlongs */
+		else if (c == 0xed)
+			hi = 0x9f;      /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;      /* no overlongs */
+		else if (c == 0xf4)
+			hi = 0x8f;      /* nothing above U+10FFFF */
+	} else {
+		*bad = 1;               /* 80..c1, f5..ff never start a sequence */
+		return 0;
+	}
+	for (i = 1; i < len; i++) {
+		if (i >= n || s[i] < lo || s[i] > hi) {
+			*bad = i;
+			return 0;
+		}
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return len;
+}
+
+static void string_body(struct tb_json *j, const unsigned char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i = 0, run = 0;   /* s[i - run, i) is pending verbatim */
+
+	while (i < n) {
+		unsigned char c = s[i];
+		const char *esc = NULL;
+		char u[7];
+		size_t len, bad;
+
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			i++;
+			run++;
+			continue;
+		}
+		if (c >= 0x80) {
+			len = utf8_seq(s + i, n - i, &bad);
+			if (len) {
+				i += len;
+				run += len;
+				continue;
+			}
+		}
+		put(j, (const char *)s + i - run, run);
+		run = 0;
+		switch (c) {
+		case '"': esc = "\\\""; break;
+		case '\\': esc = "\\\\"; break;
+		case '\b': esc = "\\b"; break;
+		case '\f': esc = "\\f"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		default:
+			break;
+		}
+		if (esc) {
+			puts_(j, esc);
+			i++;
+		} else if (c < 0x80) {       /* other controls and DEL */
+			u[0] = '\\';
+			u[1] = 'u';
+			u[2] = '0';
+			u[3] = '0';
+			u[4] = hex[c >> 4];
+			u[5] = hex[c & 15];
+			put(j, u, 6);
+			i++;
+		} else {
+			puts_(j, "\xef\xbf\xbd");   /* U+FFFD */
+			i += bad;
+		}
+	}
+	put(j, (const char *)s + i - run, run);
+}
+
+static void string_(struct tb_json *j, const char *s, size_t n)
+{
+	put(j, "\"", 1);
+	string_body(j, (const unsigned char *)s, n);
+	put(j, "\"", 1);
+}
+
+void tb_json_key(struct tb_json *j, const char *key)
+{
+	if (j->after_key || !j->obj[j->depth]) {
+		j->err = -EINVAL;
+		return;
+	}
+	if (!j->first[j->depth])
+		put(j, ",", 1);
+	j->first[j->depth] = false;
+	pending_newline(j);
+	string_(j, key, strlen(key));
+	put(j, ":", 1);
+	j->after_key = true;
+}
+
+void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
+{
+	value_start(j);
+	string_(j, s, n);
+}
+
+void tb_json_string(struct tb_json *j, const char *s)
+{
+	tb_json_string_n(j, s, strlen(s));
+}
+
+void tb_json_int(struct tb_json *j, int64_t v)
+{
+	char buf[32];
+
+	value_start(j);
+	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRId64, v));
+}
+
+void tb_json_uint(struct tb_json *j, uint64_t v)
+{
+	char buf[32];
+
+	value_start(j);
+	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64, v));
+}
+
+void tb_json_double(struct tb_json *j, double v)
+{
+	char buf[40];
+	char *p;
+
+	value_start(j);
+	if (!isfinite(v)) {
+		put(j, "0", 1);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	/* Whatever LC_NUMERIC says, JSON's decimal point is '.'. */
+	for (p = buf; *p; p++)
+		if (*p == ',')
+			*p = '.';
+	puts_(j, buf);
+}
+
+void tb_json_bool(struct tb_json *j, bool v)
+{
+	value_start(j);
+	puts_(j, v ? "true" : "false");
+}
+
+void tb_json_null(struct tb_json *j)
+{
+	value_start(j);
+	puts_(j, "null");
+}
+
+void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
+{
+	char buf[32];
+
+	value_start(j);
+	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64 ".%03u",
+				     ns / 1000, (unsigned)(ns % 1000)));
+}
+
+void tb_json_kstr(struct tb_json *j, const char *key, const char *v)
+{
+	tb_json_key(j, key);
+	tb_json_string(j, v);
+}
+
+void tb_json_kint(struct tb_json *j, const char *key, int64_t v)
+{
+	tb_json_key(j, key);
+	tb_json_int(j, v);
+}
+
+void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v)
+{
+	tb_json_key(j, key);
+	tb_json_uint(j, v);
+}
+
+void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns)
+{
+	tb_json_key(j, key);
+	tb_json_ts_ns(j, ns);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * json.h - a small streaming JSON writer over a FILE *.
+ *
+ * The writer places the commas and colons; callers only say what comes
+ * next. Strings are always valid JSON and valid UTF-8 whatever bytes they
+ * are given: `"` and `\` are escaped, every control character (< 0x20 and
+ * 0x7f) too, and each invalid UTF-8 sequence (overlong, surrogate, beyond
+ * U+10FFFF, truncated, stray continuation byte) becomes one U+FFFD per
+ * maximal invalid subpart. Numbers are never nan or inf.
+ *
+ * Errors are sticky: check tb_json_error() once at the end.
+ */
+#ifndef TRACEBPF_JSON_H
+#define TRACEBPF_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TB_JSON_MAX_DEPTH 32
+
+struct tb_json {
+	FILE *f;
+	int depth;
+	bool first[TB_JSON_MAX_DEPTH];   /* nothing written yet at this level */
+	bool obj[TB_JSON_MAX_DEPTH];     /* this level is an object */
+	bool after_key;                  /* a key was written, value is next */
+	bool newline;                    /* put a newline before what follows */
+	int err;                         /* 0 or -errno, sticky */
+};
+
+void tb_json_init(struct tb_json *j, FILE *f);
+/* 0, -EINVAL when the calls did not make valid JSON (unbalanced, a key
+ * outside an object, a value without its key, depth exceeded), or
+ * -errno (-EIO when the stream does not say) from the FILE. */
+int tb_json_error(const struct tb_json *j);
+
+void tb_json_begin_object(struct tb_json *j);
+void tb_json_end_object(struct tb_json *j);
+void tb_json_begin_array(struct tb_json *j);
+void tb_json_end_array(struct tb_json *j);
+/* A line break before the next value or key (after its comma) or closing
+ * bracket, e.g. one trace event per line. */
+void tb_json_newline(struct tb_json *j);
+
+void tb_json_key(struct tb_json *j, const char *key);
+void tb_json_string(struct tb_json *j, const char *s);
+/* n bytes of s; NUL bytes are written as \u0000. */
+void tb_json_string_n(struct tb_json *j, const char *s, size_t n);
+void tb_json_int(struct tb_json *j, int64_t v);
+void tb_json_uint(struct tb_json *j, uint64_t v);
+/* Shortest text that reads back as v; nan and inf are written as 0: do not
+ * pass them. */
+void tb_json_double(struct tb_json *j, double v);
+void tb_json_bool(struct tb_json *j, bool v);
+void tb_json_null(struct tb_json *j);
+/* Integer nanoseconds as microseconds with exactly three decimals, no
+ * floating point: 1234567 -> 1234.567, 0 -> 0.000. */
+void tb_json_ts_ns(struct tb_json *j, uint64_t ns);
+
+/* key + value in one call. */
+void tb_json_kstr(struct tb_json *j, const char *key, const char *v);
+void tb_json_kint(struct tb_json *j, const char *key, int64_t v);
+void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v);
+void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns);
+
+#endif /* TRACEBPF_JSON_H */
