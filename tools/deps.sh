@@ -3,11 +3,15 @@
 # Quick when everything is present (only dpkg is asked). Needs root to install.
 set -euo pipefail
 pkgs=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
-      binutils libcmocka-dev python3 python3-pytest nodejs npm procps util-linux)
+      binutils libcmocka-dev python3 python3-pytest procps util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js may come from elsewhere than Debian (its npm then conflicts with
+# Debian's): only ask for Debian's when there is no node/npm at all.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "tracebpf: deps: missing packages: ${missing[*]}" >&2

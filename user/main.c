@@ -22,7 +22,7 @@ static const char top_doc[] =
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
 /* ---- record ---- */
-enum { OPT_BTF = 1000, OPT_FLUSH };
+enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -34,6 +34,7 @@ static const struct argp_option record_options[] = {
 						 "milliseconds (default 50)", 0 },
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
 	{ "btf", OPT_BTF, "PATH", 0, "Kernel BTF to require (default /sys/kernel/btf/vmlinux)", 0 },
+	{ "no-json", OPT_NO_JSON, NULL, 0, "Only write the .tbt file (convert it later)", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ 0 },
@@ -124,6 +125,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'q':
 		o->quiet = true;
+		break;
+	case OPT_NO_JSON:
+		o->no_json = true;
 		break;
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */

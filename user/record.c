@@ -681,7 +681,7 @@ int tb_record(const struct tb_record_opts *o)
 					"was full; record again with a larger --buffer-size\n",
 				(unsigned long long)drops);
 	}
-	if (!err) {
+	if (!err && !o->no_json) {
 		struct tb_convert_opts co = { .in = r.tbt_path, .out = r.json_path };
 
 		err = tb_convert(&co);

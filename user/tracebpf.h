@@ -25,6 +25,7 @@ struct tb_record_opts {
 	const char *btf_path;            /* kernel BTF to check (default sysfs) */
 	bool verbose;                    /* -v: libbpf debug output */
 	bool quiet;                      /* -q: no live status */
+	bool no_json;                    /* --no-json: keep only the .tbt */
 	char *cmdline;                   /* the recorder's own command line */
 };
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make bench: the cost of a probe site, measured against peers in the same
+# run (the same site built with a 1-byte nop; no tracer at all), and whether
+# one thread at 1 million events per second loses anything.
+# Prints a table; numbers vary with the machine's load, ratios less so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build/bench
+T=build/tracebpf
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+if [ "$(id -u)" != 0 ]; then
+  echo "bench: recording needs root: run 'sudo make bench'" >&2; exit 1
+fi
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ns() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p'; }
+
+runs=${BENCH_RUNS:-5}
+N_OFF=${BENCH_N_OFF:-200000000}
+N_ON=${BENCH_N_ON:-1000000}
+
+echo "tracebpf bench ($(nproc) CPUs, kernel $(uname -r)), medians of $runs runs"
+off=$(for i in $(seq "$runs"); do "$B/probe_cost" "$N_OFF" | ns; done | median)
+echo "disabled site (no tracer)              : ${off} ns/hit"
+on5=$(for i in $(seq "$runs"); do
+  "$T" record -q --no-json -o "$out/p5.tbt" -- "$B/probe_cost" "$N_ON" 2>"$out/err" | ns
+  grep -q " 0 dropped" "$out/err" || echo "bench: WARNING: drops: $(cat "$out/err")" >&2
+done | median)
+echo "enabled site, 5-byte nop, recorded     : ${on5} ns/hit"
+on1=$(for i in $(seq "$runs"); do
+  "$T" record -q --no-json -o "$out/p1.tbt" -- "$B/probe_cost_nop1" "$N_ON" 2>"$out/err" | ns
+done | median)
+echo "enabled site, 1-byte nop, recorded     : ${on1} ns/hit"
+awk -v a="$on1" -v b="$on5" 'BEGIN { printf "ratio 1-byte / 5-byte                  : %.2fx\n", a / b }'
+
+rate=${BENCH_RATE:-1000000}
+secs=${BENCH_SECS:-3}
+"$T" record -q --no-json -o "$out/rate.tbt" -- "$B/rate" "$rate" "$secs" >"$out/rate.out" 2>"$out/rate.err"
+emitted=$(sed -n 's/.*emitted=\([0-9]*\).*/\1/p' "$out/rate.out")
+summary=$(grep "recorded" "$out/rate.err")
+dropped=$(echo "$summary" | sed -n 's/.* \([0-9]*\) dropped.*/\1/p')
+recs=$(echo "$summary" | sed -n 's/.*recorded \([0-9]*\) records.*/\1/p')
+bytes=$(stat -c %s "$out/rate.tbt")
+echo "one thread at $rate ev/s for ${secs}s      : emitted $emitted, records $recs, dropped $dropped, file $bytes bytes"

@@ -1,0 +1,193 @@
+"""Shared helpers for the integration tests: run the real recorder (real BPF,
+real instrumented child processes), parse the real JSON it writes, and check
+every file against the Chrome JSON rules and the DevTools trace engine."""
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+TRACEBPF = str(BUILD / "tracebpf")
+PROGS = BUILD / "progs"
+CONSUMER = ROOT / "tests" / "consumers" / "devtools_check.mjs"
+
+
+def prog(name):
+    return str(PROGS / name)
+
+
+def wait_for(pred, timeout=20.0, what="condition"):
+    """Poll pred() until true. The timeout only bounds a hung test; nothing
+    asserts on how long anything took."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Trace:
+    """A parsed Chrome JSON trace with convenience views."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        with open(path, "rb") as f:
+            raw = f.read()
+        self.doc = json.loads(raw.decode("utf-8"))
+        self.events = self.doc["traceEvents"]
+        self.meta = self.doc.get("metadata", {})
+
+    def by_ph(self, ph):
+        return [e for e in self.events if e.get("ph") == ph]
+
+    def named(self, name, ph=None):
+        return [e for e in self.events if e.get("name") == name and (ph is None or e["ph"] == ph)]
+
+    def thread_names(self):
+        return {(e["pid"], e["tid"]): e["args"]["name"]
+                for e in self.events if e["ph"] == "M" and e["name"] == "thread_name"}
+
+    def process_names(self):
+        return {e["pid"]: e["args"]["name"]
+                for e in self.events if e["ph"] == "M" and e["name"] == "process_name"}
+
+
+def check_chrome_rules(t):
+    """Every point of shared/docs/chrome-json.md that applies to traceEvents."""
+    doc = t.doc
+    assert isinstance(doc, dict), "object form expected"
+    assert doc.get("displayTimeUnit") in ("ms", "ns")
+    assert isinstance(doc["traceEvents"], list)
+    for key in ("tracebpf_version", "kernel_release", "command_line", "clock", "drops_per_cpu"):
+        assert key in t.meta, f"metadata.{key} missing"
+    stacks = defaultdict(list)
+    last_ts = -1.0
+    for e in t.events:
+        ph = e["ph"]
+        assert ph not in ("B", "E", "S", "T", "F"), f"phase {ph} must not be emitted: {e}"
+        for k in ("ts", "dur"):
+            if k in e:
+                v = e[k]
+                assert isinstance(v, (int, float)) and not isinstance(v, bool), f"{k} not a number: {e}"
+                assert math.isfinite(v) and v >= 0, f"bad {k}: {e}"
+        if ph == "M":
+            assert e["name"] in ("process_name", "thread_name", "process_sort_index",
+                                 "thread_sort_index"), e
+            continue
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
+        # sorted by time
+        assert e["ts"] >= last_ts, f"not sorted by ts at {e}"
+        last_ts = e["ts"]
+        if ph == "i":
+            raise AssertionError("lowercase instant: DevTools only reads 'I'")
+        if ph == "I":
+            assert e.get("s") in ("t", "p", "g"), e
+        if ph == "X":
+            # strictly nested per thread
+            st = stacks[(e["pid"], e["tid"])]
+            b, end = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
+            while st and st[-1] <= b:
+                st.pop()
+            if st:
+                assert end <= st[-1], f"partially overlapping slice on thread: {e}"
+            st.append(end)
+        for v in (e.get("args") or {}).values():
+            if isinstance(v, float):
+                assert math.isfinite(v), e
+
+
+def devtools_check(path):
+    """Load the file with Chrome DevTools' trace engine (a real consumer)."""
+    if not CONSUMER.exists() or not (CONSUMER.parent / "node_modules").exists():
+        pytest.fail("DevTools trace engine not installed: run 'bash tools/deps.sh'")
+    p = subprocess.run(["node", str(CONSUMER), str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, f"trace engine failed: {p.stdout[-2000:]} {p.stderr[-2000:]}"
+    res = json.loads(p.stdout)
+    assert res.get("ok") is True, res
+    assert not res.get("errors"), f"trace engine reported errors: {res['errors']}"
+    # the engine drops partially overlapping or unpaired slices silently
+    dropped = {(th["pid"], th["tid"]): th["dropped"] for th in res["threads"] if th["dropped"]}
+    assert not dropped, f"trace engine dropped slices on threads {dropped}"
+    return res
+
+
+def load(path, consumer=True):
+    t = Trace(path)
+    check_chrome_rules(t)
+    if consumer:
+        t.devtools = devtools_check(path)
+    return t
+
+
+class Recording:
+    def __init__(self, proc, out, tbt):
+        self.proc = proc
+        self.out = out
+        self.tbt = tbt
+        self.stdout = self.stderr = ""
+        self.rc = None
+
+    def wait(self, timeout=60):
+        self.stdout, self.stderr = self.proc.communicate(timeout=timeout)
+        self.rc = self.proc.returncode
+        return self
+
+    def stop(self, sig=signal.SIGINT, timeout=60):
+        self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def trace(self, consumer=True):
+        assert self.rc == 0, f"tracebpf failed rc={self.rc}: {self.stderr}"
+        return load(self.out, consumer)
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    """recorder(args..., stdout=...) starts `tracebpf record -q -o tmp/t.json args...`."""
+    procs = []
+
+    def start(*args, name="t", cwd=None):
+        out = tmp_path / f"{name}.json"
+        cmd = [TRACEBPF, "record", "-q", "-o", str(out), *map(str, args)]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=cwd)
+        procs.append(p)
+        return Recording(p, out, tmp_path / f"{name}.tbt")
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def spawn():
+    """Start helper processes; kill whatever is left at the end."""
+    procs = []
+
+    def start(*args, **kw):
+        p = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, **kw)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def user_events(t, pid=None):
+    return [e for e in t.events if e["ph"] != "M" and (pid is None or e["pid"] == pid)]

@@ -1,0 +1,99 @@
+"""Bad input: a clear message, a non-zero exit, no crash, nothing left behind."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TRACEBPF, prog
+
+
+def run(*args, user=None, timeout=60):
+    cmd = [TRACEBPF, *map(str, args)]
+    if user:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
+               "--inh-caps=-all", "--bounding-set=-all", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def loaded_tracebpf_progs():
+    p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return [x for x in json.loads(p.stdout or "[]") if x.get("name") in ("tb_event", "tb_fork",
+                                                                      "tb_exec", "tb_exit")]
+
+
+def check_failed(p, *needles):
+    assert p.returncode != 0, f"expected failure, got 0: {p.stderr}"
+    assert p.returncode < 128, f"crashed with signal {p.returncode - 128}: {p.stderr}"
+    for n in needles:
+        assert n in p.stderr, f"{n!r} not in stderr: {p.stderr!r}"
+    assert "tracebpf" in p.stderr
+    assert loaded_tracebpf_progs() == [], "a BPF program stayed loaded after the error"
+
+
+def test_not_root(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    p = run("record", "-o", tmp_path / "x.json", "--", prog("mt_events"), 1, 1, user=65534)
+    check_failed(p, "Operation not permitted", "run as root")
+
+
+def test_no_btf(tmp_path):
+    p = run("record", "--btf", "/nonexistent/vmlinux", "-o", tmp_path / "x.json", "--",
+            prog("mt_events"), 1, 1)
+    check_failed(p, "BTF", "/nonexistent/vmlinux", "CONFIG_DEBUG_INFO_BTF")
+
+
+def test_pid_not_found(tmp_path):
+    # a pid that existed and is gone: reaped child
+    c = subprocess.Popen(["true"])
+    c.wait()
+    p = run("record", "-p", c.pid, "-o", tmp_path / "x.json")
+    check_failed(p, f"failed to find process {c.pid}", "No such process")
+
+
+def test_invalid_pid_argument(tmp_path):
+    p = run("record", "-p", "abc", "-o", tmp_path / "x.json")
+    check_failed(p, "invalid pid 'abc'")
+
+
+def test_command_without_probes(tmp_path):
+    p = run("record", "-o", tmp_path / "x.json", "--", prog("noprobes"))
+    check_failed(p, "has no tracebpf probes", "include <tracebpf/trace.h>")
+
+
+def test_pid_without_probes(tmp_path):
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        p = run("record", "-p", sleeper.pid, "-o", tmp_path / "x.json")
+        check_failed(p, f"process {sleeper.pid} has no tracebpf probes")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_command_not_found(tmp_path):
+    p = run("record", "-o", tmp_path / "x.json", "--", "/nonexistent/app")
+    check_failed(p, "failed to find command '/nonexistent/app'", "No such file")
+    p = run("record", "-o", tmp_path / "x.json", "--", "no-such-command-xyz")
+    check_failed(p, "failed to find command 'no-such-command-xyz'", "$PATH")
+
+
+def test_nothing_to_record():
+    p = run("record")
+    check_failed(p, "nothing to record")
+
+
+def test_bad_buffer_size(tmp_path):
+    p = run("record", "--buffer-size", "3000", "-o", tmp_path / "x.json", "--", prog("noprobes"))
+    check_failed(p, "power of two")
+
+
+def test_convert_corrupt_file(tmp_path):
+    bad = tmp_path / "bad.tbt"
+    bad.write_bytes(b"this is not a trace file at all\n" * 4)
+    p = run("convert", bad, "-o", tmp_path / "bad.json")
+    check_failed(p, "convert", str(bad))
+    p = run("convert", tmp_path / "missing.tbt")
+    check_failed(p, "missing.tbt", "No such file")

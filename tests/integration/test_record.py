@@ -1,0 +1,225 @@
+"""End-to-end: instrumented programs -> USDT -> BPF ring buffers -> trace file
+-> Chrome JSON, asserting on the content of the JSON each run produces."""
+import os
+import re
+import signal
+import struct
+import subprocess
+import time
+from collections import Counter, defaultdict
+
+from conftest import (TRACEBPF, Trace, load, prog, user_events, wait_for)
+
+
+def child_pid_of(rec):
+    """The command tracebpf started: its only child."""
+    def get():
+        try:
+            with open(f"/proc/{rec.proc.pid}/task/{rec.proc.pid}/children") as f:
+                kids = f.read().split()
+            return int(kids[0]) if kids else None
+        except OSError:
+            return None
+    return wait_for(get, what="the traced child to start")
+
+
+def test_multithreaded_exact_counts(recorder):
+    nthreads, nevents = 4, 300
+    rec = recorder("--", prog("mt_events"), nthreads, nevents).wait()
+    t = rec.trace()
+    work = t.named("work", "X")
+    ticks = t.named("tick", "I")
+    per_tid_work = Counter(e["tid"] for e in work)
+    per_tid_tick = Counter(e["tid"] for e in ticks)
+    assert len(per_tid_work) == nthreads, per_tid_work
+    assert set(per_tid_work.values()) == {nevents}, per_tid_work
+    assert per_tid_tick == per_tid_work
+    pids = {e["pid"] for e in work}
+    assert len(pids) == 1
+    pid = pids.pop()
+    assert pid not in per_tid_work, "events come from the worker threads, not main"
+    # every sequence number exactly once per thread, in order
+    for tid in per_tid_work:
+        seqs = [e["args"]["seq"] for e in work if e["tid"] == tid]
+        assert seqs == list(range(nevents)), f"tid {tid}: {seqs[:10]}..."
+        tick_seqs = [e["args"]["seq"] for e in ticks if e["tid"] == tid]
+        assert tick_seqs == list(range(nevents))
+    # each tick lies inside the work slice with the same seq on its thread
+    work_by = {(e["tid"], e["args"]["seq"]): e for e in work}
+    for e in ticks:
+        w = work_by[(e["tid"], e["args"]["seq"])]
+        assert w["ts"] <= e["ts"] <= w["ts"] + w["dur"], (w, e)
+    # counters: one per thread, value = thread index
+    done = t.named("done", "C")
+    assert sorted(e["args"]["value"] for e in done) == list(range(nthreads))
+    # names from the kernel's comm
+    names = t.thread_names()
+    assert sorted(names[(pid, tid)] for tid in per_tid_work) == \
+        [f"worker-{i}" for i in range(nthreads)]
+    assert t.process_names()[pid] == "mt_events"
+    assert t.meta["events"] >= nthreads * nevents * 3
+    assert t.meta["drops_total"] == 0
+    # the DevTools engine sees the same slices on the same threads
+    dt = t.devtools
+    dt_work = Counter(s["tid"] for s in dt["slices"] if s["name"] == "work")
+    assert dt_work == per_tid_work
+
+
+def test_sigkill_loses_nothing(recorder, tmp_path):
+    countfile = tmp_path / "count"
+    rec = recorder("--", prog("seq_until_killed"), countfile)
+    pid = child_pid_of(rec)
+
+    def emitted():
+        try:
+            with open(countfile, "rb") as f:
+                data = f.read(8)
+            return struct.unpack("<Q", data)[0] if len(data) == 8 else 0
+        except OSError:
+            return 0
+    wait_for(lambda: emitted() >= 20000, what="20000 events emitted")
+    os.kill(pid, signal.SIGKILL)
+    rec.wait()   # the recorder stops by itself once its target is gone
+    after_kill = emitted()
+    t = rec.trace()
+    seqs = [e["args"]["seq"] for e in t.named("seq", "I")]
+    assert seqs == list(range(len(seqs))), "a gap or reordering in the sequence"
+    # the counter is bumped after each hit: the last hit may be one ahead
+    assert len(seqs) in (after_kill, after_kill + 1), (len(seqs), after_kill)
+    # the slice open at the kill is closed at the thread's exit and marked
+    outer = t.named("outer", "X")
+    assert len(outer) == 1
+    o = outer[0]
+    assert "thread exited" in str(o["args"].get("tracebpf_unfinished")), o
+    last_seq_ts = t.named("seq", "I")[-1]["ts"]
+    assert o["ts"] + o["dur"] >= last_seq_ts
+
+
+def test_quiet_thread_event_delivered(recorder, tmp_path):
+    rec = recorder("--", prog("quiet_thread"))
+    pid = child_pid_of(rec)
+    # Delivery without wakeups: the record reaches the file on the timer,
+    # while the program is still blocked. Read the in-progress file.
+    partial = tmp_path / "partial.json"
+
+    def quiet_in_file():
+        p = subprocess.run([TRACEBPF, "convert", str(rec.tbt), "-o", str(partial)],
+                           capture_output=True, text=True)
+        return p.returncode == 0 and Trace(partial).named("quiet")
+    wait_for(quiet_in_file, what="the quiet thread's event in the file being written")
+    rec.proc.send_signal(signal.SIGINT)
+    rec.proc.wait(timeout=60)
+    os.kill(pid, signal.SIGKILL)   # it holds our stdout pipe open
+    rec.wait()
+    t = rec.trace()
+    quiet = t.named("quiet", "I")
+    assert len(quiet) == 1
+    assert quiet[0]["pid"] == pid and quiet[0]["tid"] != pid
+    assert len(t.named("main_ready", "I")) == 1
+
+
+def test_fork_child_recorded_under_child_pid(recorder):
+    rec = recorder("--", prog("fork_child")).wait()
+    m = re.search(r"parent=(\d+) child=(\d+)", rec.stdout)
+    assert m, rec.stdout
+    parent, child = int(m.group(1)), int(m.group(2))
+    t = rec.trace()
+    for name in ("parent_before_fork", "parent_after_fork"):
+        ev = t.named(name, "I")
+        assert [e["pid"] for e in ev] == [parent], (name, ev)
+    ce = t.named("child_event", "I")
+    assert [e["args"]["seq"] for e in ce] == list(range(10))
+    assert {e["pid"] for e in ce} == {child}
+    cs = t.named("child_slice", "X")
+    assert len(cs) == 1 and cs[0]["pid"] == child
+    for e in ce:
+        assert cs[0]["ts"] <= e["ts"] <= cs[0]["ts"] + cs[0]["dur"]
+    # the child's events never land on the parent's timeline
+    assert not [e for e in user_events(t, parent) if e["name"].startswith("child")]
+    assert child in t.process_names()
+
+
+def test_attach_to_running_pid(recorder, spawn):
+    app = spawn(prog("loop_events"), 0)
+    pid = int(re.match(r"pid=(\d+)", app.stdout.readline()).group(1))
+    rec = recorder("-p", pid, "--duration", "1.5").wait()
+    t = rec.trace()
+    loop = t.named("loop", "I")
+    assert len(loop) > 10
+    assert {e["pid"] for e in loop} == {pid}
+    seqs = [e["args"]["seq"] for e in loop]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "gap in an attached recording"
+    assert app.poll() is None, "the target keeps running after we detach"
+    assert t.process_names()[pid] == "loop_events"
+
+
+def test_cmd_records_first_hit_and_shared_library(recorder):
+    rec = recorder("--", prog("lib_user")).wait()
+    t = rec.trace()
+    first = t.named("main_first", "I")
+    assert len(first) == 1
+    lib = t.named("lib_event", "I")
+    assert [e["args"]["i"] for e in lib] == list(range(10))
+    assert {e["cat"] for e in lib} == {"lib"}
+    assert first[0]["ts"] <= lib[0]["ts"]
+
+
+def test_untraced_neighbour_contributes_nothing(recorder, spawn):
+    neighbour = spawn(prog("loop_events"), 0)
+    npid = int(re.match(r"pid=(\d+)", neighbour.stdout.readline()).group(1))
+    rec = recorder("--", prog("loop_events"), 1).wait()
+    m = re.search(r"pid=(\d+)", rec.stdout)
+    target = int(m.group(1))
+    t = rec.trace()
+    pids = {e["pid"] for e in t.events if e["ph"] != "M"}
+    assert pids == {target}, f"events from {pids - {target}} (neighbour {npid})"
+    assert len(t.named("loop", "I")) > 100
+    assert neighbour.poll() is None
+
+
+def test_redzone_locals_survive_tracing(recorder):
+    rec = recorder("--", prog("redzone"), 200000).wait()
+    m = re.search(r"safe_corrupted=(\d+) naive_corrupted=(\d+) calls=(\d+)", rec.stdout)
+    assert m, rec.stdout
+    safe, naive, calls = map(int, m.groups())
+    assert calls == 200000
+    assert safe == 0, f"tracebpf's probe site corrupted {safe} red-zone locals"
+    # the control proves the test can see corruption on this kernel
+    assert naive > 0, "naive 5-byte-nop site not corrupted: the kernel did not optimize it"
+    t = rec.trace()
+    assert len(t.by_ph("I")) >= 2 * 200000 - 10
+
+
+def test_string_and_typed_args(recorder):
+    rec = recorder("--", build_demo()).wait()
+    t = rec.trace()
+    assert t.by_ph("X") and t.by_ph("I") and t.by_ph("C")
+    # every arg of the demo's typed slices decodes to the expected JSON type
+    kinds = set()
+    for e in t.events:
+        for v in (e.get("args") or {}).values():
+            kinds.add(type(v).__name__)
+    assert {"int", "float", "str", "bool"} <= kinds, kinds
+
+
+def build_demo():
+    from conftest import BUILD
+    return str(BUILD / "demo")
+
+
+def test_drops_are_counted_and_reported(recorder):
+    # A 4 KiB ring at full speed: most events are lost, and every loss is
+    # counted: recorded + lost accounts for every hit.
+    from conftest import BUILD
+    rec = recorder("--buffer-size", "4K", "--flush-interval", "200", "--",
+                   str(BUILD / "bench" / "rate"), 10**9, 1).wait()
+    m = re.search(r"emitted=(\d+)", rec.stdout)
+    emitted = int(m.group(1))
+    t = rec.trace()
+    got = len(t.named("rate", "I"))
+    drops = t.meta["drops_total"]
+    assert drops > 0, "a 4K ring at full speed must overflow"
+    assert got < emitted
+    assert got + drops >= emitted, (got, drops, emitted)
+    assert sum(t.meta["drops_per_cpu"]) == drops
+    assert "LOST" in rec.stderr and str(drops) in rec.stderr
