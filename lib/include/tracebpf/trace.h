@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * tracebpf/trace.h - Chromium-style trace macros compiled into USDT probes.
+ *
+ * Header-only, C11 and C++11..C++20, x86_64 Linux, gcc or clang. Include it and
+ * write
+ *
+ *     TRACE_EVENT1("io", "read", "fd", fd);            // scoped slice
+ *     TRACE_EVENT_INSTANT0("io", "eof", TRACE_EVENT_SCOPE_THREAD);
+ *     TRACE_COUNTER1("io", "queue", depth);
+ *
+ * Each macro site is one USDT probe (provider "tracebpf", name "event") that
+ * the tracebpf recorder attaches to with libbpf. Nothing is recorded, and the
+ * argument expressions are not evaluated, unless a tracer is attached: the
+ * disabled cost of a site is one load and one predicted branch.
+ *
+ * The header allocates nothing and calls no library function.
+ *
+ * ## Macros
+ *
+ *   TRACE_EVENT0(cat, name)                      scoped slice: BEGIN here, END
+ *   TRACE_EVENT1(cat, name, n1, v1)              when the enclosing scope
+ *   TRACE_EVENT2(cat, name, n1, v1, n2, v2)      exits (declares a local)
+ *   TRACE_EVENT_BEGIN0/1/2(cat, name [, n1, v1 [, n2, v2]])
+ *   TRACE_EVENT_END0/1/2(cat, name [, n1, v1 [, n2, v2]])
+ *   TRACE_EVENT_INSTANT0/1/2(cat, name, scope [, n1, v1 [, n2, v2]])
+ *   TRACE_COUNTER1(cat, name, value)             one series named "value"
+ *   TRACE_COUNTER2(cat, name, n1, v1, n2, v2)
+ *   TRACEBPF_ENABLED()                           non-zero while a tracer is
+ *                                                attached to this binary
+ *
+ * `cat`, `name` and the argument names `nN` must be string literals (anything
+ * else does not compile): they are stored once, in the site descriptor, never
+ * copied per event. `scope` is TRACE_EVENT_SCOPE_THREAD / _PROCESS / _GLOBAL
+ * (or the characters 't', 'p', 'g'). Argument values `vN` may be any integer,
+ * enum, bool, floating-point or pointer expression; the type is chosen at
+ * compile time:
+ *
+ *   signed integers, char, enums (C++)    TRACEBPF_ARG_INT    (int64)
+ *   unsigned integers                     TRACEBPF_ARG_UINT   (uint64)
+ *   float, double, long double            TRACEBPF_ARG_DOUBLE (as a double)
+ *   bool / _Bool                          TRACEBPF_ARG_BOOL
+ *   char *, const char *, char arrays     TRACEBPF_ARG_STR    (copied by the
+ *                                                            tracer at the hit)
+ *   any other pointer, nullptr            TRACEBPF_ARG_PTR    (shown as hex)
+ *
+ * In C an enum has the type of its compatible integer type (unsigned int for
+ * enums without negative constants, with gcc and clang), so it is recorded as
+ * UINT; the value is the same. Also in C, `true` and comparisons are ints:
+ * pass a bool variable or `(bool)expr` to record a BOOL; a bit-field is INT
+ * with gcc (UINT if unsigned with clang); a function pointer needs a cast to
+ * (void *) under -pedantic. In C++, NULL is an integer: pass nullptr for a
+ * null pointer. A string argument must stay valid
+ * until the statement has executed; the tracer copies up to 255 bytes of it.
+ *
+ * Every macro is one statement, except the scoped TRACE_EVENTn, which are
+ * declarations (in C, put one that follows a `case` label in braces).
+ *
+ * A scoped TRACE_EVENTn emits its END only if its BEGIN was emitted (the
+ * tracer was attached when the scope was entered), so attaching in the middle
+ * of a scope never produces an END without its BEGIN.
+ *
+ * ## How a site looks in the binary (the ABI the tracebpf recorder reads)
+ *
+ * Every site has a `static const` descriptor, 8-aligned: struct tracebpf_site
+ * followed in the same object by the strings cat, name and the argument names,
+ * each NUL-terminated. The probe has exactly three 8-byte arguments, always in
+ * registers: the descriptor's address, argument value 0, argument value 1 (0
+ * when unused; doubles as their IEEE-754 bits, bools 0/1, strings and pointers
+ * as their address, integers sign- or zero-extended to 64 bits).
+ *
+ * The probe instruction is a 5-byte nop (0f 1f 44 00 00) aligned to 8 bytes so
+ * that it never crosses a page, between `lea -128(%rsp),%rsp` and
+ * `lea 128(%rsp),%rsp`. Linux 6.18 rewrites a uprobe on a 5-byte nop into a
+ * call to a trampoline (about twice as fast as the int3 trap taken on a 1-byte
+ * nop); that call pushes its return address below %rsp, which in a leaf
+ * function is the red zone holding the function's locals. Moving %rsp down by
+ * the size of the red zone around the nop keeps those locals intact. The lea
+ * pair does not touch the flags. For the same reason no probe argument is ever
+ * a %rsp-relative memory operand. (While the nop itself executes, %rsp is 128
+ * bytes lower than the unwind tables say: a DWARF stack unwind sampled on
+ * exactly that instruction is off; frame-pointer unwinds are not.)
+ *
+ * Defining TRACEBPF_PROBE_NOP1 before including this header emits instead the
+ * plain 1-byte `nop` (what systemtap's sys/sdt.h emits), without the lea pair.
+ * It exists ONLY so that bench/ can compare the two kinds of site; do not use
+ * it otherwise (every hit then takes an int3 trap).
+ *
+ * The note in `.note.stapsdt` has the layout of systemtap's sys/sdt.h (type 3,
+ * owner "stapsdt", pc, address of `_.stapsdt.base`, semaphore address,
+ * provider, name, argument string `8@%reg 8@%reg 8@%reg`), so libbpf attaches
+ * to it and readelf -n, gdb (info probes) and perf (sdt events) list it; see
+ * tests/header/run.sh. All sites of one executable or
+ * shared object share one semaphore, `tracebpf_event_semaphore`, an unsigned
+ * short in section `.probes`, defined here weak and hidden: every translation
+ * unit of a binary uses the same one, and each shared object has its own.
+ */
+#ifndef TRACEBPF_TRACE_H
+#define TRACEBPF_TRACE_H
+
+#define TRACEBPF_VERSION_MAJOR 0
+#define TRACEBPF_VERSION_MINOR 1
+#define TRACEBPF_VERSION_PATCH 0
+#ifndef TRACEBPF_VERSION /* the tool's build may define it (same value) */
+#define TRACEBPF_VERSION "0.1.0"
+#endif
+
+#if !defined(__x86_64__) || !defined(__ELF__)
+#error "tracebpf/trace.h: only x86_64 ELF targets are supported"
+#endif
+#if !defined(__GNUC__)
+#error "tracebpf/trace.h: needs gcc or clang (inline asm, attributes)"
+#endif
+#if defined(__cplusplus)
+#if __cplusplus < 201103L
+#error "tracebpf/trace.h: needs C++11 or later"
+#endif
+#elif !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
+#error "tracebpf/trace.h: needs C11 or later (_Generic)"
+#endif
+
+#include <stdint.h>
+#ifdef __cplusplus
+#include <type_traits>
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Site descriptor                                                           */
+
+#define TRACEBPF_SITE_MAGIC 0x31534254u /* "TBS1" in memory order */
+#define TRACEBPF_SITE_MAX   512         /* header + strings, bytes */
+
+#define TRACEBPF_PHASE_BEGIN   'B'
+#define TRACEBPF_PHASE_END     'E'
+#define TRACEBPF_PHASE_INSTANT 'I'
+#define TRACEBPF_PHASE_COUNTER 'C'
+
+#define TRACEBPF_SCOPE_THREAD  't'
+#define TRACEBPF_SCOPE_PROCESS 'p'
+#define TRACEBPF_SCOPE_GLOBAL  'g'
+
+/* Same values as enum tb_arg_type in bpf/record.h. */
+#define TRACEBPF_ARG_NONE   0
+#define TRACEBPF_ARG_INT    1 /* int64 */
+#define TRACEBPF_ARG_UINT   2 /* uint64 */
+#define TRACEBPF_ARG_DOUBLE 3 /* IEEE-754 bits */
+#define TRACEBPF_ARG_BOOL   4 /* 0 or 1 */
+#define TRACEBPF_ARG_STR    5 /* const char *, copied by the tracer */
+#define TRACEBPF_ARG_PTR    6 /* any other pointer, shown as hex */
+
+#define TRACEBPF_MAX_ARGS 2
+
+/* Followed in the same object by cat "\0" name "\0" argname0 "\0" ... */
+struct tracebpf_site {
+	uint32_t magic;     /* TRACEBPF_SITE_MAGIC */
+	uint16_t size;      /* header + strings, bytes, <= TRACEBPF_SITE_MAX */
+	uint8_t  phase;     /* TRACEBPF_PHASE_* */
+	uint8_t  scope;     /* instants: TRACEBPF_SCOPE_*; 0 otherwise */
+	uint8_t  nargs;     /* 0..TRACEBPF_MAX_ARGS */
+	uint8_t  arg_type[TRACEBPF_MAX_ARGS]; /* TRACEBPF_ARG_* */
+	uint8_t  flags;     /* 0 */
+	uint32_t reserved;  /* 0 */
+};
+
+#ifdef __cplusplus
+#define TRACEBPF__SASSERT(e, msg) static_assert(e, msg)
+/* Named casts keep C++ users' -Wold-style-cast quiet. */
+#define TRACEBPF__SCAST(T, v)     static_cast<T>(v)
+#define TRACEBPF__RCAST(T, v)     reinterpret_cast<T>(v)
+#else
+#define TRACEBPF__SASSERT(e, msg) _Static_assert(e, msg)
+#define TRACEBPF__SCAST(T, v)     ((T)(v))
+#define TRACEBPF__RCAST(T, v)     ((T)(v))
+#endif
+
+TRACEBPF__SASSERT(sizeof(struct tracebpf_site) == 16, "tracebpf_site layout");
+
+/* ------------------------------------------------------------------------ */
+/* Semaphore: non-zero while a tracer is attached (the kernel counts uprobes
+ * with a ref_ctr_offset on it). Weak + hidden: one per executable or shared
+ * object, shared by all its translation units, never exported. In `.probes`
+ * (progbits, file-backed) as the kernel's ref_ctr update requires.          */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak, visibility("hidden"), section(".probes"), used))
+unsigned short tracebpf_event_semaphore;
+#ifdef __cplusplus
+}
+#endif
+
+#define TRACEBPF_ENABLED() \
+	(*TRACEBPF__SCAST(const volatile unsigned short *, &tracebpf_event_semaphore) != 0)
+
+/* ------------------------------------------------------------------------ */
+/* Internals. Names with a double underscore are not part of the API.       */
+
+#define TRACEBPF__CAT_(a, b) a##b
+#define TRACEBPF__CAT(a, b)  TRACEBPF__CAT_(a, b)
+
+#ifdef __cplusplus
+#define TRACEBPF__INLINE inline __attribute__((always_inline))
+#define TRACEBPF__NULL   nullptr
+#else
+#define TRACEBPF__INLINE static inline __attribute__((always_inline))
+#define TRACEBPF__NULL   ((const void *)0)
+#endif
+
+/* The probe instruction. Label 990 is the probe address in the note. */
+#ifdef TRACEBPF_PROBE_NOP1
+/* Benchmark comparison only: a 1-byte nop, always an int3 trap when traced. */
+#define TRACEBPF__ASM_NOP \
+	"990:\tnop\n"
+#else
+#define TRACEBPF__ASM_NOP                                                     \
+	"\tlea -128(%%rsp), %%rsp\n"                                          \
+	"\t.balign 8\n"                                                       \
+	"990:\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                          \
+	"\tlea 128(%%rsp), %%rsp\n"
+#endif
+
+/* The stapsdt note (sys/sdt.h layout: namesz, descsz, type 3, "stapsdt",
+ * then pc, _.stapsdt.base, semaphore, provider, name, args). "?" puts the
+ * note in the section group of the code, so a discarded COMDAT function (C++
+ * inline functions, templates) discards its notes too. */
+#define TRACEBPF__ASM_NOTE                                                    \
+	"\t.pushsection .note.stapsdt,\"?\",\"note\"\n"                       \
+	"\t.balign 4\n"                                                       \
+	"\t.4byte 992f-991f, 994f-993f, 3\n"                                  \
+	"991:\t.asciz \"stapsdt\"\n"                                          \
+	"992:\t.balign 4\n"                                                   \
+	"993:\t.8byte 990b\n"                                                 \
+	"\t.8byte _.stapsdt.base\n"                                           \
+	"\t.8byte tracebpf_event_semaphore\n"                                 \
+	"\t.asciz \"tracebpf\"\n"                                             \
+	"\t.asciz \"event\"\n"                                                \
+	"\t.asciz \"8@%[site] 8@%[a0] 8@%[a1]\"\n"                            \
+	"994:\t.balign 4\n"                                                   \
+	"\t.popsection\n"
+
+/* _.stapsdt.base lets consumers detect prelink-style relocation of the
+ * binary; one byte per binary in a COMDAT section, exactly as sys/sdt.h. */
+#define TRACEBPF__ASM_BASE                                                    \
+	"\t.ifndef _.stapsdt.base\n"                                          \
+	"\t.pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n" \
+	"\t.weak _.stapsdt.base\n"                                            \
+	"\t.hidden _.stapsdt.base\n"                                          \
+	"_.stapsdt.base:\n"                                                   \
+	"\t.space 1\n"                                                        \
+	"\t.size _.stapsdt.base, 1\n"                                         \
+	"\t.popsection\n"                                                     \
+	"\t.endif\n"
+
+/* One probe hit. always_inline so that every macro site gets its own copy of
+ * the asm, hence its own probe address and note (also at -O0). Operands are
+ * registers only ("r"): never memory, which could be %rsp-relative and off by
+ * the 128 bytes the lea moved %rsp. "memory" because the tracer reads the
+ * strings the arguments point to. */
+TRACEBPF__INLINE void
+tracebpf__hit(const void *site, unsigned size, uint64_t a0, uint64_t a1)
+{
+	const volatile unsigned char *p =
+		TRACEBPF__SCAST(const volatile unsigned char *, site);
+
+	/* The tracer reads the descriptor with bpf_probe_read_user(), which
+	 * fails on a page that is not resident: touch both ends first. */
+	(void)p[0];
+	(void)p[size - 1];
+	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE TRACEBPF__ASM_BASE
+			     :
+			     : [site] "r"(site), [a0] "r"(a0), [a1] "r"(a1)
+			     : "memory");
+}
+
+/* BEGIN of a scoped slice: returns the END descriptor for the scope guard. */
+TRACEBPF__INLINE const void *
+tracebpf__scope_begin(const void *site, unsigned size, uint64_t a0,
+		      uint64_t a1, const void *end_site)
+{
+	tracebpf__hit(site, size, a0, a1);
+	return end_site;
+}
+
+TRACEBPF__INLINE void tracebpf__scope_end(const void *end_site)
+{
+	if (end_site && TRACEBPF_ENABLED()) {
+		const volatile struct tracebpf_site *h = TRACEBPF__SCAST(
+			const volatile struct tracebpf_site *, end_site);
+		tracebpf__hit(end_site, h->size, 0, 0);
+	}
+}
+
+/* Argument values as the 64 bits the probe passes. */
+TRACEBPF__INLINE uint64_t tracebpf__val_i(int64_t v)
+{
+	return TRACEBPF__SCAST(uint64_t, v);
+}
+TRACEBPF__INLINE uint64_t tracebpf__val_u(uint64_t v)
+{
+	return v;
+}
+TRACEBPF__INLINE uint64_t tracebpf__val_b(int v)
+{
+	return v ? 1u : 0u;
+}
+TRACEBPF__INLINE uint64_t tracebpf__val_d(double v)
+{
+	uint64_t u;
+
+	__builtin_memcpy(&u, &v, sizeof(u)); /* a register move, no call */
+	return u;
+}
+TRACEBPF__INLINE uint64_t tracebpf__val_p(const volatile void *v)
+{
+	uintptr_t u = TRACEBPF__RCAST(uintptr_t, v);
+
+	return u;
+}
+
+#ifdef __cplusplus
+
+template <typename T>
+struct tracebpf__arg_type_of {
+	typedef typename std::decay<T>::type D;
+	typedef typename std::remove_cv<typename std::remove_pointer<D>::type>::type P;
+	static constexpr uint8_t value =
+		std::is_same<D, bool>::value ? TRACEBPF_ARG_BOOL :
+		std::is_same<D, char>::value ? TRACEBPF_ARG_INT :
+		std::is_enum<D>::value ? TRACEBPF_ARG_INT :
+		std::is_integral<D>::value ?
+			(std::is_signed<D>::value ? TRACEBPF_ARG_INT : TRACEBPF_ARG_UINT) :
+		std::is_floating_point<D>::value ? TRACEBPF_ARG_DOUBLE :
+		(std::is_pointer<D>::value && std::is_same<P, char>::value) ? TRACEBPF_ARG_STR :
+		std::is_pointer<D>::value ? TRACEBPF_ARG_PTR :
+		std::is_same<D, decltype(nullptr)>::value ? TRACEBPF_ARG_PTR :
+		TRACEBPF_ARG_NONE;
+	static_assert(value != TRACEBPF_ARG_NONE,
+		      "tracebpf: unsupported trace argument type (use an integer, enum, "
+		      "bool, floating-point or pointer value)");
+};
+
+TRACEBPF__INLINE uint64_t tracebpf__val(bool v) { return v ? 1u : 0u; }
+TRACEBPF__INLINE uint64_t tracebpf__val(decltype(nullptr)) { return 0; }
+template <typename T>
+TRACEBPF__INLINE typename std::enable_if<
+	(std::is_integral<T>::value || std::is_enum<T>::value) &&
+		!std::is_same<T, bool>::value &&
+		tracebpf__arg_type_of<T>::value == TRACEBPF_ARG_INT,
+	uint64_t>::type
+tracebpf__val(T v)
+{
+	return TRACEBPF__SCAST(uint64_t, TRACEBPF__SCAST(int64_t, v));
+}
+template <typename T>
+TRACEBPF__INLINE typename std::enable_if<
+	std::is_integral<T>::value && !std::is_same<T, bool>::value &&
+		tracebpf__arg_type_of<T>::value == TRACEBPF_ARG_UINT,
+	uint64_t>::type
+tracebpf__val(T v)
+{
+	return TRACEBPF__SCAST(uint64_t, v);
+}
+template <typename T>
+TRACEBPF__INLINE typename std::enable_if<std::is_floating_point<T>::value,
+					 uint64_t>::type
+tracebpf__val(T v)
+{
+	return tracebpf__val_d(TRACEBPF__SCAST(double, v));
+}
+template <typename T>
+TRACEBPF__INLINE uint64_t tracebpf__val(T *v)
+{
+	uintptr_t u = TRACEBPF__RCAST(uintptr_t, v);
+
+	return u;
+}
+
+#define TRACEBPF__ARG_TYPE(v) (tracebpf__arg_type_of<decltype(v)>::value)
+#define TRACEBPF__ARG_VAL(v)  tracebpf__val(v)
+
+/* Scope guard of TRACE_EVENTn: emits the END site on destruction. */
+struct tracebpf_scope {
+	explicit tracebpf_scope(const void *end_site) noexcept : end_(end_site) {}
+	~tracebpf_scope() { tracebpf__scope_end(end_); }
+	tracebpf_scope(const tracebpf_scope &) = delete;
+	tracebpf_scope &operator=(const tracebpf_scope &) = delete;
+
+private:
+	const void *end_;
+};
+
+#define TRACEBPF__SCOPE_DECL(var, init) \
+	tracebpf_scope var __attribute__((unused))(init)
+
+#else /* C */
+
+/* The comma makes the controlling expression an rvalue: arrays decay to
+ * pointers and qualifiers go, on every compiler. What no association matches
+ * is a pointer (PTR), or, with gcc, a bit-field (gcc gives bit-fields types
+ * of their own width): recorded as INT, which holds any bit-field exactly.
+ * Anything else (a struct...) fails to compile in tracebpf__val_i(). */
+#define TRACEBPF__IS_PTR(v) (__builtin_classify_type(((void)0, (v))) == 5)
+#define TRACEBPF__ARG_TYPE_OTHER(v)                                           \
+	__builtin_choose_expr(TRACEBPF__IS_PTR(v), TRACEBPF_ARG_PTR,          \
+			      TRACEBPF_ARG_INT)
+#define TRACEBPF__ARG_VAL_OTHER(v)                                            \
+	__builtin_choose_expr(TRACEBPF__IS_PTR(v), tracebpf__val_p,           \
+			      tracebpf__val_i)
+
+#define TRACEBPF__ARG_TYPE(v)                                                 \
+	_Generic(((void)0, (v)),                                              \
+		_Bool: TRACEBPF_ARG_BOOL,                                     \
+		char: TRACEBPF_ARG_INT,                                       \
+		signed char: TRACEBPF_ARG_INT,                                \
+		short: TRACEBPF_ARG_INT,                                      \
+		int: TRACEBPF_ARG_INT,                                        \
+		long: TRACEBPF_ARG_INT,                                       \
+		long long: TRACEBPF_ARG_INT,                                  \
+		unsigned char: TRACEBPF_ARG_UINT,                             \
+		unsigned short: TRACEBPF_ARG_UINT,                            \
+		unsigned int: TRACEBPF_ARG_UINT,                              \
+		unsigned long: TRACEBPF_ARG_UINT,                             \
+		unsigned long long: TRACEBPF_ARG_UINT,                        \
+		float: TRACEBPF_ARG_DOUBLE,                                   \
+		double: TRACEBPF_ARG_DOUBLE,                                  \
+		long double: TRACEBPF_ARG_DOUBLE,                             \
+		char *: TRACEBPF_ARG_STR,                                     \
+		const char *: TRACEBPF_ARG_STR,                               \
+		volatile char *: TRACEBPF_ARG_STR,                            \
+		const volatile char *: TRACEBPF_ARG_STR,                      \
+		default: TRACEBPF__ARG_TYPE_OTHER(v))
+
+#define TRACEBPF__ARG_VAL(v)                                                  \
+	_Generic(((void)0, (v)),                                              \
+		_Bool: tracebpf__val_b,                                       \
+		char: tracebpf__val_i,                                        \
+		signed char: tracebpf__val_i,                                 \
+		short: tracebpf__val_i,                                       \
+		int: tracebpf__val_i,                                         \
+		long: tracebpf__val_i,                                        \
+		long long: tracebpf__val_i,                                   \
+		unsigned char: tracebpf__val_u,                               \
+		unsigned short: tracebpf__val_u,                              \
+		unsigned int: tracebpf__val_u,                                \
+		unsigned long: tracebpf__val_u,                               \
+		unsigned long long: tracebpf__val_u,                          \
+		float: tracebpf__val_d,                                       \
+		double: tracebpf__val_d,                                      \
+		long double: tracebpf__val_d,                                 \
+		default: TRACEBPF__ARG_VAL_OTHER(v))(v)
+
+TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
+{
+	tracebpf__scope_end(*end_site);
+}
+
+#define TRACEBPF__SCOPE_DECL(var, init)                                       \
+	const void *var                                                       \
+		__attribute__((cleanup(tracebpf__scope_cleanup), unused)) = (init)
+
+#endif /* C */
+
+/* The descriptor of one site, a block-scope static named `var`. `strs` is the
+ * concatenation cat "\0" name ["\0" argname...]; the literal's own final NUL
+ * terminates the last string. */
+#define TRACEBPF__STRS_BYTES(strs) \
+	TRACEBPF__SCAST(unsigned, sizeof(struct tracebpf_site) + sizeof(strs))
+
+#define TRACEBPF__SITE(var, ph, sc, na, t0, t1, strs)                         \
+	static const struct {                                                 \
+		struct tracebpf_site h;                                       \
+		char s[sizeof(strs)];                                         \
+	} var __attribute__((aligned(8))) = {                                 \
+		{ TRACEBPF_SITE_MAGIC,                                        \
+		  TRACEBPF__SCAST(uint16_t, TRACEBPF__STRS_BYTES(strs)),      \
+		  TRACEBPF__SCAST(uint8_t, ph), TRACEBPF__SCAST(uint8_t, sc), \
+		  TRACEBPF__SCAST(uint8_t, na),                               \
+		  { TRACEBPF__SCAST(uint8_t, t0),                             \
+		    TRACEBPF__SCAST(uint8_t, t1) }, 0, 0 },                   \
+		strs                                                          \
+	};                                                                    \
+	TRACEBPF__SASSERT(TRACEBPF__STRS_BYTES(strs) <= TRACEBPF_SITE_MAX,    \
+			  "tracebpf: category, name and argument names too long")
+
+/* A plain (non-scoped) site: one statement. */
+#define TRACEBPF__EVENT(ph, sc, na, t0, v0, t1, v1, strs)                     \
+	do {                                                                  \
+		TRACEBPF__SITE(tracebpf__site, ph, sc, na, t0, t1, strs);     \
+		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
+			tracebpf__hit(&tracebpf__site,                        \
+				      TRACEBPF__STRS_BYTES(strs), v0, v1);    \
+	} while (0)
+
+#define TRACEBPF__E0(ph, sc, cat, name)                                       \
+	TRACEBPF__EVENT(ph, sc, 0, TRACEBPF_ARG_NONE, 0, TRACEBPF_ARG_NONE, 0, \
+			cat "\0" name)
+#define TRACEBPF__E1(ph, sc, cat, name, n0, v0)                               \
+	TRACEBPF__EVENT(ph, sc, 1, TRACEBPF__ARG_TYPE(v0),                    \
+			TRACEBPF__ARG_VAL(v0), TRACEBPF_ARG_NONE, 0,          \
+			cat "\0" name "\0" n0)
+#define TRACEBPF__E2(ph, sc, cat, name, n0, v0, n1, v1)                       \
+	TRACEBPF__EVENT(ph, sc, 2, TRACEBPF__ARG_TYPE(v0),                    \
+			TRACEBPF__ARG_VAL(v0), TRACEBPF__ARG_TYPE(v1),        \
+			TRACEBPF__ARG_VAL(v1), cat "\0" name "\0" n0 "\0" n1)
+
+/* A scoped slice: declarations only (two static descriptors and the guard),
+ * `id` makes the names unique within the scope. */
+#define TRACEBPF__SCOPED(id, cat, name, na, t0, v0, t1, v1, strs)             \
+	TRACEBPF__SITE(TRACEBPF__CAT(tracebpf__b, id), TRACEBPF_PHASE_BEGIN,  \
+		       0, na, t0, t1, strs);                                  \
+	TRACEBPF__SITE(TRACEBPF__CAT(tracebpf__e, id), TRACEBPF_PHASE_END,    \
+		       0, 0, TRACEBPF_ARG_NONE, TRACEBPF_ARG_NONE,            \
+		       cat "\0" name);                                        \
+	TRACEBPF__SCOPE_DECL(TRACEBPF__CAT(tracebpf__scope, id),              \
+		__builtin_expect(TRACEBPF_ENABLED(), 0)                       \
+		? tracebpf__scope_begin(&TRACEBPF__CAT(tracebpf__b, id),      \
+					TRACEBPF__STRS_BYTES(strs), v0, v1,   \
+					&TRACEBPF__CAT(tracebpf__e, id))      \
+		: TRACEBPF__NULL)
+
+#define TRACEBPF__S0(id, cat, name)                                           \
+	TRACEBPF__SCOPED(id, cat, name, 0, TRACEBPF_ARG_NONE, 0,              \
+			 TRACEBPF_ARG_NONE, 0, cat "\0" name)
+#define TRACEBPF__S1(id, cat, name, n0, v0)                                   \
+	TRACEBPF__SCOPED(id, cat, name, 1, TRACEBPF__ARG_TYPE(v0),            \
+			 TRACEBPF__ARG_VAL(v0), TRACEBPF_ARG_NONE, 0,         \
+			 cat "\0" name "\0" n0)
+#define TRACEBPF__S2(id, cat, name, n0, v0, n1, v1)                           \
+	TRACEBPF__SCOPED(id, cat, name, 2, TRACEBPF__ARG_TYPE(v0),            \
+			 TRACEBPF__ARG_VAL(v0), TRACEBPF__ARG_TYPE(v1),       \
+			 TRACEBPF__ARG_VAL(v1), cat "\0" name "\0" n0 "\0" n1)
+
+/* ------------------------------------------------------------------------ */
+/* Public macros (Chromium trace_event names and semantics).                */
+
+#define TRACE_EVENT_SCOPE_THREAD  TRACEBPF_SCOPE_THREAD
+#define TRACE_EVENT_SCOPE_PROCESS TRACEBPF_SCOPE_PROCESS
+#define TRACE_EVENT_SCOPE_GLOBAL  TRACEBPF_SCOPE_GLOBAL
+
+/* Scoped slices: BEGIN now, END when the enclosing scope exits. */
+#define TRACE_EVENT0(cat, name) \
+	TRACEBPF__S0(__COUNTER__, cat, name)
+#define TRACE_EVENT1(cat, name, a1n, a1v) \
+	TRACEBPF__S1(__COUNTER__, cat, name, a1n, a1v)
+#define TRACE_EVENT2(cat, name, a1n, a1v, a2n, a2v) \
+	TRACEBPF__S2(__COUNTER__, cat, name, a1n, a1v, a2n, a2v)
+
+#define TRACE_EVENT_BEGIN0(cat, name) \
+	TRACEBPF__E0(TRACEBPF_PHASE_BEGIN, 0, cat, name)
+#define TRACE_EVENT_BEGIN1(cat, name, a1n, a1v) \
+	TRACEBPF__E1(TRACEBPF_PHASE_BEGIN, 0, cat, name, a1n, a1v)
+#define TRACE_EVENT_BEGIN2(cat, name, a1n, a1v, a2n, a2v) \
+	TRACEBPF__E2(TRACEBPF_PHASE_BEGIN, 0, cat, name, a1n, a1v, a2n, a2v)
+
+#define TRACE_EVENT_END0(cat, name) \
+	TRACEBPF__E0(TRACEBPF_PHASE_END, 0, cat, name)
+#define TRACE_EVENT_END1(cat, name, a1n, a1v) \
+	TRACEBPF__E1(TRACEBPF_PHASE_END, 0, cat, name, a1n, a1v)
+#define TRACE_EVENT_END2(cat, name, a1n, a1v, a2n, a2v) \
+	TRACEBPF__E2(TRACEBPF_PHASE_END, 0, cat, name, a1n, a1v, a2n, a2v)
+
+#define TRACE_EVENT_INSTANT0(cat, name, scope) \
+	TRACEBPF__E0(TRACEBPF_PHASE_INSTANT, scope, cat, name)
+#define TRACE_EVENT_INSTANT1(cat, name, scope, a1n, a1v) \
+	TRACEBPF__E1(TRACEBPF_PHASE_INSTANT, scope, cat, name, a1n, a1v)
+#define TRACE_EVENT_INSTANT2(cat, name, scope, a1n, a1v, a2n, a2v) \
+	TRACEBPF__E2(TRACEBPF_PHASE_INSTANT, scope, cat, name, a1n, a1v, a2n, a2v)
+
+#define TRACE_COUNTER1(cat, name, value) \
+	TRACEBPF__E1(TRACEBPF_PHASE_COUNTER, 0, cat, name, "value", value)
+#define TRACE_COUNTER2(cat, name, a1n, a1v, a2n, a2v) \
+	TRACEBPF__E2(TRACEBPF_PHASE_COUNTER, 0, cat, name, a1n, a1v, a2n, a2v)
+
+#endif /* TRACEBPF_TRACE_H */

@@ -1,0 +1,569 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# tests/header/run.sh - tests of lib/include/tracebpf/trace.h that need no
+# root and no tracer.
+#
+# Builds test programs with gcc and clang, as C11 and C++, at -O0 and -O2, and
+# checks what a tracer relies on:
+#   - the .note.stapsdt notes: provider "tracebpf", name "event", exactly three
+#     arguments `8@%reg` (never memory, never %rsp), the semaphore address
+#     equal to tracebpf_event_semaphore (one per binary, in .probes,
+#     progbits), the base equal to .stapsdt.base;
+#   - the probe instruction at every note's pc: 8-aligned `0f 1f 44 00 00`
+#     preceded by `lea -0x80(%rsp),%rsp` (after nop padding) and followed by
+#     `lea 0x80(%rsp),%rsp`;
+#   - every site descriptor in the binary: magic, size, phase, scope, types,
+#     strings, and the list of all of them against expected_sites*.txt;
+#   - that the programs compute the right results with the sites disabled
+#     (and with the semaphore forced on, the probe nops executed), and
+#     evaluate arguments only when enabled;
+#   - that non-literal categories, names and argument names, over-long
+#     strings and unsupported argument types do not compile;
+#   - that each shared object has its own semaphore;
+#   - that the red-zone test program really keeps locals in the red zone;
+#   - that gdb and perf recognise the probes (when installed).
+#
+# Prints "ok - <name>" or "not ok - <name>: expected X got Y" per check and
+# ends with "N passed, N failed"; exits 1 if any check failed.
+# Build outputs go to $BUILD_DIR (default build/header-tests).
+
+set -u
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/tests/header
+BUILD_DIR=${BUILD_DIR:-build/header-tests}
+case $BUILD_DIR in
+/*) ;;
+*) BUILD_DIR=$ROOT/$BUILD_DIR ;;
+esac
+rm -rf "$BUILD_DIR"
+mkdir -p "$BUILD_DIR" || exit 1
+B=$BUILD_DIR
+T=$B/.scratch.$$ # per-run scratch files
+mkdir -p "$T" || exit 1
+
+INC="-I$ROOT/lib/include"
+WARN="-Wall -Wextra -Werror"
+CSTD="-std=c11 -pedantic"
+CXXSTD="-std=c++17"
+
+PASSED=0
+FAILED=0
+
+ok() {
+	echo "ok - $1"
+	PASSED=$((PASSED + 1))
+}
+
+not_ok() {
+	echo "not ok - $1: $2"
+	FAILED=$((FAILED + 1))
+}
+
+# check_eq NAME EXPECTED ACTUAL
+check_eq() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1" "expected '$2' got '$3'"
+	fi
+}
+
+# check_ge NAME MIN ACTUAL
+check_ge() {
+	if [ "$3" -ge "$2" ] 2>/dev/null; then
+		ok "$1"
+	else
+		not_ok "$1" "expected >= $2 got '$3'"
+	fi
+}
+
+# compile NAME LOG -- command...: one check, the compiler output in LOG.
+compile() {
+	local name=$1 log=$2
+	shift 3
+	if "$@" >"$log" 2>&1; then
+		ok "$name"
+		return 0
+	fi
+	not_ok "$name" "expected success got failure (see $log: $(grep -m1 -E 'error' "$log"))"
+	return 1
+}
+
+# compile_fails NAME LOG PATTERN -- command...: the compiler must refuse, and
+# say PATTERN (an ERE) if one is given.
+compile_fails() {
+	local name=$1 log=$2 pattern=$3
+	shift 4
+	if "$@" >"$log" 2>&1; then
+		not_ok "$name" "expected a compile error got success"
+	elif [ -n "$pattern" ] && ! grep -qE "$pattern" "$log"; then
+		not_ok "$name" "expected an error matching /$pattern/ got '$(grep -m1 error "$log")'"
+	else
+		ok "$name"
+	fi
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1
+}
+
+for tool in gcc g++ clang clang++ readelf objdump nm od; do
+	if ! need $tool; then
+		not_ok "tool $tool" "expected it installed got nothing"
+	fi
+done
+
+# --- helpers reading a binary ------------------------------------------------
+
+# notes BIN: one line per stapsdt note: provider name pc base sema args...
+notes() {
+	readelf -nW "$1" 2>/dev/null | awk '
+		/Provider:/ { p = $0; sub(/.*Provider:[ \t]*/, "", p); split(p, q, /[ \t]+/); prov = q[1] }
+		/Name:/ { p = $0; sub(/.*Name:[ \t]*/, "", p); split(p, q, /[ \t]+/); name = q[1] }
+		/Location:/ {
+			gsub(",", "")
+			loc = $2; base = $4; sema = $6
+		}
+		/Arguments:/ {
+			sub(/^[ \t]*Arguments:[ \t]*/, "")
+			print prov, name, loc, base, sema, $0
+		}'
+}
+
+# normalise a hex address: lower case, no 0x, no leading zeros
+hexnorm() {
+	local h=${1#0x}
+	h=$(echo "$h" | tr 'A-F' 'a-f' | sed 's/^0*//')
+	echo "${h:-0}"
+}
+
+# symaddr BIN SYMBOL: the address of a symbol (normalised), "" if none
+symaddr() {
+	local a
+	a=$(nm "$1" 2>/dev/null | awk -v s="$2" '$3 == s { print $1 }')
+	if [ "$(echo "$a" | grep -c .)" -ne 1 ]; then
+		echo "count:$(echo "$a" | grep -c .)"
+		return
+	fi
+	hexnorm "$a"
+}
+
+# section_of BIN ADDR(hex, normalised): "name type" of the section holding it
+section_of() {
+	readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\]//' | awk -v want="$2" '
+		function h2d(h,   i, d, c) {
+			d = 0; h = tolower(h)
+			for (i = 1; i <= length(h); i++) {
+				c = index("0123456789abcdef", substr(h, i, 1)) - 1
+				d = d * 16 + c
+			}
+			return d
+		}
+		$2 ~ /^[A-Z_]+$/ && NF >= 6 {
+			a = h2d($3); s = h2d($5); w = h2d(want)
+			if (a > 0 && w >= a && w < a + s) { print $1, $2, $3, $4; exit }
+		}'
+}
+
+# probe_sites BIN: for every note pc, one line:
+#   pc function aligned(0/1) bytes|joined prev_non_nop_insn|next_insn padding
+probe_sites() {
+	local bin=$1
+	notes "$bin" | awk '{ print $3 }' >"$T/pcs"
+	objdump -dw "$bin" | awk -v pcfile="$T/pcs" '
+		function h2d(h,   i, d, c) {
+			d = 0; h = tolower(h); sub(/^0x/, "", h)
+			for (i = 1; i <= length(h); i++) {
+				c = index("0123456789abcdef", substr(h, i, 1)) - 1
+				d = d * 16 + c
+			}
+			return d
+		}
+		BEGIN {
+			while ((getline line < pcfile) > 0) { npc++; PC[npc] = h2d(line) }
+			FS = "\t"
+		}
+		/^[0-9a-f]+ <.*>:$/ {
+			fn = $0; sub(/^[0-9a-f]+ </, "", fn); sub(/>:$/, "", fn)
+			next
+		}
+		/^ *[0-9a-f]+:\t/ {
+			a = $1; sub(/:$/, "", a); gsub(/ /, "", a)
+			if ($3 == "") {   # continuation line of a long instruction
+				BY[n] = BY[n] " " $2
+				next
+			}
+			n++
+			A[n] = h2d(a); BY[n] = $2; INS[n] = $3; FN[n] = fn
+			POS[A[n]] = n
+		}
+		function isnop(s) {
+			return s ~ /^(nop|xchg +%ax,%ax|data16|cs nop|ds nop)/ ||
+			       s ~ /^(data16 )+cs nop/
+		}
+		END {
+			for (k = 1; k <= npc; k++) {
+				pc = PC[k]
+				if (!(pc in POS)) { printf "%x ? 0 none none none 0\n", pc; continue }
+				i = POS[pc]
+				b = BY[i]; gsub(/^ +| +$/, "", b); gsub(/ +/, "", b)
+				j = i - 1
+				while (j > 0 && isnop(INS[j]) && FN[j] == FN[i]) j--
+				prev = INS[j]; gsub(/ +/, "_", prev)
+				nxt = INS[i + 1]; gsub(/ +/, "_", nxt)
+				pad = pc - A[j + 1]
+				printf "%x %s %d %s %s %s %d\n", pc, FN[i], (pc % 8 == 0),
+				       b, prev, nxt, pad
+			}
+		}'
+}
+
+# descriptors BIN: for every site descriptor symbol, one line
+#   ok|bad:<reasons> symbol phase scope nargs t0 t1 cat|name|arg...
+# (the bytes are read from the file through the section table)
+descriptors() {
+	local bin=$1
+	readelf -SW "$bin" | sed 's/^ *\[ *[0-9]*\]//' |
+		awk 'NF >= 6 && $2 ~ /^[A-Z_]+$/ && $2 != "NOBITS" { print $3, $4, $5 }' >"$T/secs"
+	nm -S --defined-only "$bin" | grep -E 'tracebpf__(site|b[0-9]|e[0-9])' >"$T/syms"
+	od -An -v -tu1 "$bin" | awk -v secs="$T/secs" -v syms="$T/syms" '
+		function h2d(h,   i, d, c) {
+			d = 0; h = tolower(h); sub(/^0x/, "", h)
+			for (i = 1; i <= length(h); i++) {
+				c = index("0123456789abcdef", substr(h, i, 1)) - 1
+				d = d * 16 + c
+			}
+			return d
+		}
+		{ for (i = 1; i <= NF; i++) F[nb++] = $i }
+		END {
+			while ((getline line < secs) > 0) {
+				split(line, f, " ")
+				ns++; SA[ns] = h2d(f[1]); SO[ns] = h2d(f[2]); SS[ns] = h2d(f[3])
+			}
+			while ((getline line < syms) > 0) {
+				split(line, f, " ")
+				describe(f[1], h2d(f[1]), h2d(f[2]), f[4])
+			}
+		}
+		function describe(addrhex, addr, symsize, sym,   k, off, i, b, err, magic, size,
+				  ph, sc, na, t0, t1, flags, res, nul, s, cur, scs) {
+			off = -1
+			for (k = 1; k <= ns; k++)
+				if (SA[k] > 0 && addr >= SA[k] && addr < SA[k] + SS[k]) off = addr - SA[k] + SO[k]
+			if (off < 0) { print "bad:no-section", sym; return }
+			for (i = 0; i < symsize; i++) b[i] = F[off + i]
+			err = ""
+			magic = b[0] + 256 * b[1] + 65536 * b[2] + 16777216 * b[3]
+			size = b[4] + 256 * b[5]
+			ph = sprintf("%c", b[6]); sc = b[7]; na = b[8]
+			t0 = b[9]; t1 = b[10]; flags = b[11]
+			res = b[12] + b[13] + b[14] + b[15]
+			if (magic != 827540052) err = err ",magic"
+			if (size > 512 || size > symsize || size < 20) { err = err ",size"; size = symsize }
+			if (ph !~ /^[BEIC]$/) err = err ",phase"
+			if (ph == "I" && sc != 116 && sc != 112 && sc != 103) err = err ",scope"
+			if (ph != "I" && sc != 0) err = err ",scope"
+			if (na > 2) err = err ",nargs"
+			if (t0 > 6 || t1 > 6) err = err ",type"
+			if ((na < 1 && t0 != 0) || (na < 2 && t1 != 0)) err = err ",unused-type"
+			if ((na >= 1 && t0 == 0) || (na >= 2 && t1 == 0)) err = err ",missing-type"
+			if (flags != 0 || res != 0) err = err ",reserved"
+			if (addr % 8 != 0) err = err ",align"
+			nul = 0; s = ""; cur = ""
+			for (i = 16; i < size; i++) {
+				if (b[i] == 0) {
+					if (cur == "") err = err ",empty-string"
+					s = s (nul ? "|" : "") cur; cur = ""; nul++
+				} else {
+					cur = cur sprintf("%c", b[i])
+				}
+			}
+			if (b[size - 1] != 0) err = err ",unterminated"
+			if (nul != 2 + na) err = err ",strings"
+			scs = sc ? sprintf("%c", sc) : "-"
+			printf "%s %s %s %s %d %d %d %s\n", (err == "" ? "ok" : "bad:" substr(err, 2)),
+			       sym, ph, scs, na, t0, t1, s
+		}'
+}
+
+# check_binary LABEL BIN MODE MIN_NOTES
+#   MODE lea: every site is the guarded 5-byte nop; nop1: every site is a
+#   1-byte nop; redzone: as lea, except the site in rz_naive, a bare nop5.
+check_binary() {
+	local label=$1 bin=$2 mode=$3 min=$4
+	local n sem bad base sec
+
+	notes "$bin" >"$T/notes"
+	n=$(grep -c . "$T/notes")
+	check_ge "$label: stapsdt notes" "$min" "$n"
+	check_eq "$label: all notes are tracebpf:event" "$n" \
+		"$(awk '$1 == "tracebpf" && $2 == "event"' "$T/notes" | grep -c .)"
+	bad=$(awk '{ $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "") } !/^8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+$/' "$T/notes" | head -1)
+	check_eq "$label: every note has 3 register args 8@%reg" "" "$bad"
+	check_eq "$label: no memory operand in any arg" "0" \
+		"$(awk '{ $1 = $2 = $3 = $4 = $5 = "" } /\(/' "$T/notes" | grep -c .)"
+	check_eq "$label: no %rsp/%esp/%sp operand in any arg" "0" \
+		"$(awk '{ $1 = $2 = $3 = $4 = $5 = "" } /%(rsp|esp|sp)( |$)/' "$T/notes" | grep -c .)"
+
+	sem=$(symaddr "$bin" tracebpf_event_semaphore)
+	case $sem in
+	count:*) not_ok "$label: one tracebpf_event_semaphore symbol" "expected 1 got ${sem#count:}" ;;
+	*) ok "$label: one tracebpf_event_semaphore symbol" ;;
+	esac
+	check_eq "$label: every note's semaphore is tracebpf_event_semaphore ($sem)" "$n" \
+		"$(awk -v s="$sem" '{ a = tolower($5); sub(/^0x0*/, "", a) } a == s && a != "" && a != "0"' "$T/notes" | grep -c .)"
+	sec=$(section_of "$bin" "$sem" | awk '{ print $1, $2 }')
+	check_eq "$label: semaphore lives in .probes (progbits)" ".probes PROGBITS" "$sec"
+	base=$(readelf -SW "$bin" | sed 's/^ *\[ *[0-9]*\]//' | awk '$1 == ".stapsdt.base" { print $3 }')
+	base=$(hexnorm "${base:-0}")
+	check_eq "$label: every note's base is .stapsdt.base (0x$base)" "$n" \
+		"$(awk -v s="$base" '{ a = tolower($4); sub(/^0x0*/, "", a) } a == s && a != "0"' "$T/notes" | grep -c .)"
+
+	probe_sites "$bin" >"$T/sites"
+	case $mode in
+	nop1)
+		# TRACEBPF_PROBE_NOP1 sites are deliberately plain: no alignment.
+		check_eq "$label: probe bytes are 90 (TRACEBPF_PROBE_NOP1)" "" \
+			"$(awk '$4 != "90" { print "0x" $1 ": " $4; exit }' "$T/sites")"
+		check_eq "$label: 1-byte nop sites are not wrapped in lea" "" \
+			"$(awk '$5 ~ /^lea_-0x80\(%rsp\),%rsp$/ || $6 ~ /^lea_0x80\(%rsp\),%rsp$/ { print "0x" $1; exit }' "$T/sites")"
+		;;
+	*)
+		check_eq "$label: every probe pc is 8-aligned" "" \
+			"$(awk '$3 != 1 { print "pc 0x" $1 " in " $2; exit }' "$T/sites")"
+		check_eq "$label: probe bytes are 0f 1f 44 00 00" "" \
+			"$(awk '$4 != "0f1f440000" { print "0x" $1 ": " $4; exit }' "$T/sites")"
+		check_eq "$label: every probe is preceded by lea -0x80(%rsp),%rsp" "" \
+			"$(awk -v m="$mode" '!(m == "redzone" && $2 == "rz_naive") && ($5 !~ /^lea_-0x80\(%rsp\),%rsp$/ || $7 > 7) { print "0x" $1 ": " $5 " pad " $7; exit }' "$T/sites")"
+		check_eq "$label: every probe is followed by lea 0x80(%rsp),%rsp" "" \
+			"$(awk -v m="$mode" '!(m == "redzone" && $2 == "rz_naive") && $6 !~ /^lea_0x80\(%rsp\),%rsp$/ { print "0x" $1 ": " $6; exit }' "$T/sites")"
+		;;
+	esac
+
+	descriptors "$bin" >"$T/desc"
+	check_eq "$label: every site descriptor is well-formed" "" \
+		"$(grep -v '^ok ' "$T/desc" | head -1)"
+	check_ge "$label: notes >= descriptors with their own probe" \
+		"$(grep -cE 'tracebpf__(site|b[0-9])' "$T/desc")" "$n"
+
+	if need gdb; then
+		check_eq "$label: gdb lists the probes" "$n" \
+			"$(gdb -batch -nx -ex 'info probes stap tracebpf event' "$bin" 2>/dev/null | grep -c '^stap  *tracebpf  *event')"
+	fi
+}
+
+# site_list FILE: "phase scope nargs t0 t1 cat|name|args", sorted, unique: the
+# format of expected_sites.txt (sites common to C and C++) and
+# expected_sites_cxx.txt (C++ only: category "cxx")
+site_list() {
+	awk '{ $1 = $2 = ""; sub(/^ +/, ""); print }' "$1" | sort -u
+}
+
+EXPECTED_OUT="fib(20)=6765
+scopes(10)=25
+all_macros=1
+tu2_work(6)=55
+extras=18
+same_semaphore=1
+values=ok"
+
+# --- 1. the main test program in the compiler matrix --------------------------
+
+for cc in gcc clang; do
+	for lang in c c++; do
+		for opt in -O0 -O2; do
+			if [ $lang = c ]; then
+				comp=$cc
+				std=$CSTD
+				tag=$cc-c11$opt
+			else
+				comp=$([ $cc = gcc ] && echo g++ || echo clang++)
+				std="-x c++ $CXXSTD"
+				tag=$comp-c++17$opt
+			fi
+			bin=$B/test_macros.$tag
+			compile "compile test_macros $tag" "$bin.log" -- \
+				$comp $std $opt $WARN $INC "$HERE/test_macros.c" "$HERE/test_tu2.c" -o "$bin" || continue
+
+			out=$("$bin" 2>&1)
+			check_eq "$tag: results with sites disabled" "$EXPECTED_OUT
+enabled=0 evals=0" "$out"
+			out=$("$bin" force 2>&1)
+			check_eq "$tag: results with the semaphore forced on" "$EXPECTED_OUT
+enabled=1 evals=11" "$out"
+
+			check_binary "$tag" "$bin" lea 30
+
+			site_list "$T/desc" >"$bin.sites"
+			grep -v ' cxx|' "$bin.sites" >"$bin.sites.common"
+			if diff -u "$HERE/expected_sites.txt" "$bin.sites.common" >"$bin.sites.diff"; then
+				ok "$tag: site descriptors are the expected ones"
+			else
+				not_ok "$tag: site descriptors are the expected ones" \
+					"expected tests/header/expected_sites.txt got $bin.sites.common (diff: $bin.sites.diff)"
+			fi
+			if [ $lang = c++ ]; then
+				if grep ' cxx|' "$bin.sites" | diff -u "$HERE/expected_sites_cxx.txt" - >"$bin.cxx.diff"; then
+					ok "$tag: C++ template/lambda/member site descriptors"
+				else
+					not_ok "$tag: C++ template/lambda/member site descriptors" \
+						"expected tests/header/expected_sites_cxx.txt got diff $bin.cxx.diff"
+				fi
+				check_eq "$tag: no guard variables (descriptors are constant-initialised)" "0" \
+					"$(nm "$bin" | grep -c -E '_ZGV|__cxa_guard')"
+			fi
+		done
+	done
+done
+
+# Other language versions and build modes: compile warning-free and run right.
+for variant in "g++ -x c++ -std=c++11" "g++ -x c++ -std=c++20" \
+	"clang++ -x c++ -std=c++11" "clang++ -x c++ -std=c++20" \
+	"gcc -std=c17 -pedantic" "gcc -std=gnu11" "gcc -std=c11 -no-pie -fno-pie" \
+	"gcc -std=c11 -flto"; do
+	set -- $variant
+	tag=$(echo "$variant" | tr -d ' ' | tr -c 'a-zA-Z0-9+=_-' '_')
+	bin=$B/test_macros.$tag
+	compile "compile test_macros $variant -O2" "$bin.log" -- \
+		$variant -O2 $WARN $INC "$HERE/test_macros.c" "$HERE/test_tu2.c" -o "$bin" || continue
+	check_eq "$variant: results" "$EXPECTED_OUT
+enabled=0 evals=0
+$EXPECTED_OUT
+enabled=1 evals=11" "$("$bin" 2>&1; "$bin" force 2>&1)"
+	check_eq "$variant: every probe is the guarded 5-byte nop" "" \
+		"$(probe_sites "$bin" | awk '$3 != 1 || $4 != "0f1f440000" || $5 !~ /^lea_-0x80/ || $6 !~ /^lea_0x80/ { print "0x" $1; exit }')"
+	case $variant in
+	*no-pie*)
+		check_binary "$variant" "$bin" lea 30
+		check_eq "$variant: binary is ET_EXEC" "EXEC" \
+			"$(readelf -h "$bin" | awk '/Type:/ { print $2 }')"
+		;;
+	esac
+done
+
+# --- 2. what must not compile --------------------------------------------------
+
+for comp in "gcc $CSTD" "clang $CSTD" "g++ -x c++ $CXXSTD" "clang++ -x c++ $CXXSTD"; do
+	tag=${comp%% *}
+	compile "$tag: bad.c control case compiles" "$B/bad.$tag.0.log" -- \
+		$comp $WARN $INC -DCASE=0 -c "$HERE/bad.c" -o "$B/bad.o"
+	compile_fails "$tag: non-literal category fails to compile" "$B/bad.$tag.1.log" "" -- \
+		$comp $WARN $INC -DCASE=1 -c "$HERE/bad.c" -o "$B/bad.o"
+	compile_fails "$tag: non-literal name fails to compile" "$B/bad.$tag.2.log" "" -- \
+		$comp $WARN $INC -DCASE=2 -c "$HERE/bad.c" -o "$B/bad.o"
+	compile_fails "$tag: non-literal argument name fails to compile" "$B/bad.$tag.3.log" "" -- \
+		$comp $WARN $INC -DCASE=3 -c "$HERE/bad.c" -o "$B/bad.o"
+	compile_fails "$tag: non-literal category in a scoped TRACE_EVENT0 fails" "$B/bad.$tag.4.log" "" -- \
+		$comp $WARN $INC -DCASE=4 -c "$HERE/bad.c" -o "$B/bad.o"
+	compile_fails "$tag: descriptor over 512 bytes fails with a clear message" "$B/bad.$tag.5.log" "too long" -- \
+		$comp $WARN $INC -DCASE=5 -c "$HERE/bad.c" -o "$B/bad.o"
+	compile_fails "$tag: a struct argument value fails to compile" "$B/bad.$tag.6.log" "" -- \
+		$comp $WARN $INC -DCASE=6 -c "$HERE/bad.c" -o "$B/bad.o"
+done
+
+# --- 3. shared objects: one semaphore each -------------------------------------
+
+for comp in "gcc $CSTD" "clang $CSTD" "g++ -x c++ $CXXSTD"; do
+	tag=${comp%% *}
+	lib=$B/libshlib.$tag.so
+	exe=$B/shlib_main.$tag
+	compile "$tag: build shared library with -fPIC -shared" "$lib.log" -- \
+		$comp -O2 $WARN $INC -fPIC -shared "$HERE/shlib.c" -o "$lib" || continue
+	compile "$tag: build executable linked to it" "$exe.log" -- \
+		$comp -O2 $WARN $INC "$HERE/shlib_main.c" -o "$exe" -x none "$lib" -Wl,-rpath,"$B" || continue
+	check_eq "$tag: library does not export tracebpf_event_semaphore" "0" \
+		"$(nm -D --defined-only "$lib" | grep -c tracebpf_event_semaphore)"
+	check_binary "$tag lib" "$lib" lea 2
+	check_binary "$tag exe" "$exe" lea 2
+	check_eq "$tag: executable and library semaphores are distinct objects at run time" \
+		"exe_enabled=0 lib_enabled=0 distinct=1
+exe_enabled=1 lib_enabled=0 lib_sum=45 distinct=1" "$("$exe" 2>&1; "$exe" force 2>&1)"
+done
+
+# --- 4. the instrumented test programs, the demo and the benchmarks --------------
+
+P=$B/progs
+mkdir -p "$P"
+for cc in gcc clang; do
+	for prog in mt_events seq_until_killed quiet_thread fork_child loop_events \
+		lib_user noprobes redzone; do
+		[ $prog = lib_user ] && continue
+		compile "$cc: compile tests/progs/$prog.c" "$P/$prog.$cc.log" -- \
+			$cc -std=c11 -O2 $WARN $INC "$ROOT/tests/progs/$prog.c" -o "$P/$prog.$cc" -pthread
+	done
+	compile "$cc: compile tests/progs/libtbtest.c (-fPIC -shared)" "$P/libtbtest.$cc.log" -- \
+		$cc -std=c11 -O2 $WARN $INC -fPIC -shared "$ROOT/tests/progs/libtbtest.c" -o "$P/libtbtest.so"
+	compile "$cc: compile tests/progs/lib_user.c" "$P/lib_user.$cc.log" -- \
+		$cc -std=c11 -O2 $WARN $INC "$ROOT/tests/progs/lib_user.c" -o "$P/lib_user.$cc" \
+		-L"$P" -ltbtest -Wl,-rpath,'$ORIGIN' -pthread
+	compile "$cc: compile examples/demo.c" "$P/demo.$cc.log" -- \
+		$cc -std=c11 -O2 $WARN $INC "$ROOT/examples/demo.c" -o "$P/demo.$cc" -pthread
+	compile "$cc: compile bench/probe_cost.c" "$P/probe_cost.$cc.log" -- \
+		$cc -std=c11 -O2 $WARN $INC "$ROOT/bench/probe_cost.c" -o "$P/probe_cost.$cc"
+	compile "$cc: compile bench/probe_cost.c -DTRACEBPF_PROBE_NOP1" "$P/probe_cost_nop1.$cc.log" -- \
+		$cc -std=c11 -O2 $WARN $INC -DTRACEBPF_PROBE_NOP1 "$ROOT/bench/probe_cost.c" -o "$P/probe_cost_nop1.$cc"
+	compile "$cc: compile bench/rate.c" "$P/rate.$cc.log" -- \
+		$cc -std=c11 -O2 $WARN $INC "$ROOT/bench/rate.c" -o "$P/rate.$cc"
+
+	[ -x "$P/probe_cost.$cc" ] && check_binary "$cc probe_cost" "$P/probe_cost.$cc" lea 1
+	[ -x "$P/probe_cost_nop1.$cc" ] && check_binary "$cc probe_cost_nop1" "$P/probe_cost_nop1.$cc" nop1 1
+	[ -x "$P/noprobes.$cc" ] && check_eq "$cc noprobes: has no stapsdt notes" "0" \
+		"$(notes "$P/noprobes.$cc" | grep -c .)"
+	[ -x "$P/lib_user.$cc" ] && check_eq "$cc lib_user: runs" "done" \
+		"$("$P/lib_user.$cc" 2>&1)"
+	[ -x "$P/mt_events.$cc" ] && check_eq "$cc mt_events 4 1000: runs" "done" \
+		"$("$P/mt_events.$cc" 4 1000 2>&1)"
+	[ -x "$P/fork_child.$cc" ] && check_eq "$cc fork_child: runs" "ok" \
+		"$("$P/fork_child.$cc" 2>&1 | sed -n 's/^parent=[0-9][0-9]* child=[0-9][0-9]*$/ok/p')"
+	[ -x "$P/probe_cost.$cc" ] && check_eq "$cc probe_cost 1000000: output" "ok" \
+		"$("$P/probe_cost.$cc" 1000000 | sed -n 's/^ns_per_hit=[0-9]*\.[0-9][0-9] n=1000000$/ok/p')"
+
+	# The red-zone program: its leaf functions must really use the red zone,
+	# or it proves nothing.
+	rz=$P/redzone.$cc
+	if [ -x "$rz" ]; then
+		for fn in rz_safe rz_naive; do
+			body=$(objdump -d --no-show-raw-insn "$rz" | awk -v f="<$fn>:" '$2 == f { on = 1; next } on && /^$/ { exit } on')
+			check_eq "$cc redzone: $fn has no sub ...,%rsp (no stack frame)" "0" \
+				"$(echo "$body" | grep -cE 'sub +\$?[^,]*,%rsp')"
+			check_ge "$cc redzone: $fn keeps locals at negative %rsp offsets" 1 \
+				"$(echo "$body" | grep -cE '[[:space:],]-0x[0-9a-f]+\(%rsp')"
+		done
+		check_binary "$cc redzone" "$rz" redzone 2
+		check_eq "$cc redzone: the naive site is a bare 8-aligned nop5 (no lea pair)" "1" \
+			"$(awk '$2 == "rz_naive" && $3 == 1 && $4 == "0f1f440000" && $5 !~ /^lea_-0x80/ && $6 !~ /^lea_0x80/' "$T/sites" | grep -c .)"
+		check_eq "$cc redzone 1000 without a tracer" "safe_corrupted=0 naive_corrupted=0 calls=1000" \
+			"$("$rz" 1000 2>&1)"
+	fi
+done
+
+if [ -x "$P/demo.gcc" ]; then
+	check_eq "demo runs to completion" "demo: 300 items through 2 consumers" \
+		"$(timeout 20 "$P/demo.gcc" 2>&1)"
+fi
+
+# perf recognises the SDT event (its cache goes to the build directory).
+if need perf && [ -x "$B/test_macros.gcc-c11-O2" ]; then
+	perf --buildid-dir "$B/perf-buildid" buildid-cache -a "$B/test_macros.gcc-c11-O2" >/dev/null 2>&1
+	check_eq "perf lists sdt_tracebpf:event" "1" \
+		"$(perf --buildid-dir "$B/perf-buildid" list sdt 2>/dev/null | grep -c 'sdt_tracebpf:event')"
+fi
+
+# The header's argument types must equal bpf/record.h's.
+if [ -f "$ROOT/bpf/record.h" ]; then
+	for t in NONE INT UINT DOUBLE BOOL STR PTR; do
+		check_eq "TRACEBPF_ARG_$t equals TB_ARG_$t" \
+			"$(sed -n "s/^[[:space:]]*TB_ARG_${t}[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p" "$ROOT/bpf/record.h")" \
+			"$(sed -n "s/^#define TRACEBPF_ARG_${t}[[:space:]]*\([0-9]*\).*/\1/p" "$ROOT/lib/include/tracebpf/trace.h")"
+	done
+	check_eq "TRACEBPF_SITE_MAX equals TB_SITE_MAX" \
+		"$(sed -n 's/^#define TB_SITE_MAX[[:space:]]*\([0-9]*\).*/\1/p' "$ROOT/bpf/record.h")" \
+		"$(sed -n 's/^#define TRACEBPF_SITE_MAX[[:space:]]*\([0-9]*\).*/\1/p' "$ROOT/lib/include/tracebpf/trace.h")"
+fi
+
+rm -rf "$T" "$B/bad.o"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
