@@ -32,6 +32,27 @@ done | median)
 echo "enabled site, 1-byte nop, recorded     : ${on1} ns/hit"
 awk -v a="$on1" -v b="$on5" 'BEGIN { printf "ratio 1-byte / 5-byte                  : %.2fx\n", a / b }'
 
+# Peer: the cheapest possible BPF consumer of the same site (bpftrace
+# counting hits, no record written), in the same run: what the uprobe entry
+# itself costs on this machine right now. tracebpf's overhead is the rest.
+if ! command -v bpftrace >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bpftrace >/dev/null 2>&1 || true
+fi
+if command -v bpftrace >/dev/null; then
+  mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
+  bpftrace -e "usdt:$PWD/$B/probe_cost:tracebpf:event { @c = count(); }" >"$out/bt" 2>&1 &
+  btpid=$!
+  # wait until bpftrace has attached (it prints "Attaching N probes...")
+  for i in $(seq 100); do grep -q Attaching "$out/bt" 2>/dev/null && break; sleep 0.1; done
+  sleep 0.5
+  bt=$(for i in $(seq "$runs"); do "$B/probe_cost" "$N_ON" | ns; done | median)
+  kill -INT "$btpid"; wait "$btpid" 2>/dev/null || true
+  echo "peer: bpftrace count() on the same site: ${bt} ns/hit"
+  awk -v a="$on5" -v b="$bt" 'BEGIN { printf "ratio tracebpf record / bpftrace count : %.2fx\n", a / b }'
+else
+  echo "peer: bpftrace not available, ratio skipped"
+fi
+
 rate=${BENCH_RATE:-1000000}
 secs=${BENCH_SECS:-3}
 "$T" record -q --no-json -o "$out/rate.tbt" -- "$B/rate" "$rate" "$secs" >"$out/rate.out" 2>"$out/rate.err"

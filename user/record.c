@@ -183,9 +183,14 @@ static void write_comms(struct recorder *r, pid_t pid)
 	closedir(d);
 }
 
+/* A record's size is a u16: past this many CPUs the per-CPU drops are summed
+ * into drops_total only (the per-CPU list is cut, never the total). */
+#define TB_STATS_MAX_CPUS ((0xfff8 - sizeof(struct tb_rec_stats)) / sizeof(__u64))
+
 static void write_stats(struct recorder *r)
 {
-	size_t sz = sizeof(struct tb_rec_stats) + r->ncpus * sizeof(__u64);
+	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
+	size_t sz = sizeof(struct tb_rec_stats) + ncpus * sizeof(__u64);
 	struct tb_rec_stats *st = calloc(1, sz);
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
 	__u64 *drops;
@@ -195,15 +200,15 @@ static void write_stats(struct recorder *r)
 		goto out;
 	drops = (__u64 *)(st + 1);
 	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
-		memcpy(drops, vals, r->ncpus * sizeof(__u64));
+		memcpy(drops, vals, ncpus * sizeof(__u64));
 	st->hdr.type = TB_REC_STATS;
 	st->hdr.size = sz;
 	st->hdr.cpu = ~0u;
 	st->hdr.ts = now_ns(CLOCK_MONOTONIC);
 	st->events = r->events;
-	st->ncpus = r->ncpus;
+	st->ncpus = ncpus;
 	for (int i = 0; i < r->ncpus; i++)
-		st->drops_total += drops[i];
+		st->drops_total += vals[i];
 	tb_writer_append(r->w, &st->hdr);
 out:
 	free(st);

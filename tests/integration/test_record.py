@@ -59,6 +59,7 @@ def test_multithreaded_exact_counts(recorder):
     assert t.process_names()[pid] == "mt_events"
     assert t.meta["events"] >= nthreads * nevents * 3
     assert t.meta["drops_total"] == 0
+    assert "\x1b[K" not in rec.stderr, "no live status when stderr is not a terminal"
     # the DevTools engine sees the same slices on the same threads
     dt = t.devtools
     dt_work = Counter(s["tid"] for s in dt["slices"] if s["name"] == "work")
@@ -223,3 +224,35 @@ def test_drops_are_counted_and_reported(recorder):
     assert got + drops >= emitted, (got, drops, emitted)
     assert sum(t.meta["drops_per_cpu"]) == drops
     assert "LOST" in rec.stderr and str(drops) in rec.stderr
+
+
+def test_live_status_on_a_terminal(tmp_path):
+    """On a tty, stderr carries a one-line status (rewritten in place with \\r)
+    and a final summary; off a tty (every other test) there is none."""
+    import pty
+    import select
+    from conftest import BUILD
+    out = tmp_path / "s.json"
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(TRACEBPF, [TRACEBPF, "record", "-o", str(out), "--",
+                            str(BUILD / "bench" / "rate"), "20000", "2.5"])
+    buf = b""
+    while True:
+        r, _, _ = select.select([fd], [], [], 60)
+        if not r:
+            break
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    _, status = os.waitpid(pid, 0)
+    text = buf.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    status_lines = re.findall(r"\r\x1b\[K\[\s*[\d.]+s\] (\d+) events\s+(\d+)/s\s+drops (\d+)\s+\S+ \S+", text)
+    assert status_lines, f"no live status line in {text!r}"
+    assert int(status_lines[-1][0]) > 0 and int(status_lines[-1][1]) > 0
+    assert re.search(r"tracebpf: recorded \d+ records in [\d.]+ s, 0 dropped, wrote \S+\.tbt", text), text
