@@ -256,3 +256,15 @@ def test_live_status_on_a_terminal(tmp_path):
     assert status_lines, f"no live status line in {text!r}"
     assert int(status_lines[-1][0]) > 0 and int(status_lines[-1][1]) > 0
     assert re.search(r"tracebpf: recorded \d+ records in [\d.]+ s, 0 dropped, wrote \S+\.tbt", text), text
+
+
+def test_attach_to_several_pids(recorder, spawn):
+    apps = [spawn(prog("loop_events"), 0) for _ in range(2)]
+    pids = [int(re.match(r"pid=(\d+)", a.stdout.readline()).group(1)) for a in apps]
+    bystander = spawn(prog("loop_events"), 0)
+    bpid = int(re.match(r"pid=(\d+)", bystander.stdout.readline()).group(1))
+    rec = recorder("-p", f"{pids[0]},{pids[1]}", "--duration", "1.5").wait()
+    t = rec.trace()
+    by_pid = Counter(e["pid"] for e in t.named("loop", "I"))
+    assert set(by_pid) == set(pids), (by_pid, pids, bpid)
+    assert min(by_pid.values()) > 10
