@@ -18,10 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "tbfile.h"
+#include "tbpack.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the trace file is little endian and this code stores native layouts"
@@ -30,7 +32,7 @@
 /* File header: fixed part, then three u16-prefixed strings, then a crc32. */
 #define HDR_FIXED      40u
 #define HDR_MIN        (HDR_FIXED + 3 * 2 + 4)
-#define NSTREAMS       (TB_STREAM_STATS + 1)
+#define NSTREAMS       (TB_STREAM_STATS + 1)   /* record streams */
 
 static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_EVENT] = sizeof(struct tb_rec_event),
@@ -170,6 +172,13 @@ struct tb_writer {
 	struct wstream s[NSTREAMS];
 	unsigned char *out;      /* chunk header + stored payload */
 	size_t out_cap;
+	unsigned char *pk;       /* packed payload */
+	size_t pk_cap;
+	bool raw, no_index;
+	struct tb_index_entry *idx;
+	size_t nidx, idx_cap;
+	uint64_t min_ts, max_ts;
+	bool have_ts;
 	uint32_t seq;
 	uint64_t bytes, records;
 	int err;                 /* sticky: after a failed write the file ends */
@@ -236,6 +245,8 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 	if (!w)
 		return -ENOMEM;
 	w->zlevel = opts->zlevel;
+	w->raw = opts->raw;
+	w->no_index = opts->no_index;
 	w->chunk_max = opts->chunk_max ? opts->chunk_max : 1u << 20;
 	if (strcmp(path, "-") == 0) {
 		w->fd = STDOUT_FILENO;
@@ -259,60 +270,123 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 	return 0;
 }
 
-/* Writes stream s's buffer as one chunk with a single write(2) when the
- * kernel takes it whole. */
-static int flush_stream(struct tb_writer *w, int stream)
+static int grow(unsigned char **buf, size_t *cap, size_t need)
+{
+	unsigned char *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*buf, need);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
+
+/* Remembers a chunk for the index written at close. */
+static int index_add(struct tb_writer *w, const struct tb_chunk_hdr *ch)
+{
+	if (w->no_index)
+		return 0;
+	if (w->nidx == w->idx_cap) {
+		size_t cap = w->idx_cap ? 2 * w->idx_cap : 256;
+		struct tb_index_entry *p = realloc(w->idx, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		w->idx = p;
+		w->idx_cap = cap;
+	}
+	w->idx[w->nidx++] = (struct tb_index_entry){
+		.off = w->bytes, .first_ts = ch->first_ts, .last_ts = ch->last_ts,
+		.nrec = ch->nrec, .seq = ch->seq, .stream = ch->stream,
+		.flags = ch->flags, .stored_len = ch->stored_len,
+	};
+	return 0;
+}
+
+/* Writes header ch (lengths, flags and stream set) and payload p as one
+ * chunk with a single write(2) when the kernel takes it whole. */
+static int write_chunk(struct tb_writer *w, struct tb_chunk_hdr *ch,
+		       const unsigned char *p, size_t len)
+{
+	size_t need, stored = len;
+	int err;
+
+	if (w->err)
+		return w->err;
+	ch->magic = TB_CHUNK_MAGIC;
+	ch->seq = w->seq;
+	ch->raw_len = (uint32_t)len;
+	need = sizeof(*ch) + (w->zlevel ? compressBound((uLong)len) : len);
+	err = grow(&w->out, &w->out_cap, need);
+	if (err)
+		return err;
+	if (w->zlevel) {
+		uLongf dlen = (uLongf)(w->out_cap - sizeof(*ch));
+
+		if (compress2(w->out + sizeof(*ch), &dlen, p, (uLong)len,
+			      w->zlevel) == Z_OK && dlen < len) {
+			ch->flags |= TB_CHUNK_ZLIB;
+			stored = dlen;
+		}
+	}
+	if (!(ch->flags & TB_CHUNK_ZLIB))   /* store: zlib off or no gain */
+		memcpy(w->out + sizeof(*ch), p, len);
+	ch->stored_len = (uint32_t)stored;
+	ch->payload_crc = crc(w->out + sizeof(*ch), stored);
+	ch->hdr_crc = crc(ch, offsetof(struct tb_chunk_hdr, hdr_crc));
+	memcpy(w->out, ch, sizeof(*ch));
+
+	err = index_add(w, ch);
+	if (err)
+		return err;
+	err = write_all(w->fd, w->out, sizeof(*ch) + stored);
+	if (err) {
+		w->err = err;   /* part of a chunk may be out: nothing may follow */
+		return err;
+	}
+	w->bytes += sizeof(*ch) + stored;
+	w->seq++;
+	return 0;
+}
+
+/* Writes stream s's buffer as one chunk, packed unless opts.raw. */
+static int flush_stream(struct tb_writer *w, int stream, uint16_t flags)
 {
 	struct wstream *s = &w->s[stream];
 	struct tb_chunk_hdr ch = {
-		.magic = TB_CHUNK_MAGIC,
 		.stream = (uint16_t)stream,
-		.raw_len = (uint32_t)s->len,
+		.flags = flags,
 		.first_ts = s->first_ts,
 		.last_ts = s->last_ts,
 		.nrec = s->nrec,
-		.seq = w->seq,
 	};
-	size_t need, stored;
+	const unsigned char *p = s->buf;
+	size_t len = s->len;
 	int err;
 
 	if (w->err)
 		return w->err;
 	if (!s->len)
 		return 0;
-	need = sizeof(ch) + (w->zlevel ? compressBound((uLong)s->len) : s->len);
-	if (need > w->out_cap) {
-		unsigned char *p = realloc(w->out, need);
-
-		if (!p)
-			return -ENOMEM;
-		w->out = p;
-		w->out_cap = need;
+	if (!w->raw) {
+		err = grow(&w->pk, &w->pk_cap, tb_pack_bound(s->len));
+		if (err)
+			return err;
+		len = tb_pack(s->buf, s->len, s->first_ts, w->pk);
+		p = w->pk;
+		ch.flags |= TB_CHUNK_PACKED;
 	}
-	stored = s->len;
-	if (w->zlevel) {
-		uLongf dlen = (uLongf)(w->out_cap - sizeof(ch));
-
-		if (compress2(w->out + sizeof(ch), &dlen, s->buf, (uLong)s->len,
-			      w->zlevel) == Z_OK && dlen < s->len) {
-			ch.flags = TB_CHUNK_ZLIB;
-			stored = dlen;
-		}
-	}
-	if (!(ch.flags & TB_CHUNK_ZLIB))   /* store raw: zlib off or no gain */
-		memcpy(w->out + sizeof(ch), s->buf, s->len);
-	ch.stored_len = (uint32_t)stored;
-	ch.payload_crc = crc(w->out + sizeof(ch), stored);
-	ch.hdr_crc = crc(&ch, offsetof(struct tb_chunk_hdr, hdr_crc));
-	memcpy(w->out, &ch, sizeof(ch));
-
-	err = write_all(w->fd, w->out, sizeof(ch) + stored);
-	if (err) {
-		w->err = err;   /* part of a chunk may be out: nothing may follow */
+	err = write_chunk(w, &ch, p, len);
+	if (err)
 		return err;
-	}
-	w->bytes += sizeof(ch) + stored;
-	w->seq++;
+	if (!w->have_ts || s->first_ts < w->min_ts)
+		w->min_ts = s->first_ts;
+	if (!w->have_ts || s->last_ts > w->max_ts)
+		w->max_ts = s->last_ts;
+	w->have_ts = true;
 	s->len = 0;
 	s->nrec = 0;
 	return 0;
@@ -333,7 +407,7 @@ int tb_writer_append(struct tb_writer *w, const struct tb_rec_hdr *rec)
 		return -EINVAL;
 	s = &w->s[stream];
 	if (s->len && s->len + size > w->chunk_max) {
-		err = flush_stream(w, stream);
+		err = flush_stream(w, stream, 0);
 		if (err)
 			return err;
 	}
@@ -358,27 +432,74 @@ int tb_writer_append(struct tb_writer *w, const struct tb_rec_hdr *rec)
 	s->nrec++;
 	w->records++;
 	if (s->len >= w->chunk_max)
-		return flush_stream(w, stream);
+		return flush_stream(w, stream, 0);
+	return 0;
+}
+
+/* Descriptors and process changes first: a reader that streams in file
+ * order then knows a site before the events that use it. */
+static const int flush_order[] = {
+	TB_STREAM_SITE, TB_STREAM_PROC, TB_STREAM_SCHED,
+	TB_STREAM_USER, TB_STREAM_STATS,
+};
+#define NORDER (sizeof(flush_order) / sizeof(flush_order[0]))
+
+static int flush_all(struct tb_writer *w, bool round)
+{
+	size_t i, last = NORDER;
+	int err;
+
+	for (i = 0; i < NORDER; i++)
+		if (w->s[flush_order[i]].len)
+			last = i;
+	for (i = 0; i < NORDER; i++) {
+		err = flush_stream(w, flush_order[i],
+				   round && i == last ? TB_CHUNK_ROUND_END : 0);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
 int tb_writer_flush(struct tb_writer *w)
 {
-	/* Descriptors and process changes first: a reader that streams in
-	 * file order then knows a site before the events that use it. */
-	static const int order[] = {
-		TB_STREAM_SITE, TB_STREAM_PROC, TB_STREAM_SCHED,
-		TB_STREAM_USER, TB_STREAM_STATS,
-	};
-	size_t i;
-	int err;
+	return flush_all(w, true);
+}
 
-	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		err = flush_stream(w, order[i]);
-		if (err)
-			return err;
-	}
-	return 0;
+int tb_writer_flush_chunks(struct tb_writer *w)
+{
+	return flush_all(w, false);
+}
+
+/* The index chunk: stored raw so that its trailer is the file's last 16
+ * bytes. Not itself in the index. */
+static int write_index(struct tb_writer *w)
+{
+	struct tb_index_trailer t = { .index_off = w->bytes, .magic = TB_INDEX_MAGIC };
+	struct tb_chunk_hdr ch = {
+		.stream = TB_STREAM_INDEX,
+		.first_ts = w->min_ts,
+		.last_ts = w->max_ts,
+		.nrec = (uint32_t)w->nidx,
+	};
+	size_t len = w->nidx * sizeof(*w->idx) + sizeof(t);
+	int zlevel = w->zlevel, err;
+	unsigned char *p;
+
+	if (len > TB_CHUNK_MAX_BYTES)
+		return 0;   /* a file of over 1.6 million chunks: readers scan it */
+	p = malloc(len);
+	if (!p)
+		return -ENOMEM;
+	if (w->nidx)
+		memcpy(p, w->idx, w->nidx * sizeof(*w->idx));
+	memcpy(p + len - sizeof(t), &t, sizeof(t));
+	w->no_index = true;   /* the index does not index itself */
+	w->zlevel = 0;
+	err = write_chunk(w, &ch, p, len);
+	w->zlevel = zlevel;
+	free(p);
+	return err;
 }
 
 int tb_writer_close(struct tb_writer *w)
@@ -388,11 +509,15 @@ int tb_writer_close(struct tb_writer *w)
 	if (!w)
 		return 0;
 	err = tb_writer_flush(w);
+	if (!err && !w->no_index)
+		err = write_index(w);
 	if (w->own_fd && close(w->fd) && !err)
 		err = -errno;
 	for (i = 0; i < NSTREAMS; i++)
 		free(w->s[i].buf);
 	free(w->out);
+	free(w->pk);
+	free(w->idx);
 	free(w);
 	return err;
 }
@@ -421,30 +546,61 @@ struct tb_reader {
 	size_t scap;
 	unsigned char *rbuf;      /* decompressed payload */
 	size_t rcap;
+	unsigned char *ubuf;      /* unpacked records */
+	size_t ucap;
 	const unsigned char *recs;
 	size_t rlen, rpos;
 	bool done;
 	uint64_t tail;
 	const char *reason;
+	/* following a file being written */
+	const volatile int *stop;
+	bool follow;
+	unsigned retries;         /* at a corrupt last chunk */
+	bool finished;            /* the index chunk was read */
+	uint64_t rounds;
+	struct tb_stream_stats st[TB_NSTREAMS];
+	/* seeking through the index of a finished file */
+	bool use_index, index_tried;
+	struct tb_index_entry *idx;
+	size_t nidx, ipos;
 };
-
-static int grow(unsigned char **buf, size_t *cap, size_t need)
-{
-	unsigned char *p;
-
-	if (need <= *cap)
-		return 0;
-	p = realloc(*buf, need);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = need;
-	return 0;
-}
 
 static uint16_t get_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static uint32_t get_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t get_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* read_full that gives up on EINTR when the reader is told to stop: a
+ * follower blocked on a pipe or socket ends on Ctrl-C. */
+static int rd(struct tb_reader *r, void *buf, size_t n, size_t *got)
+{
+	char *p = buf;
+
+	*got = 0;
+	while (*got < n) {
+		ssize_t k = read(r->fd, p + *got, n - *got);
+
+		if (k < 0) {
+			if (errno == EINTR) {
+				if (r->stop && *r->stop)
+					break;
+				continue;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+
+				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+					return -errno;
+				continue;
+			}
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		*got += (size_t)k;
+	}
+	return 0;
+}
 
 static int read_header(struct tb_reader *r)
 {
@@ -456,12 +612,12 @@ static int read_header(struct tb_reader *r)
 	uint32_t size;
 	int err, i;
 
-	err = read_full(r->fd, fixed, 8, &got);
+	err = rd(r, fixed, 8, &got);
 	if (err)
 		return err;
 	if (got < 8 || memcmp(fixed, TB_FILE_MAGIC, 8))
 		return -EINVAL;
-	err = read_full(r->fd, fixed + 8, 8, &got);
+	err = rd(r, fixed + 8, 8, &got);
 	if (err)
 		return err;
 	if (got < 8)
@@ -471,7 +627,7 @@ static int read_header(struct tb_reader *r)
 	/* A newer major may change everything after this field. */
 	if (r->info.major > TB_FORMAT_MAJOR)
 		return -EPROTONOSUPPORT;
-	if (r->info.major == 0)
+	if (r->info.major < TB_FORMAT_MAJOR_MIN)
 		return -EBADMSG;
 	size = get_u32(fixed + 12);
 	if (size < HDR_MIN || size > TB_HDR_MAX_BYTES)
@@ -480,7 +636,7 @@ static int read_header(struct tb_reader *r)
 	if (!h)
 		return -ENOMEM;
 	memcpy(h, fixed, 16);
-	err = read_full(r->fd, h + 16, size - 16, &got);
+	err = rd(r, h + 16, size - 16, &got);
 	if (err)
 		goto out;
 	err = -EBADMSG;
@@ -514,29 +670,22 @@ out:
 	return err;
 }
 
-int tb_reader_open(struct tb_reader **rp, const char *path)
+int tb_reader_open_fd(struct tb_reader **rp, int fd, int own)
 {
 	struct tb_reader *r;
 	int err;
 
 	*rp = NULL;
-	if (!path)
-		return -EINVAL;
 	r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
+		if (own)
+			close(fd);
 		return -ENOMEM;
-	r->mask = ~0u;
-	if (strcmp(path, "-") == 0) {
-		r->fd = STDIN_FILENO;
-	} else {
-		r->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (r->fd < 0) {
-			err = -errno;
-			free(r);
-			return err;
-		}
-		r->own_fd = true;
 	}
+	r->mask = ~0u;
+	r->use_index = true;
+	r->fd = fd;
+	r->own_fd = own;
 	err = read_header(r);
 	if (err) {
 		tb_reader_close(r);
@@ -544,6 +693,21 @@ int tb_reader_open(struct tb_reader **rp, const char *path)
 	}
 	*rp = r;
 	return 0;
+}
+
+int tb_reader_open(struct tb_reader **rp, const char *path)
+{
+	int fd;
+
+	*rp = NULL;
+	if (!path)
+		return -EINVAL;
+	if (strcmp(path, "-") == 0)
+		return tb_reader_open_fd(rp, STDIN_FILENO, 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return tb_reader_open_fd(rp, fd, 1);
 }
 
 const struct tb_file_info *tb_reader_info(const struct tb_reader *r)
@@ -554,6 +718,47 @@ const struct tb_file_info *tb_reader_info(const struct tb_reader *r)
 void tb_reader_set_streams(struct tb_reader *r, uint32_t mask)
 {
 	r->mask = mask;
+}
+
+void tb_reader_set_follow(struct tb_reader *r, const volatile int *stop)
+{
+	r->follow = true;
+	r->stop = stop;
+}
+
+void tb_reader_use_index(struct tb_reader *r, int use)
+{
+	r->use_index = use;
+}
+
+uint64_t tb_reader_rounds(const struct tb_reader *r)
+{
+	return r->rounds;
+}
+
+int tb_reader_finished(const struct tb_reader *r)
+{
+	return r->finished;
+}
+
+const struct tb_stream_stats *tb_reader_stream_stats(const struct tb_reader *r,
+						     unsigned stream)
+{
+	static const struct tb_stream_stats none;
+
+	return stream < TB_NSTREAMS ? &r->st[stream] : &none;
+}
+
+uint64_t tb_reader_offset(const struct tb_reader *r)
+{
+	return r->off;
+}
+
+static bool seekable(const struct tb_reader *r)
+{
+	struct stat st;
+
+	return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* The readable data ends at the chunk that started at r->chunk_off. */
@@ -567,13 +772,133 @@ static int stop(struct tb_reader *r, const char *reason)
 	return 0;
 }
 
+/* Following: the chunk at chunk_off is not (yet) whole. Returns 1 to read
+ * it again after a pause, 0 to stop there for good. */
+static int wait_more(struct tb_reader *r, bool corrupt)
+{
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+	if (!r->follow || r->finished || (r->stop && *r->stop) || !seekable(r))
+		return 0;
+	/* A chunk is written with one write(2), but a reader may see part of
+	 * it: a CRC mismatch on the last chunk is retried for a while. */
+	if (corrupt && ++r->retries > 100)
+		return 0;
+	if (lseek(r->fd, (off_t)r->chunk_off, SEEK_SET) < 0)
+		return 0;
+	r->off = r->chunk_off;
+	nanosleep(&pause, NULL);
+	return !(r->stop && *r->stop);
+}
+
 static bool want_chunk(const struct tb_reader *r, const struct tb_chunk_hdr *ch)
 {
 	if (ch->stream == 0 || ch->stream >= NSTREAMS)
 		return false;   /* unknown stream of a known major: skipped */
-	if (ch->flags & ~TB_CHUNK_ZLIB)
+	if (ch->flags & ~TB_CHUNK_KNOWN)
 		return false;   /* an encoding from a newer minor: skipped */
+	if (r->info.major < 2 && ch->flags & ~TB_CHUNK_ZLIB)
+		return false;   /* 1.x knew no other flag */
 	return ch->stream < 32 && (r->mask & (1u << ch->stream));
+}
+
+static void count_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
+{
+	struct tb_stream_stats *s;
+
+	if (r->info.major >= 2 && ch->flags & TB_CHUNK_ROUND_END)
+		r->rounds++;
+	if (ch->stream >= TB_NSTREAMS)
+		return;
+	s = &r->st[ch->stream];
+	if (ch->nrec && (!s->records || ch->first_ts < s->first_ts))
+		s->first_ts = ch->first_ts;
+	if (ch->nrec && (!s->records || ch->last_ts > s->last_ts))
+		s->last_ts = ch->last_ts;
+	s->chunks++;
+	s->records += ch->nrec;
+	s->stored_bytes += sizeof(*ch) + ch->stored_len;
+	s->raw_bytes += ch->raw_len;
+}
+
+/* Loads the index of a finished file (seekable input only) and checks
+ * every entry. false: no usable index, read in file order. */
+static bool load_index(struct tb_reader *r)
+{
+	struct tb_index_trailer t;
+	struct tb_chunk_hdr ch;
+	unsigned char *p = NULL;
+	struct stat st;
+	size_t i, n;
+	uint64_t prev_end = r->off;
+
+	if (fstat(r->fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < r->off + sizeof(ch) + sizeof(t))
+		return false;
+	if (pread(r->fd, &t, sizeof(t), st.st_size - (off_t)sizeof(t)) != sizeof(t) ||
+	    t.magic != TB_INDEX_MAGIC || t.index_off < r->off ||
+	    t.index_off > (uint64_t)st.st_size - sizeof(ch) - sizeof(t))
+		return false;
+	if (pread(r->fd, &ch, sizeof(ch), (off_t)t.index_off) != sizeof(ch) ||
+	    ch.magic != TB_CHUNK_MAGIC || ch.stream != TB_STREAM_INDEX || ch.flags ||
+	    ch.hdr_crc != crc(&ch, offsetof(struct tb_chunk_hdr, hdr_crc)) ||
+	    ch.stored_len != ch.raw_len ||
+	    t.index_off + sizeof(ch) + ch.stored_len != (uint64_t)st.st_size ||
+	    ch.stored_len != (uint64_t)ch.nrec * sizeof(*r->idx) + sizeof(t))
+		return false;
+	p = malloc(ch.stored_len);
+	if (!p)
+		return false;
+	if (pread(r->fd, p, ch.stored_len, (off_t)(t.index_off + sizeof(ch))) !=
+	    (ssize_t)ch.stored_len || crc(p, ch.stored_len) != ch.payload_crc)
+		goto bad;
+	n = ch.nrec;
+	r->idx = (void *)p;
+	for (i = 0; i < n; i++) {
+		const struct tb_index_entry *e = &r->idx[i];
+
+		/* chunks back to back, in sequence, before the index */
+		if (e->off != prev_end || e->seq != i || e->stored_len > TB_CHUNK_MAX_BYTES)
+			goto bad;
+		prev_end = e->off + sizeof(ch) + e->stored_len;
+	}
+	if (prev_end != t.index_off || ch.seq != n)
+		goto bad;
+	r->nidx = n;
+	return true;
+bad:
+	free(p);
+	r->idx = NULL;
+	return false;
+}
+
+/* With an index: skips to the next chunk the mask wants, counting the
+ * skipped ones. */
+static int index_skip(struct tb_reader *r)
+{
+	while (r->ipos < r->nidx) {
+		const struct tb_index_entry *e = &r->idx[r->ipos];
+		struct tb_chunk_hdr ch = {
+			.stream = e->stream, .flags = e->flags, .nrec = e->nrec,
+			.first_ts = e->first_ts, .last_ts = e->last_ts,
+			.stored_len = e->stored_len,
+		};
+
+		if (want_chunk(r, &ch)) {
+			if (lseek(r->fd, (off_t)e->off, SEEK_SET) < 0)
+				return -errno;
+			r->off = e->off;
+			r->seq = e->seq;
+			r->ipos++;
+			return 1;
+		}
+		count_chunk(r, &ch);
+		r->ipos++;
+	}
+	/* the rest is the index itself: the file ends cleanly */
+	r->finished = true;
+	r->done = true;
+	return 0;
 }
 
 /* Reads the next chunk. 1: records are ready (maybe none), 0: no more
@@ -584,21 +909,45 @@ static int next_chunk(struct tb_reader *r)
 	size_t got;
 	int err;
 
+	if (!r->index_tried) {
+		r->index_tried = true;
+		if (r->use_index && !r->follow && r->mask != ~0u && load_index(r))
+			r->ipos = 0;
+		else
+			r->use_index = false;
+	}
+	if (r->use_index) {
+		err = index_skip(r);
+		if (err <= 0)
+			return err;
+	}
+again:
 	r->chunk_off = r->off;
-	err = read_full(r->fd, &ch, sizeof(ch), &got);
+	err = rd(r, &ch, sizeof(ch), &got);
 	if (err)
 		return err;
 	r->off += got;
 	if (got == 0) {
+		if (wait_more(r, false))
+			goto again;
 		r->done = true;
 		return 0;
 	}
-	if (got < sizeof(ch))
+	if (got < sizeof(ch)) {
+		if (wait_more(r, false))
+			goto again;
 		return stop(r, "short chunk header");
-	if (ch.magic != TB_CHUNK_MAGIC)
+	}
+	if (ch.magic != TB_CHUNK_MAGIC) {
+		if (wait_more(r, true))
+			goto again;
 		return stop(r, "bad chunk magic");
-	if (ch.hdr_crc != crc(&ch, offsetof(struct tb_chunk_hdr, hdr_crc)))
+	}
+	if (ch.hdr_crc != crc(&ch, offsetof(struct tb_chunk_hdr, hdr_crc))) {
+		if (wait_more(r, true))
+			goto again;
 		return stop(r, "chunk header CRC mismatch");
+	}
 	if (ch.seq != r->seq)
 		return stop(r, "chunk out of sequence");
 	if (ch.raw_len > TB_CHUNK_MAX_BYTES || ch.stored_len > TB_CHUNK_MAX_BYTES)
@@ -612,15 +961,25 @@ static int next_chunk(struct tb_reader *r)
 	err = grow(&r->sbuf, &r->scap, ch.stored_len ? ch.stored_len : 1);
 	if (err)
 		return err;
-	err = read_full(r->fd, r->sbuf, ch.stored_len, &got);
+	err = rd(r, r->sbuf, ch.stored_len, &got);
 	if (err)
 		return err;
 	r->off += got;
-	if (got < ch.stored_len)
+	if (got < ch.stored_len) {
+		if (wait_more(r, false))
+			goto again;
 		return stop(r, "truncated payload");
-	if (ch.payload_crc != crc(r->sbuf, ch.stored_len))
+	}
+	if (ch.payload_crc != crc(r->sbuf, ch.stored_len)) {
+		if (wait_more(r, true))
+			goto again;
 		return stop(r, "payload CRC mismatch");
+	}
 	r->seq++;
+	r->retries = 0;
+	if (ch.stream == TB_STREAM_INDEX && r->info.major >= 2)
+		r->finished = true;   /* written last, at close */
+	count_chunk(r, &ch);
 
 	r->recs = NULL;
 	r->rlen = r->rpos = 0;
@@ -640,6 +999,17 @@ static int next_chunk(struct tb_reader *r)
 		r->recs = r->sbuf;
 	}
 	r->rlen = ch.raw_len;
+	if (ch.flags & TB_CHUNK_PACKED) {
+		long n = tb_unpack(r->recs, r->rlen, ch.first_ts, ch.nrec,
+				   &r->ubuf, &r->ucap, TB_CHUNK_MAX_BYTES);
+
+		if (n == -ENOMEM)
+			return -ENOMEM;
+		if (n < 0)
+			return stop(r, "bad packed records");
+		r->recs = r->ubuf;
+		r->rlen = (size_t)n;
+	}
 	return 1;
 }
 
@@ -693,5 +1063,7 @@ void tb_reader_close(struct tb_reader *r)
 		close(r->fd);
 	free(r->sbuf);
 	free(r->rbuf);
+	free(r->ubuf);
+	free(r->idx);
 	free(r);
 }

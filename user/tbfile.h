@@ -13,8 +13,10 @@
 #include <linux/types.h>
 #include "../bpf/record.h"
 
-#define TB_FORMAT_MAJOR 1
+#define TB_FORMAT_MAJOR 2
 #define TB_FORMAT_MINOR 0
+/* Oldest major this reader still reads. */
+#define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
 #define TB_CHUNK_MAGIC  0x4b434254u  /* "TBCK" little endian */
 
@@ -26,9 +28,32 @@ enum tb_stream {
 	TB_STREAM_USER  = 3,  /* EVENT */
 	TB_STREAM_SITE  = 4,  /* SITE descriptors */
 	TB_STREAM_STATS = 5,  /* STATS */
+	TB_STREAM_INDEX = 15, /* the chunk index ending a finished file (2.0) */
 };
+#define TB_NSTREAMS 16        /* stream ids a reader keeps statistics for */
 
-#define TB_CHUNK_ZLIB   1u    /* payload is a zlib stream */
+#define TB_CHUNK_ZLIB      1u /* payload is a zlib stream */
+#define TB_CHUNK_PACKED    2u /* (2.0) records in the compact encoding */
+#define TB_CHUNK_ROUND_END 4u /* (2.0) last chunk of a recorder flush */
+#define TB_CHUNK_KNOWN     (TB_CHUNK_ZLIB | TB_CHUNK_PACKED | TB_CHUNK_ROUND_END)
+
+/* The index chunk's payload: one entry per chunk before it, then this
+ * 16-byte trailer, so that the last 16 bytes of a finished file locate it. */
+struct tb_index_entry {
+	uint64_t off;          /* file offset of the chunk header */
+	uint64_t first_ts, last_ts;
+	uint32_t nrec;
+	uint32_t seq;
+	uint16_t stream;
+	uint16_t flags;
+	uint32_t stored_len;
+};
+_Static_assert(sizeof(struct tb_index_entry) == 40, "tb_index_entry layout");
+#define TB_INDEX_MAGIC 0x3158444954425454ull   /* "TTBTIDX1" little endian */
+struct tb_index_trailer {
+	uint64_t index_off;    /* file offset of the index chunk's header */
+	uint64_t magic;        /* TB_INDEX_MAGIC */
+};
 
 /* Chunk header, as stored (docs/format.md). hdr_crc covers the 44 bytes
  * before it. */
@@ -77,6 +102,8 @@ struct tb_writer_opts {
 	const struct tb_file_info *info; /* major/minor are filled in */
 	int zlevel;                      /* 0 = store, 1..9 zlib level */
 	size_t chunk_max;                /* raw bytes per chunk; 0 = 1 MiB */
+	int raw;                         /* payloads as in record.h, not packed */
+	int no_index;                    /* no chunk index at close */
 };
 /* path "-" writes to stdout. Writes the file header at once. */
 int tb_writer_open(struct tb_writer **w, const char *path,
@@ -88,7 +115,11 @@ int tb_writer_append(struct tb_writer *w, const struct tb_rec_hdr *rec);
 /* Writes one chunk per non-empty stream, appended with write(2). After it
  * returns, everything appended so far is in the file (page cache). */
 int tb_writer_flush(struct tb_writer *w);
-/* Flushes and closes; frees w. */
+/* Like tb_writer_flush, but without marking the end of a round (the last
+ * chunk written gets no TB_CHUNK_ROUND_END). */
+int tb_writer_flush_chunks(struct tb_writer *w);
+/* Flushes, appends the chunk index (the only write that is not a data
+ * chunk), closes; frees w. */
 int tb_writer_close(struct tb_writer *w);
 uint64_t tb_writer_bytes(const struct tb_writer *w);   /* file bytes so far */
 uint64_t tb_writer_records(const struct tb_writer *w); /* records so far */
@@ -98,7 +129,30 @@ struct tb_reader;
 /* path "-" reads stdin. Fails with -EINVAL (not a trace file),
  * -EPROTONOSUPPORT (newer major version) or -errno; prints nothing. */
 int tb_reader_open(struct tb_reader **r, const char *path);
+/* Reads from fd (a socket, a pipe, a memfd); closes it at the end if own. */
+int tb_reader_open_fd(struct tb_reader **r, int fd, int own);
 const struct tb_file_info *tb_reader_info(const struct tb_reader *r);
+/* Follow a file that is still being written (regular files): at its end
+ * or at a torn last chunk, wait for more instead of stopping, until the
+ * file is finished (its index chunk is read) or *stop becomes non-zero. */
+void tb_reader_set_follow(struct tb_reader *r, const volatile int *stop);
+/* Whether a stream mask other than all may seek through the chunk index of
+ * a finished file instead of reading the chunks it skips (default yes). */
+void tb_reader_use_index(struct tb_reader *r, int use);
+/* TB_CHUNK_ROUND_END chunks passed so far (read or skipped): records read
+ * after round n was counted come from a later recorder flush. */
+uint64_t tb_reader_rounds(const struct tb_reader *r);
+/* 1 once the chunk index was read: the writer closed the file. */
+int tb_reader_finished(const struct tb_reader *r);
+/* Per stream, from the headers of the valid chunks passed so far. */
+struct tb_stream_stats {
+	uint64_t chunks, records, stored_bytes, raw_bytes;
+	uint64_t first_ts, last_ts;   /* 0, 0 when no records */
+};
+const struct tb_stream_stats *tb_reader_stream_stats(const struct tb_reader *r,
+						     unsigned stream);
+/* Input bytes consumed (file header and chunks). */
+uint64_t tb_reader_offset(const struct tb_reader *r);
 /* Limit iteration to streams in mask (bit 1<<TB_STREAM_*); default all. */
 void tb_reader_set_streams(struct tb_reader *r, uint32_t mask);
 /* Next record, in file order. Returns 1 with *rec valid until the next call,
