@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_storage.c - format 2.0: the packed record encoding, the chunk index,
+ * rounds, prefixes of packed and indexed files, the golden files of every
+ * released version (tests/data/).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <cmocka.h>
+
+#include "../../user/tbfile.h"
+#include "../../user/tbpack.h"
+
+static char dir[] = "/tmp/test_storage.XXXXXX";
+static char path[256];
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A record of any type with hostile field values; size a multiple of 8. */
+static size_t mkrec(unsigned char *buf, unsigned i)
+{
+	static const uint16_t types[] = { TB_REC_EVENT, TB_REC_SITE, TB_REC_FORK,
+					  TB_REC_EXEC, TB_REC_EXIT, TB_REC_COMM,
+					  TB_REC_STATS };
+	struct tb_rec_hdr *h = (void *)buf;
+	uint16_t type = types[i % 7];
+	size_t size = tb_rec_min_size(type) + 8 * (rnd() % 4), k;
+
+	memset(buf, 0, size);
+	h->type = type;
+	h->size = (uint16_t)size;
+	h->cpu = i % 5 == 0 ? ~0u : (uint32_t)(rnd() % 4);
+	h->ts = i % 11 == 0 ? rnd() : 1000000 + i * 1000 - (rnd() % 3000);
+	h->pid = i % 13 == 0 ? 0xffffffffu : 100 + (uint32_t)(rnd() % 3);
+	h->tid = i % 17 == 0 ? 0 : h->pid + (uint32_t)(rnd() % 3);
+	for (k = sizeof(*h); k < size; k++)
+		if (rnd() % 3 == 0)
+			buf[k] = (unsigned char)rnd();
+	if (type == TB_REC_EVENT && i % 2) {
+		struct tb_rec_event *e = (void *)buf;
+
+		e->site = 0x55550000 + (rnd() % 4) * 64;
+		e->args[0] = i;
+		e->args[1] = ~(uint64_t)i;
+	}
+	return size;
+}
+
+static void test_pack_round_trip(void **state)
+{
+	unsigned char *raw = malloc(1 << 20), *pk, *out = NULL;
+	size_t len = 0, plen, cap = 0, cut;
+	unsigned i, n = 3000;
+	long got;
+
+	(void)state;
+	assert_non_null(raw);
+	for (i = 0; i < n; i++)
+		len += mkrec(raw + len, i);
+	pk = malloc(tb_pack_bound(len));
+	assert_non_null(pk);
+	plen = tb_pack(raw, len, 999, pk);
+	assert_true(plen <= tb_pack_bound(len));
+	got = tb_unpack(pk, plen, 999, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+	assert_int_equal(got, len);
+	assert_memory_equal(out, raw, len);
+
+	/* wrong record count, wrong cap, every truncation: refused */
+	assert_int_equal(tb_unpack(pk, plen, 999, n - 1, &out, &cap, TB_CHUNK_MAX_BYTES), -EBADMSG);
+	assert_int_equal(tb_unpack(pk, plen, 999, n + 1, &out, &cap, TB_CHUNK_MAX_BYTES), -EBADMSG);
+	assert_int_equal(tb_unpack(pk, plen, 999, n, &out, &cap, len - 8), -EBADMSG);
+	for (cut = 0; cut < plen; cut += 1 + cut / 64) {
+		got = tb_unpack(pk, cut, 999, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_int_equal(got, -EBADMSG);
+	}
+	/* bit flips: decoded or refused, never a crash (ASan in make fuzz) */
+	for (i = 0; i < 2000; i++) {
+		size_t bit = rnd() % (plen * 8);
+
+		pk[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		got = tb_unpack(pk, plen, 999, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_true(got == -EBADMSG || (got > 0 && got % 8 == 0));
+		pk[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+	}
+	/* a bomb: tiny input claiming big records stops at max_out */
+	{
+		unsigned char bomb[4096];
+		size_t k;
+
+		for (k = 0; k + 7 < sizeof(bomb); k += 8) {
+			unsigned char r[] = { 6, 0xff, 0x3f, 1, 0, 0, 0, 0 };
+
+			memcpy(bomb + k, r, 8);
+		}
+		got = tb_unpack(bomb, sizeof(bomb) / 8 * 8, 0, sizeof(bomb) / 8, &out,
+				&cap, 1 << 20);
+		assert_int_equal(got, -EBADMSG);
+		assert_true(cap <= 1 << 20);
+	}
+	free(out);
+	free(pk);
+	free(raw);
+}
+
+/* Writes n records in rounds of 100 (one tb_writer_flush each). */
+static void write_file(unsigned n, int zlevel, size_t chunk_max, bool index,
+		       unsigned char **all, size_t *all_len)
+{
+	struct tb_file_info info = { .clock_id = 1 };
+	struct tb_writer_opts o = { .info = &info, .zlevel = zlevel,
+				    .chunk_max = chunk_max, .no_index = !index };
+	unsigned char buf[512];
+	struct tb_writer *w;
+	unsigned i;
+
+	strcpy(info.hostname, "h");
+	*all = malloc(n * 512);
+	*all_len = 0;
+	assert_int_equal(tb_writer_open(&w, path, &o), 0);
+	for (i = 0; i < n; i++) {
+		size_t sz = mkrec(buf, i);
+
+		memcpy(*all + *all_len, buf, sz);
+		*all_len += sz;
+		assert_int_equal(tb_writer_append(w, (void *)buf), 0);
+		if (i % 100 == 99)
+			assert_int_equal(tb_writer_flush(w), 0);
+	}
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+/* Reads with mask (0: all) and compares with the records of `all` in those
+ * streams, stream by stream in append order. Returns the records read. */
+static size_t check_read(const char *p, uint32_t mask, bool use_index,
+			 const unsigned char *all, size_t all_len, bool *finished)
+{
+	size_t pos[TB_NSTREAMS], n = 0;
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	int ret, s;
+
+	for (s = 0; s < TB_NSTREAMS; s++)
+		pos[s] = 0;
+	assert_int_equal(tb_reader_open(&r, p), 0);
+	if (mask)
+		tb_reader_set_streams(r, mask);
+	tb_reader_use_index(r, use_index);
+	while ((ret = tb_reader_next(r, &h)) == 1) {
+		const struct tb_rec_hdr *want;
+
+		s = tb_stream_of(h->type);
+		assert_true(s > 0);
+		assert_true(!mask || (mask & (1u << s)));
+		/* the next record of stream s in append order */
+		for (;;) {
+			assert_true(pos[s] < all_len);
+			want = (const void *)(all + pos[s]);
+			pos[s] += want->size;
+			if (tb_stream_of(want->type) == s)
+				break;
+		}
+		assert_int_equal(h->size, want->size);
+		assert_memory_equal(h, want, want->size);
+		n++;
+	}
+	assert_int_equal(ret, 0);
+	assert_null(tb_reader_tail_reason(r));
+	if (finished)
+		*finished = tb_reader_finished(r);
+	tb_reader_close(r);
+	return n;
+}
+
+static void test_packed_file(void **state)
+{
+	unsigned char *all;
+	size_t len, n;
+	bool fin;
+	int z;
+
+	(void)state;
+	for (z = 0; z <= 9; z += 3) {
+		write_file(1000, z, 2048, true, &all, &len);
+		n = check_read(path, 0, true, all, len, &fin);
+		assert_int_equal(n, 1000);
+		assert_true(fin);
+		free(all);
+	}
+}
+
+static void test_index(void **state)
+{
+	unsigned char *all, *b;
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	size_t len, n_idx, n_scan, flen;
+	bool fin;
+	int fd, ret;
+	struct stat st;
+
+	(void)state;
+	write_file(1000, 1, 2048, true, &all, &len);
+	/* one stream: through the index, the same records as a scan */
+	n_idx = check_read(path, 1u << TB_STREAM_USER, true, all, len, &fin);
+	assert_true(fin);
+	n_scan = check_read(path, 1u << TB_STREAM_USER, false, all, len, NULL);
+	assert_int_equal(n_idx, n_scan);
+	assert_int_equal(n_idx, 143);   /* i % 7 == 0 of 0..999 */
+
+	/* rounds: ten flushes; skipped chunks count too */
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	tb_reader_set_streams(r, 1u << TB_STREAM_STATS);
+	while ((ret = tb_reader_next(r, &h)) == 1)
+		;
+	assert_int_equal(ret, 0);
+	assert_int_equal(tb_reader_rounds(r), 10);
+	assert_int_equal(tb_reader_stream_stats(r, TB_STREAM_STATS)->records, 142);
+	tb_reader_close(r);
+
+	/* a corrupt index is not used: the scan gives the same */
+	assert_int_equal(stat(path, &st), 0);
+	flen = (size_t)st.st_size;
+	b = malloc(flen);
+	fd = open(path, O_RDWR);
+	assert_int_equal(read(fd, b, flen), (ssize_t)flen);
+	b[flen - 30] ^= 0x40;   /* inside the index entries */
+	assert_int_equal(pwrite(fd, b + flen - 30, 1, (off_t)flen - 30), 1);
+	close(fd);
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	tb_reader_set_streams(r, 1u << TB_STREAM_USER);
+	n_scan = 0;
+	while ((ret = tb_reader_next(r, &h)) == 1)
+		n_scan++;
+	assert_int_equal(n_scan, 143);
+	assert_string_equal(tb_reader_tail_reason(r), "payload CRC mismatch");
+	tb_reader_close(r);
+	free(b);
+	free(all);
+}
+
+/* Every prefix of a packed, indexed file: the records of the whole chunks. */
+static void test_packed_prefixes(void **state)
+{
+	unsigned char *all, *b;
+	size_t len, flen, cut;
+	struct stat st;
+	int fd;
+	char p2[300];
+
+	(void)state;
+	write_file(300, 6, 1024, true, &all, &len);
+	assert_int_equal(stat(path, &st), 0);
+	flen = (size_t)st.st_size;
+	b = malloc(flen);
+	fd = open(path, O_RDONLY);
+	assert_int_equal(read(fd, b, flen), (ssize_t)flen);
+	close(fd);
+	snprintf(p2, sizeof(p2), "%s/cut.tbt", dir);
+	for (cut = 0; cut <= flen; cut += 1 + cut % 7) {
+		struct tb_reader *r;
+		const struct tb_rec_hdr *h;
+		size_t n = 0;
+		int ret, err;
+
+		fd = open(p2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_int_equal(write(fd, b, cut), (ssize_t)cut);
+		close(fd);
+		err = tb_reader_open(&r, p2);
+		if (err) {
+			assert_true(err == -EINVAL || err == -EBADMSG);
+			continue;
+		}
+		tb_reader_set_streams(r, 1u << TB_STREAM_USER);   /* index if any */
+		while ((ret = tb_reader_next(r, &h)) == 1)
+			n++;
+		assert_int_equal(ret, 0);
+		/* expected: USER records of the chunks wholly inside the cut */
+		{
+			size_t off, want = 0, whole = 0;
+			uint32_t hs;
+
+			memcpy(&hs, b + 12, 4);
+			whole = hs;
+			for (off = hs; off + 48 <= flen;) {
+				struct tb_chunk_hdr ch;
+
+				memcpy(&ch, b + off, 48);
+				if (off + 48 + ch.stored_len > cut)
+					break;
+				if (ch.stream == TB_STREAM_USER)
+					want += ch.nrec;
+				off += 48 + ch.stored_len;
+				whole = off;
+			}
+			assert_int_equal(n, want);
+			assert_int_equal(tb_reader_tail_bytes(r), cut - whole);
+			if (cut == whole)
+				assert_null(tb_reader_tail_reason(r));
+			else
+				assert_non_null(tb_reader_tail_reason(r));
+		}
+		if (cut == flen)
+			assert_int_equal(n, 43);
+		tb_reader_close(r);
+	}
+	free(b);
+	free(all);
+	unlink(p2);
+}
+
+/* Golden files: what each released version wrote still reads. */
+static void test_golden_v1_0(void **state)
+{
+	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	int ret;
+
+	(void)state;
+	assert_int_equal(tb_reader_open(&r, "tests/data/v1.0-mt_events.tbt"), 0);
+	assert_int_equal(tb_reader_info(r)->major, 1);
+	assert_int_equal(tb_reader_info(r)->minor, 0);
+	assert_int_equal(tb_reader_info(r)->clock_id, 1);
+	while ((ret = tb_reader_next(r, &h)) == 1) {
+		assert_true(h->type < TB_REC_TYPE_MAX);
+		counts[h->type]++;
+	}
+	assert_int_equal(ret, 0);
+	assert_null(tb_reader_tail_reason(r));
+	assert_false(tb_reader_finished(r));   /* 1.0 had no index */
+	assert_int_equal(counts[TB_REC_EVENT], 122);
+	assert_int_equal(counts[TB_REC_SITE], 4);
+	assert_int_equal(counts[TB_REC_FORK], 2);
+	assert_int_equal(counts[TB_REC_EXEC], 1);
+	assert_int_equal(counts[TB_REC_EXIT], 3);
+	assert_int_equal(counts[TB_REC_STATS], 1);
+	tb_reader_close(r);
+}
+
+static void test_empty_file(void **state)
+{
+	struct tb_reader *r;
+	int fd;
+
+	(void)state;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	close(fd);
+	assert_int_equal(tb_reader_open(&r, path), -EINVAL);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/t.tbt", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pack_round_trip),
+		cmocka_unit_test(test_packed_file),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_packed_prefixes),
+		cmocka_unit_test(test_golden_v1_0),
+		cmocka_unit_test(test_empty_file),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
