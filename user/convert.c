@@ -2,10 +2,11 @@
 /*
  * convert.c - trace file (.tbt) -> Chrome trace JSON.
  *
- * All records are loaded and sorted by time first: streams are written in
- * separate chunks, so file order is not time order across streams. Holding
- * the whole trace is fine for now; a streaming merge of the chunks (they
- * carry first_ts/last_ts) is future work.
+ * Streams: records come in time order from a bounded merge of the chunks
+ * (merge.h); output events wait in a bounded min-heap until no open slice
+ * or later record can precede them, so memory does not grow with the
+ * trace. Records an output event needs are copied (the merge reuses its
+ * buffers); site descriptors are kept for the whole conversion.
  *
  * What the viewers need (chrome-json.md) and how it is met here:
  * - B/E pairs are matched per thread and emitted as complete "X" events,
@@ -29,6 +30,7 @@
 
 #include "convert.h"
 #include "json.h"
+#include "merge.h"
 
 #define PFX "tracebpf: convert: "
 #define STR_(x) #x
@@ -164,26 +166,27 @@ struct oev {
 	const char *unfinished;
 };
 
-struct rec_ref {
-	uint64_t ts;
-	uint64_t off;      /* into the arena; increases in file order */
-	uint32_t rank;
-};
+enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
+
+/* Output events held until they can be written in ts order. */
+#define OUT_MAX   (1u << 20)
+/* Records the merge may hold for a file without rounds (format 1.x). */
+#define MERGE_MAX (4u << 20)
 
 struct conv {
-	unsigned char *arena;       /* every record, concatenated */
-	size_t arena_len, arena_cap;
-	struct rec_ref *recs;
-	size_t nrecs, recs_cap;
+	struct tb_merge *merge;
+	size_t nrecs;
 
-	struct site *sites;         /* one per TB_REC_SITE, stable addresses */
+	void **sites;               /* struct site + its record, never moved */
 	size_t nsites, sites_cap;
 	struct hmap procs;          /* pid -> struct proc * */
 	struct hmap threads;        /* tid -> struct thread * */
-	struct oev *out;
-	size_t nout, out_cap;
+	struct oev *out;            /* min-heap by cmp_out */
+	size_t nout, out_cap, written, forced;
+	struct tb_json j;
+	bool json_open;
 
-	const struct tb_rec_stats *stats;
+	struct tb_rec_stats *stats; /* a copy of the last one */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
 };
@@ -293,55 +296,14 @@ static uint32_t rank_of(uint16_t type)
 	}
 }
 
-static int cmp_rec(const void *a, const void *b)
+static void *copy_rec(const void *rec)
 {
-	const struct rec_ref *x = a, *y = b;
+	const struct tb_rec_hdr *h = rec;
+	void *c = malloc(h->size);
 
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-static int load(struct conv *c, struct tb_reader *r)
-{
-	const struct tb_rec_hdr *h;
-	int ret, err;
-
-	while ((ret = tb_reader_next(r, &h)) > 0) {
-		err = grow_array((void **)&c->arena, &c->arena_cap,
-				 c->arena_len + h->size, 1);
-		if (!err)
-			err = grow_array((void **)&c->recs, &c->recs_cap,
-					 c->nrecs + 1, sizeof(*c->recs));
-		if (err)
-			return err;
-		memcpy(c->arena + c->arena_len, h, h->size);
-		c->recs[c->nrecs++] = (struct rec_ref){
-			.ts = h->ts, .off = c->arena_len, .rank = rank_of(h->type),
-		};
-		c->arena_len += h->size;
-		if (h->type == TB_REC_SITE)
-			c->sites_cap++;
-	}
-	if (ret < 0)
-		return ret;
-	if (c->nrecs)
-		qsort(c->recs, c->nrecs, sizeof(*c->recs), cmp_rec);
-	if (c->nrecs)
-		c->last_ts = c->recs[c->nrecs - 1].ts;
-	if (c->sites_cap) {
-		c->sites = calloc(c->sites_cap, sizeof(*c->sites));
-		if (!c->sites)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static const struct tb_rec_hdr *rec_at(const struct conv *c, size_t i)
-{
-	return (const void *)(c->arena + c->recs[i].off);
+	if (c)
+		memcpy(c, h, h->size);
+	return c;
 }
 
 /* ---------------------------------------------------------- processing -- */
@@ -389,15 +351,91 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	s->valid = true;
 }
 
+static int cmp_out(const void *a, const void *b);
+static void write_event(struct tb_json *j, const struct oev *e);
+
+static void out_free(struct oev *e)
+{
+	free((void *)e->ev);
+	if (e->eev != e->ev)
+		free((void *)e->eev);
+}
+
+/* Takes ownership of e->ev and e->eev (copies). */
 static int add_out(struct conv *c, const struct oev *e)
 {
+	struct oev *h;
+	size_t i;
 	int err = grow_array((void **)&c->out, &c->out_cap, c->nout + 1,
 			     sizeof(*c->out));
 
-	if (err)
+	if (err) {
+		out_free((struct oev *)e);
 		return err;
-	c->out[c->nout++] = *e;
+	}
+	h = c->out;
+	i = c->nout++;
+	h[i] = *e;
+	while (i) {
+		size_t p = (i - 1) / 2;
+		struct oev t;
+
+		if (cmp_out(&h[i], &h[p]) >= 0)
+			break;
+		t = h[i]; h[i] = h[p]; h[p] = t;
+		i = p;
+	}
 	return 0;
+}
+
+static void out_pop(struct conv *c)
+{
+	struct oev *h = c->out, t;
+	size_t i = 0, n;
+
+	write_event(&c->j, &h[0]);
+	out_free(&h[0]);
+	c->written++;
+	h[0] = h[--c->nout];
+	n = c->nout;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < n && cmp_out(&h[l], &h[m]) < 0)
+			m = l;
+		if (r < n && cmp_out(&h[r], &h[m]) < 0)
+			m = r;
+		if (m == i)
+			break;
+		t = h[i]; h[i] = h[m]; h[m] = t;
+		i = m;
+	}
+}
+
+/* Writes every held event that nothing still to come can precede: events
+ * before both the records still to be processed (ts >= now) and the begin
+ * of every open slice. Past OUT_MAX held events the oldest are written
+ * anyway (a slice open for very long): X events may then be out of ts
+ * order, which every viewer sorts (counted in c->forced). */
+static void out_flush(struct conv *c, uint64_t now, bool all)
+{
+	uint64_t low = now;
+	size_t i;
+
+	if (!all) {
+		for (i = 0; i < c->threads.cap; i++) {
+			const struct thread *t = c->threads.vals[i];
+
+			if (t && t->depth && t->stack[0].ev->hdr.ts < low)
+				low = t->stack[0].ev->hdr.ts;
+		}
+	}
+	while (c->nout && (all || c->out[0].ts < low))
+		out_pop(c);
+	while (c->nout > OUT_MAX) {
+		c->forced++;
+		out_pop(c);
+	}
 }
 
 /* Closes every slice still open on t at ts, innermost first. */
@@ -463,9 +501,10 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 	return NULL;
 }
 
-static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
+static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
 {
-	struct site *s = find_site(c, ev->hdr.pid, ev->site);
+	struct site *s = find_site(c, rec->hdr.pid, rec->site);
+	const struct tb_rec_event *ev = rec;
 	struct thread *t;
 	struct oev e = {
 		.ts = ev->hdr.ts, .seq = seq, .pid = ev->hdr.pid,
@@ -478,22 +517,27 @@ static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
 		c->unresolved++;
 		return 0;
 	}
+	ev = copy_rec(rec);   /* kept by an open slice or an output event */
+	if (!ev)
+		return -ENOMEM;
+	e.ev = ev;
 	switch (s->phase) {
 	case 'B':
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (!t)
-			return -ENOMEM;
-		err = grow_array((void **)&t->stack, &t->cap, t->depth + 1,
-				 sizeof(*t->stack));
-		if (err)
+		err = t ? grow_array((void **)&t->stack, &t->cap, t->depth + 1,
+				     sizeof(*t->stack)) : -ENOMEM;
+		if (err) {
+			free((void *)ev);
 			return err;
+		}
 		t->stack[t->depth++] = (struct open_slice){ ev, s, seq };
 		return 0;
 	case 'E':
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (!t)
-			return -ENOMEM;
-		if (!t->depth) {
+		if (!t || !t->depth) {
+			free((void *)ev);
+			if (!t)
+				return -ENOMEM;
 			c->unmatched++;
 			return 0;
 		}
@@ -515,15 +559,27 @@ static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
 	}
 }
 
-static int on_site(struct conv *c, const struct tb_rec_site *rec)
+static int on_site(struct conv *c, const struct tb_rec_site *orig)
 {
-	struct proc *p = get_proc(c, rec->hdr.pid);
-	struct site *s = &c->sites[c->nsites], *old;
+	struct proc *p = get_proc(c, orig->hdr.pid);
+	const struct tb_rec_site *rec;
+	struct site *s, *old;
+	int err;
 
 	if (!p)
 		return -ENOMEM;
+	/* the site's strings point into its record: keep both together */
+	err = grow_array((void **)&c->sites, &c->sites_cap, c->nsites + 1,
+			 sizeof(*c->sites));
+	if (err)
+		return err;
+	s = malloc(sizeof(*s) + orig->hdr.size);
+	if (!s)
+		return -ENOMEM;
+	memcpy(s + 1, orig, orig->hdr.size);
+	rec = (const void *)(s + 1);
+	c->sites[c->nsites++] = s;
 	parse_site(rec, s);
-	c->nsites++;
 	/* Latest wins, except that a descriptor the BPF side failed to read
 	 * does not hide a good one for the same image. */
 	old = hmap_get(&p->sites, rec->site);
@@ -600,16 +656,26 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 	return err;
 }
 
-static int process(struct conv *c)
+static int process(struct conv *c, enum stage *stage)
 {
-	size_t i;
-	int err = 0;
+	const struct tb_rec_hdr *h;
+	uint64_t i = 0;
+	int err = 0, ret;
 
-	for (i = 0; i < c->nrecs && !err; i++) {
-		const struct tb_rec_hdr *h = rec_at(c, i);
-
+	while (!err && (ret = tb_merge_next(c->merge, &h)) > 0) {
+		c->nrecs++;
+		i++;
+		if (h->ts > c->last_ts)
+			c->last_ts = h->ts;
+		if (i % 4096 == 0)
+			out_flush(c, h->ts, false);
 		if (h->type == TB_REC_STATS) {
-			c->stats = (const void *)h;   /* the last one wins */
+			void *st = copy_rec(h);   /* the last one wins */
+
+			if (!st)
+				return -ENOMEM;
+			free(c->stats);
+			c->stats = st;
 			continue;
 		}
 		/* every pid and tid seen gets named */
@@ -639,14 +705,18 @@ static int process(struct conv *c)
 			break;
 		}
 	}
-	if (err)
-		return err;
+	if (!err && ret < 0) {
+		*stage = STAGE_READ;
+		return ret;
+	}
 	for (i = 0; i < c->threads.cap && !err; i++) {
 		struct thread *t = c->threads.vals[i];
 
 		if (t && t->depth)
 			err = close_stack(c, t, c->last_ts, "recording ended");
 	}
+	if (!err)
+		out_flush(c, 0, true);
 	return err;
 }
 
@@ -931,13 +1001,26 @@ static const char *clock_name(uint32_t id)
 	}
 }
 
-static int render(struct conv *c, struct tb_reader *r, FILE *f)
+/* The object's start: trace events are written as they are ready. */
+static void render_begin(struct conv *c, FILE *f)
+{
+	tb_json_init(&c->j, f);
+	tb_json_begin_object(&c->j);
+	tb_json_key(&c->j, "traceEvents");
+	tb_json_begin_array(&c->j);
+	c->json_open = true;
+}
+
+/* Names (known only at the end: exit records carry the last comm) as M
+ * events after the trace events, which every viewer accepts, then the
+ * metadata. */
+static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 {
 	const struct tb_file_info *info = tb_reader_info(r);
 	void **procs = sorted_vals(&c->procs), **threads = sorted_vals(&c->threads);
 	uint64_t drops_total = 0;
 	uint32_t ncpus = 0, i;
-	struct tb_json j;
+	struct tb_json j = c->j;
 	char buf[64];
 	int err;
 
@@ -955,10 +1038,6 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 			ncpus = (c->stats->hdr.size - sizeof(*c->stats)) / 8;
 	}
 
-	tb_json_init(&j, f);
-	tb_json_begin_object(&j);
-	tb_json_key(&j, "traceEvents");
-	tb_json_begin_array(&j);
 	for (i = 0; i < c->procs.n; i++) {
 		const struct proc *p = procs[i];
 
@@ -975,8 +1054,6 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 		write_meta_event(&j, "thread_name", t->pid, t->tid,
 				 t->has_name ? t->name : buf);
 	}
-	for (i = 0; i < c->nout; i++)
-		write_event(&j, &c->out[i]);
 	tb_json_newline(&j);
 	tb_json_end_array(&j);
 
@@ -1018,6 +1095,7 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 	err = tb_json_error(&j);
 	if (!err && fflush(f))
 		err = -errno;
+	c->j = j;
 	return err;
 }
 
@@ -1037,19 +1115,23 @@ static void conv_free(struct conv *c)
 		struct thread *t = c->threads.vals[i];
 
 		if (t) {
+			while (t->depth)
+				free((void *)t->stack[--t->depth].ev);
 			free(t->stack);
 			free(t);
 		}
 	}
 	hmap_free(&c->procs);
 	hmap_free(&c->threads);
-	free(c->arena);
-	free(c->recs);
+	for (i = 0; i < c->nsites; i++)
+		free(c->sites[i]);
 	free(c->sites);
+	for (i = 0; i < c->nout; i++)
+		out_free(&c->out[i]);
 	free(c->out);
+	free(c->stats);
+	tb_merge_free(c->merge);
 }
-
-enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
 
 static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 		       enum stage *stage)
@@ -1058,18 +1140,18 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 	const char *reason;
 	int err;
 
-	*stage = STAGE_READ;
-	err = load(&c, r);
-	if (err)
-		goto out;
 	*stage = STAGE_CONVERT;
-	err = process(&c);
+	err = tb_merge_new(&c.merge, r, rank_of, MERGE_MAX);
 	if (err)
 		goto out;
-	if (c.nout)
-		qsort(c.out, c.nout, sizeof(*c.out), cmp_out);
+	render_begin(&c, out);
+	err = process(&c, stage);
+	if (err)
+		goto out;
 	*stage = STAGE_WRITE;
-	err = render(&c, r, out);
+	err = tb_json_error(&c.j);
+	if (!err)
+		err = render_end(&c, r, out);
 	if (err)
 		goto out;
 
@@ -1085,8 +1167,13 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 	if (verbose)
 		fprintf(stderr, PFX "%zu records, %" PRIu64 " events, %zu trace events "
 			"written, %" PRIu64 " unresolved sites, %" PRIu64
-			" unmatched ends\n", c.nrecs, c.events, c.nout,
-			c.unresolved, c.unmatched);
+			" unmatched ends; peak held: %zu records\n", c.nrecs, c.events,
+			c.written, c.unresolved, c.unmatched, tb_merge_peak(c.merge));
+	if (c.forced || tb_merge_forced(c.merge))
+		fprintf(stderr, PFX "note: %zu trace events and %" PRIu64 " records were "
+			"released out of time order to bound memory (a slice open for "
+			"very long, or a 1.x file without rounds); viewers sort them\n",
+			c.forced, tb_merge_forced(c.merge));
 out:
 	conv_free(&c);
 	return err;

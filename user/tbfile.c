@@ -559,6 +559,7 @@ struct tb_reader {
 	unsigned retries;         /* at a corrupt last chunk */
 	bool finished;            /* the index chunk was read */
 	uint64_t rounds;
+	bool round_pending;       /* a ROUND_END chunk whose records are out */
 	struct tb_stream_stats st[TB_NSTREAMS];
 	/* seeking through the index of a finished file */
 	bool use_index, index_tried;
@@ -806,8 +807,13 @@ static void count_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
 {
 	struct tb_stream_stats *s;
 
-	if (r->info.major >= 2 && ch->flags & TB_CHUNK_ROUND_END)
-		r->rounds++;
+	/* A round ends after the records of its last chunk: counted when the
+	 * reader moves past that chunk. */
+	if (r->info.major >= 2 && ch->flags & TB_CHUNK_ROUND_END) {
+		if (r->round_pending)
+			r->rounds++;
+		r->round_pending = true;
+	}
 	if (ch->stream >= TB_NSTREAMS)
 		return;
 	s = &r->st[ch->stream];
@@ -909,6 +915,10 @@ static int next_chunk(struct tb_reader *r)
 	size_t got;
 	int err;
 
+	if (r->round_pending) {
+		r->rounds++;
+		r->round_pending = false;
+	}
 	if (!r->index_tried) {
 		r->index_tried = true;
 		if (r->use_index && !r->follow && r->mask != ~0u && load_index(r))

@@ -294,6 +294,8 @@ static const char py_generic[] =
 "        if k in e:\n"
 "            assert isinstance(e[k], (int, float)) and e[k] >= 0, e\n"
 "    assert isinstance(e['pid'], int) and isinstance(e['tid'], int), e\n"
+"    if e['ph'] == 'M':\n"
+"        continue  # names come last, written once known; viewers take M anywhere\n"
 "    assert e['ts'] >= last, ('not sorted', e)\n"
 "    last = e['ts']\n"
 "    if e['ph'] == 'I': assert e['s'] in ('t', 'p', 'g'), e\n"

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * merge.h - a trace file's records in time order, in bounded memory.
+ *
+ * Records arrive per chunk, per stream, per CPU: roughly but not exactly in
+ * time order. The recorder ends every flush (a "round") with a
+ * TB_CHUNK_ROUND_END chunk, and a record drained in round n+1 was produced
+ * after round n-1 was drained. So, as perf does with its "finished rounds",
+ * when round n ends every held record up to the newest timestamp of round
+ * n-1 is released in order. Memory holds about two rounds of records.
+ * Files without rounds (format 1.x) are held whole up to `max_held`
+ * records, then released oldest first (time order may then break).
+ */
+#ifndef TRACEBPF_MERGE_H
+#define TRACEBPF_MERGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbfile.h"
+
+struct tb_merge;
+
+/* rank orders records of equal ts (lower first); then file order. */
+int tb_merge_new(struct tb_merge **m, struct tb_reader *r,
+		 uint32_t (*rank)(uint16_t type), size_t max_held);
+/* 1 and *rec (owned by the merge, valid until the next call), 0 at the
+ * end, -errno on a read error. */
+int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec);
+/* Records released out of time order because max_held was reached. */
+uint64_t tb_merge_forced(const struct tb_merge *m);
+size_t tb_merge_peak(const struct tb_merge *m);
+void tb_merge_free(struct tb_merge *m);
+
+#endif
