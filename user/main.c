@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "tbio.h"
 #include "tracebpf.h"
 
 const char *argp_program_version = "tracebpf " TRACEBPF_VERSION;
@@ -18,6 +19,9 @@ static const char top_doc[] =
 	"Commands:\n"
 	"  record     record a running process (-p PID) or a command (-- CMD)\n"
 	"  convert    render a trace file (.tbt) as Chrome trace JSON\n"
+	"  info       describe a trace file: version, streams, events, drops\n"
+	"  dump       print a trace file one line per record\n"
+	"  pack       rewrite a trace at maximum compression for transport\n"
 	"  version    print the version\n\n"
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
@@ -264,6 +268,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "convert")) {
 		argv[1] = "tracebpf convert";
 		ret = cmd_convert(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "info")) {
+		argv[1] = "tracebpf info";
+		ret = tb_cmd_info(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "dump")) {
+		argv[1] = "tracebpf dump";
+		ret = tb_cmd_dump(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "pack")) {
+		argv[1] = "tracebpf pack";
+		ret = tb_cmd_pack(argc - 1, argv + 1);
 	} else if (!strcmp(argv[1], "version")) {
 		puts(argp_program_version);
 		ret = 0;

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * dump.c - `tracebpf dump FILE`: one readable line per record, in file
+ * order (records appear as soon as their chunk is on disk: with --follow or
+ * --connect it keeps up with a recording). Site descriptors are resolved
+ * with a small parser of its own, by (pid, address), falling back to the
+ * address alone (a forked child runs its parent's sites).
+ */
+#include <argp.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbio.h"
+
+struct dsite {
+	uint32_t pid;
+	uint64_t addr;
+	char phase;
+	uint8_t nargs, type[2];
+	char cat[64], name[128], arg[2][64];
+	struct dsite *next;
+};
+
+#define NBUCKET 4096
+static struct dsite *sites[NBUCKET];
+
+static unsigned bucket(uint64_t addr) { return (unsigned)((addr >> 3) * 2654435761u) % NBUCKET; }
+
+static void add_site(const struct tb_rec_site *rec)
+{
+	const unsigned char *d = (const unsigned char *)(rec + 1);
+	char *dst[4];
+	size_t dsz[4], off = 16, i, size, max = rec->hdr.size - sizeof(*rec);
+	struct dsite *s;
+	uint16_t sz;
+	uint32_t magic;
+
+	if (rec->flags & 1 || rec->len < 16 || rec->len > max)
+		return;
+	memcpy(&magic, d, 4);
+	memcpy(&sz, d + 4, 2);
+	if (magic != 0x31534254u || sz < 16 || sz > rec->len || d[8] > 2)
+		return;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	s->pid = rec->hdr.pid;
+	s->addr = rec->site;
+	s->phase = (char)d[6];
+	s->nargs = d[8];
+	s->type[0] = d[9];
+	s->type[1] = d[10];
+	dst[0] = s->cat; dsz[0] = sizeof(s->cat);
+	dst[1] = s->name; dsz[1] = sizeof(s->name);
+	dst[2] = s->arg[0]; dsz[2] = sizeof(s->arg[0]);
+	dst[3] = s->arg[1]; dsz[3] = sizeof(s->arg[1]);
+	size = sz;
+	for (i = 0; i < 2u + s->nargs && off < size; i++) {
+		const unsigned char *nul = memchr(d + off, 0, size - off);
+		size_t n = nul ? (size_t)(nul - (d + off)) : size - off;
+
+		snprintf(dst[i], dsz[i], "%.*s", (int)n, (const char *)d + off);
+		off += n + 1;
+	}
+	s->next = sites[bucket(s->addr)];
+	sites[bucket(s->addr)] = s;
+}
+
+static const struct dsite *find(uint32_t pid, uint64_t addr)
+{
+	const struct dsite *s, *any = NULL;
+
+	for (s = sites[bucket(addr)]; s; s = s->next) {
+		if (s->addr != addr)
+			continue;
+		if (s->pid == pid)
+			return s;
+		if (!any)
+			any = s;
+	}
+	return any;
+}
+
+static void free_sites(void)
+{
+	for (unsigned i = 0; i < NBUCKET; i++) {
+		while (sites[i]) {
+			struct dsite *n = sites[i]->next;
+
+			free(sites[i]);
+			sites[i] = n;
+		}
+	}
+}
+
+static void put_str(FILE *f, const char *p, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n && p[i]; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (isprint(c))
+			fputc(c, f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+	fputc('"', f);
+}
+
+static void comm(FILE *f, const char *c)
+{
+	put_str(f, c, strnlen(c, 16));
+}
+
+static void dump_event(FILE *f, const struct tb_rec_event *e)
+{
+	const struct dsite *s = find(e->hdr.pid, e->site);
+	size_t soff = sizeof(*e);
+	int i;
+
+	if (!s) {
+		fprintf(f, "EVENT site=0x%" PRIx64 " args=0x%" PRIx64 ",0x%" PRIx64,
+			(uint64_t)e->site, (uint64_t)e->args[0], (uint64_t)e->args[1]);
+		return;
+	}
+	fprintf(f, "%c %s:%s", s->phase, s->cat, s->name);
+	for (i = 0; i < s->nargs; i++) {
+		uint64_t v = e->args[i];
+		double d;
+
+		fprintf(f, " %s=", s->arg[i]);
+		switch (s->type[i]) {
+		case TB_ARG_INT: fprintf(f, "%" PRId64, (int64_t)v); break;
+		case TB_ARG_UINT: fprintf(f, "%" PRIu64, v); break;
+		case TB_ARG_DOUBLE: memcpy(&d, &v, 8); fprintf(f, "%g", d); break;
+		case TB_ARG_BOOL: fputs(v ? "true" : "false", f); break;
+		case TB_ARG_STR:
+			if (e->str_len[i] && soff + e->str_len[i] <= e->hdr.size)
+				put_str(f, (const char *)e + soff, e->str_len[i]);
+			else
+				fputs("<unreadable>", f);
+			soff += e->str_len[i];
+			break;
+		default: fprintf(f, "0x%" PRIx64, v); break;
+		}
+	}
+}
+
+static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
+{
+	fprintf(f, "%" PRIu64 ".%09" PRIu64 " ", (uint64_t)h->ts / 1000000000u,
+		(uint64_t)h->ts % 1000000000u);
+	if (h->cpu == ~0u)
+		fputs("[  -] ", f);
+	else
+		fprintf(f, "[%3u] ", h->cpu);
+	fprintf(f, "%u/%u ", h->pid, h->tid);
+	switch (h->type) {
+	case TB_REC_EVENT:
+		dump_event(f, (const void *)h);
+		break;
+	case TB_REC_SITE: {
+		const struct tb_rec_site *s = (const void *)h;
+		const struct dsite *d;
+
+		add_site(s);
+		d = find(h->pid, s->site);
+		fprintf(f, "SITE 0x%" PRIx64 " %s%s%s", (uint64_t)s->site,
+			d ? d->cat : "<invalid>", d ? ":" : "", d ? d->name : "");
+		break;
+	}
+	case TB_REC_FORK: {
+		const struct tb_rec_fork *x = (const void *)h;
+
+		fprintf(f, "FORK %s %u/%u ", x->flags & TB_FORKF_THREAD ? "thread" : "process",
+			x->child_pid, x->child_tid);
+		comm(f, x->comm);
+		break;
+	}
+	case TB_REC_EXEC: {
+		const struct tb_rec_exec *x = (const void *)h;
+
+		fprintf(f, "EXEC old_tid=%u ", x->old_tid);
+		comm(f, x->comm);
+		fputc(' ', f);
+		put_str(f, x->filename, sizeof(x->filename));
+		break;
+	}
+	case TB_REC_EXIT: {
+		const struct tb_rec_exit *x = (const void *)h;
+
+		fprintf(f, "EXIT %s code=%d ", x->flags & TB_EXITF_PROCESS ? "process" : "thread",
+			x->exit_code);
+		comm(f, x->comm);
+		break;
+	}
+	case TB_REC_COMM:
+		fputs("COMM ", f);
+		comm(f, ((const struct tb_rec_comm *)h)->comm);
+		break;
+	case TB_REC_STATS: {
+		const struct tb_rec_stats *s = (const void *)h;
+
+		fprintf(f, "STATS events=%" PRIu64 " drops=%" PRIu64, (uint64_t)s->events,
+			(uint64_t)s->drops_total);
+		break;
+	}
+	default:
+		fprintf(f, "type=%u size=%u", h->type, h->size);
+	}
+	fputc('\n', f);
+}
+
+struct dump_args {
+	const char *in, *connect;
+	int follow;
+};
+
+static error_t dump_parse(int key, char *arg, struct argp_state *state)
+{
+	struct dump_args *a = state->input;
+
+	switch (key) {
+	case 'f': a->follow = 1; break;
+	case 'c': a->connect = arg; break;
+	case ARGP_KEY_ARG:
+		if (a->in)
+			argp_error(state, "one trace at a time");
+		a->in = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->in && !a->connect)
+			argp_error(state, "give the trace file (FILE.tbt, - for stdin) or --connect");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int tb_cmd_dump(int argc, char **argv)
+{
+	static const struct argp_option opts[] = {
+		{ "follow", 'f', NULL, 0, "Keep reading a file still being written (like tail -f) "
+					  "until the recorder finishes it or Ctrl-C", 0 },
+		{ "connect", 'c', "SOCKET", 0, "Read a live recording from 'record --serve SOCKET'", 0 },
+		{ 0 },
+	};
+	static const struct argp argp = { opts, dump_parse, "FILE.tbt",
+		"Print one line per record, in file order:\n"
+		"  <sec.ns> [cpu] pid/tid <phase> cat:name arg=value...", NULL, NULL, NULL };
+	struct dump_args a = { 0 };
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	int ret;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (a.follow || a.connect)
+		tb_io_catch_signals();
+	if (tb_io_open(&r, "dump", a.in ? a.in : "-", a.connect, a.follow))
+		return 1;
+	if (a.follow || a.connect)
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((ret = tb_reader_next(r, &h)) > 0)
+		dump_rec(stdout, h);
+	fflush(stdout);
+	if (ret < 0)
+		fprintf(stderr, "tracebpf: dump: failed to read '%s': %s\n",
+			a.connect ? a.connect : a.in, strerror(-ret));
+	else
+		tb_io_report_end("dump", r, a.connect != NULL);
+	tb_reader_close(r);
+	free_sites();
+	return ret < 0;
+}

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pack.c - `tracebpf pack IN.tbt OUT.tbt`: the transport form of a trace.
+ * Records are rewritten in time order (better deltas), in large chunks at
+ * zlib level 9, without duplicate site descriptors: a SITE record equal to
+ * one already written for the same process (same address and bytes, and
+ * no exec of that process in between) is dropped. Streams in bounded
+ * memory, like convert.
+ */
+#include <argp.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "merge.h"
+#include "tbio.h"
+
+struct seen {
+	uint32_t pid, gen, crc, len;
+	uint64_t addr;
+	struct seen *next;
+};
+
+#define NB 65536
+static struct seen *tab[NB];
+
+struct gen {
+	uint32_t pid, gen;
+	struct gen *next;
+};
+static struct gen *gens[1024];
+
+static uint32_t *gen_of(uint32_t pid)
+{
+	struct gen *g;
+
+	for (g = gens[pid % 1024]; g; g = g->next)
+		if (g->pid == pid)
+			return &g->gen;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->pid = pid;
+	g->next = gens[pid % 1024];
+	gens[pid % 1024] = g;
+	return &g->gen;
+}
+
+/* 1: a duplicate to drop, 0: keep (and remember), -ENOMEM. */
+static int duplicate_site(const struct tb_rec_site *s)
+{
+	uint32_t *gen = gen_of(s->hdr.pid), c;
+	size_t len = s->hdr.size - sizeof(*s);
+	unsigned b;
+	struct seen *e;
+
+	if (!gen)
+		return -ENOMEM;
+	c = (uint32_t)crc32(0, (const void *)&s->len, (uInt)(8 + len));
+	b = (unsigned)((s->site ^ s->hdr.pid * 2654435761u ^ c) % NB);
+	for (e = tab[b]; e; e = e->next)
+		if (e->pid == s->hdr.pid && e->addr == s->site && e->gen == *gen &&
+		    e->crc == c && e->len == len)
+			return 1;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	*e = (struct seen){ s->hdr.pid, *gen, c, (uint32_t)len, s->site, tab[b] };
+	tab[b] = e;
+	return 0;
+}
+
+static void free_tabs(void)
+{
+	unsigned i;
+
+	for (i = 0; i < NB; i++)
+		while (tab[i]) {
+			struct seen *n = tab[i]->next;
+
+			free(tab[i]);
+			tab[i] = n;
+		}
+	for (i = 0; i < 1024; i++)
+		while (gens[i]) {
+			struct gen *n = gens[i]->next;
+
+			free(gens[i]);
+			gens[i] = n;
+		}
+}
+
+static uint32_t rank(uint16_t type)
+{
+	/* as convert: sites, then process changes, events, exits */
+	return type == TB_REC_SITE ? 0 : type == TB_REC_EVENT ? 2 :
+	       type == TB_REC_EXIT ? 3 : type == TB_REC_STATS ? 4 : 1;
+}
+
+struct pack_args {
+	const char *in, *out;
+	int zlevel;
+};
+
+static error_t pack_parse(int key, char *arg, struct argp_state *state)
+{
+	struct pack_args *a = state->input;
+	char *end;
+
+	switch (key) {
+	case 'z':
+		a->zlevel = (int)strtol(arg, &end, 10);
+		if (*end || a->zlevel < 0 || a->zlevel > 9)
+			argp_error(state, "invalid compression level '%s': give 0 to 9", arg);
+		break;
+	case ARGP_KEY_ARG:
+		if (!a->in)
+			a->in = arg;
+		else if (!a->out)
+			a->out = arg;
+		else
+			argp_error(state, "give IN.tbt and OUT.tbt");
+		break;
+	case ARGP_KEY_END:
+		if (!a->out)
+			argp_error(state, "give IN.tbt and OUT.tbt (- for stdin/stdout)");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int tb_cmd_pack(int argc, char **argv)
+{
+	static const struct argp_option opts[] = {
+		{ "compress-level", 'z', "N", 0, "zlib level (default 9)", 0 },
+		{ 0 },
+	};
+	static const struct argp argp = { opts, pack_parse, "IN.tbt OUT.tbt",
+		"Rewrite a trace for transport: time order, large chunks, maximum "
+		"compression, duplicate site descriptors removed.", NULL, NULL, NULL };
+	struct pack_args a = { .zlevel = 9 };
+	struct tb_writer_opts wo = { .chunk_max = 4u << 20 };
+	struct tb_file_info info;
+	struct tb_merge *m = NULL;
+	struct tb_writer *w = NULL;
+	struct tb_reader *r;
+	const struct tb_rec_hdr *h;
+	uint64_t n = 0, dropped = 0;
+	int ret, err = 0;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (tb_io_open(&r, "pack", a.in, NULL, 0))
+		return 1;
+	info = *tb_reader_info(r);
+	wo.info = &info;
+	wo.zlevel = a.zlevel;
+	err = tb_merge_new(&m, r, rank, 4u << 20);
+	if (!err) {
+		err = tb_writer_open(&w, a.out, &wo);
+		if (err)
+			fprintf(stderr, "tracebpf: pack: failed to create '%s': %s\n", a.out,
+				strerror(-err));
+	}
+	while (!err && (ret = tb_merge_next(m, &h)) > 0) {
+		if (h->type == TB_REC_EXEC) {
+			uint32_t *g = gen_of(h->pid);
+
+			if (!g) {
+				err = -ENOMEM;
+				break;
+			}
+			++*g;
+		} else if (h->type == TB_REC_SITE) {
+			ret = duplicate_site((const void *)h);
+			if (ret < 0) {
+				err = ret;
+				break;
+			}
+			if (ret) {
+				dropped++;
+				continue;
+			}
+		}
+		err = tb_writer_append(w, h);
+		/* rounds keep the merge of a reader of OUT bounded */
+		if (!err && ++n % 65536 == 0)
+			err = tb_writer_flush(w);
+	}
+	if (!err && ret < 0) {
+		err = ret;
+		fprintf(stderr, "tracebpf: pack: failed to read '%s': %s\n", a.in, strerror(-err));
+	} else if (err) {
+		fprintf(stderr, "tracebpf: pack: failed to write '%s': %s\n", a.out, strerror(-err));
+	}
+	if (w) {
+		int cerr = tb_writer_close(w);
+
+		if (cerr && !err) {
+			err = cerr;
+			fprintf(stderr, "tracebpf: pack: failed to write '%s': %s\n", a.out,
+				strerror(-err));
+		}
+	}
+	if (!err) {
+		tb_io_report_end("pack", r, 0);
+		fprintf(stderr, "tracebpf: pack: %" PRIu64 " records written, %" PRIu64
+			" duplicate site descriptors dropped\n", n, dropped);
+	}
+	tb_merge_free(m);
+	tb_reader_close(r);
+	free_tabs();
+	return err ? 1 : 0;
+}

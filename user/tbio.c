@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* tbio.c - inputs and outputs of the reading commands (tbio.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "tbio.h"
+
+volatile int tb_io_stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	tb_io_stop = 1;
+}
+
+void tb_io_catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };   /* no SA_RESTART */
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
+	       const char *connect, int follow)
+{
+	const char *name = connect ? connect : strcmp(in, "-") ? in : "<stdin>";
+	const char *hint = NULL;
+	int err, fd;
+
+	if (connect) {
+		fd = connect_unix(connect);
+		err = fd < 0 ? fd : tb_reader_open_fd(r, fd, 1);
+	} else {
+		err = tb_reader_open(r, in);
+		if (!err && follow)
+			tb_reader_set_follow(*r, &tb_io_stop);
+	}
+	if (!err)
+		return 0;
+	switch (err) {
+	case -EINVAL:
+		hint = "this is not a tracebpf trace (no TRACEBPF magic at its start)";
+		break;
+	case -EPROTONOSUPPORT:
+		hint = "the trace was written by a newer tracebpf (a newer major "
+		       "format version): read it with that version";
+		break;
+	case -EBADMSG:
+		hint = "the file header is corrupt (CRC mismatch or impossible size)";
+		break;
+	case -ECONNREFUSED:
+	case -ENOENT:
+		if (connect)
+			hint = "is 'tracebpf record --serve PATH' running with that path?";
+		break;
+	}
+	fprintf(stderr, "tracebpf: %s: failed to %s '%s': %s\n", cmd,
+		connect ? "connect to" : "open", name, strerror(-err));
+	if (hint)
+		fprintf(stderr, "tracebpf: %s: hint: %s\n", cmd, hint);
+	return err;
+}
+
+void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected)
+{
+	if (tb_reader_tail_reason(r))
+		fprintf(stderr, "tracebpf: %s: warning: the trace ends with %" PRIu64
+			" unreadable bytes (%s); read everything before them\n", cmd,
+			tb_reader_tail_bytes(r), tb_reader_tail_reason(r));
+	if (connected && !tb_reader_finished(r) && !tb_io_stop)
+		fprintf(stderr, "tracebpf: %s: warning: the recorder closed the connection "
+			"before the end of the trace (it stopped, or cut this client off "
+			"for falling behind: see its stderr)\n", cmd);
+}
+
+int tb_io_is_gz(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".gz");
+}
+
+static ssize_t gz_write(void *cookie, const char *buf, size_t n)
+{
+	int w;
+
+	if (!n)
+		return 0;
+	w = gzwrite(cookie, buf, (unsigned)n);
+	return w <= 0 ? -1 : w;
+}
+
+static int gz_close(void *cookie)
+{
+	return gzclose(cookie) == Z_OK ? 0 : -1;
+}
+
+FILE *tb_io_gz_wrap(FILE *f)
+{
+	cookie_io_functions_t io = { .write = gz_write, .close = gz_close };
+	int fd = dup(fileno(f));
+	gzFile gz;
+	FILE *g;
+
+	if (fd < 0)
+		return NULL;
+	gz = gzdopen(fd, "wb6");
+	if (!gz) {
+		close(fd);
+		return NULL;
+	}
+	g = fopencookie(gz, "w", io);
+	if (!g)
+		gzclose(gz);
+	return g;
+}

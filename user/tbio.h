@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * tbio.h - what the reading commands (convert, dump, info, pack) share:
+ * opening a trace from a path, stdin or a recorder's --serve socket,
+ * following it, gzip output, and the storage commands themselves.
+ */
+#ifndef TRACEBPF_TBIO_H
+#define TRACEBPF_TBIO_H
+
+#include <stdio.h>
+
+#include "tbfile.h"
+
+/* Set by SIGINT/SIGTERM once tb_io_catch_signals() ran: a follower stops. */
+extern volatile int tb_io_stop;
+void tb_io_catch_signals(void);
+
+/* Opens in ("-" = stdin) or, with connect, the Unix socket a recorder
+ * serves (--serve). follow: keep reading a file still being written.
+ * Prints "tracebpf: <cmd>: failed to ..." with a hint on failure. */
+int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
+	       const char *connect, int follow);
+
+/* Whether path names a gzip output (ends with .gz). */
+int tb_io_is_gz(const char *path);
+/* A FILE that gzip-compresses what is written into f's descriptor; fclose
+ * it (which finishes the gzip stream) before closing f. */
+FILE *tb_io_gz_wrap(FILE *f);
+
+/* Says, after reading, whether the trace ended cleanly. */
+void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);
+
+int tb_cmd_info(int argc, char **argv);
+int tb_cmd_dump(int argc, char **argv);
+int tb_cmd_pack(int argc, char **argv);
+
+#endif
