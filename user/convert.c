@@ -31,6 +31,7 @@
 #include "convert.h"
 #include "json.h"
 #include "merge.h"
+#include "tbio.h"
 
 #define PFX "tracebpf: convert: "
 #define STR_(x) #x
@@ -1220,16 +1221,24 @@ int tb_convert(const struct tb_convert_opts *o)
 	const char *out_name = strcmp(out, "-") ? out : "<stdout>";
 	struct tb_reader *r = NULL;
 	char *tmp = NULL;
-	FILE *f = NULL;
+	FILE *f = NULL, *gz = NULL;
 	enum stage stage;
 	struct stat st;
 	mode_t mask;
 	int err, fd;
 
-	err = tb_reader_open(&r, in);
-	if (err) {
-		fail("open", in_name, err, open_hint(err));
-		return err;
+	if (o->follow || o->connect)
+		tb_io_catch_signals();   /* Ctrl-C ends the input, not the JSON */
+	if (o->follow || o->connect) {
+		err = tb_io_open(&r, "convert", in, o->connect, o->follow);
+		if (err)
+			return err;
+	} else {
+		err = tb_reader_open(&r, in);
+		if (err) {
+			fail("open", in_name, err, open_hint(err));
+			return err;
+		}
 	}
 	if (strcmp(out, "-") == 0) {
 		f = stdout;
@@ -1279,7 +1288,24 @@ int tb_convert(const struct tb_convert_opts *o)
 		}
 	}
 
-	err = convert_run(r, f, o->verbose, &stage);
+	if (tb_io_is_gz(out)) {
+		gz = tb_io_gz_wrap(f);
+		if (!gz) {
+			err = -ENOMEM;
+			fail("create", out_name, err, NULL);
+			goto out;
+		}
+	}
+	err = convert_run(r, gz ? gz : f, o->verbose, &stage);
+	if (gz) {
+		if (fclose(gz) && !err) {
+			err = -EIO;
+			stage = STAGE_WRITE;
+		}
+		gz = NULL;
+	}
+	if (!err && o->connect)
+		tb_io_report_end("convert", r, 1);
 	if (err) {
 		if (stage == STAGE_READ)
 			fail("read", in_name, err, NULL);

@@ -38,6 +38,8 @@ struct tb_convert_opts {
 	const char *in;    /* trace file, "-" = stdin */
 	const char *out;   /* JSON file, "-" = stdout */
 	bool verbose;      /* counts on stderr */
+	bool follow;       /* read a trace still being written (tbio.h) */
+	const char *connect;  /* read from a recorder's --serve socket */
 };
 
 /* Converts o->in to o->out. The output file appears whole or not at all

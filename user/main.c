@@ -26,7 +26,7 @@ static const char top_doc[] =
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
 /* ---- record ---- */
-enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON };
+enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -39,6 +39,10 @@ static const struct argp_option record_options[] = {
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
 	{ "btf", OPT_BTF, "PATH", 0, "Kernel BTF to require (default /sys/kernel/btf/vmlinux)", 0 },
 	{ "no-json", OPT_NO_JSON, NULL, 0, "Only write the .tbt file (convert it later)", 0 },
+	{ "serve", OPT_SERVE, "SOCKET", 0, "Serve the trace on a Unix socket: clients "
+					   "('dump/convert --connect SOCKET') get the file so far, then live chunks", 0 },
+	{ "serve-max-lag", OPT_SERVE_LAG, "SIZE", 0, "Disconnect a client more than SIZE "
+						     "bytes behind (default 64M)", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ 0 },
@@ -133,6 +137,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_JSON:
 		o->no_json = true;
 		break;
+	case OPT_SERVE:
+		o->serve = arg;
+		break;
+	case OPT_SERVE_LAG:
+		if (parse_size(arg, &o->serve_max_lag) || !o->serve_max_lag)
+			argp_error(state, "invalid lag '%s': give a size, e.g. 64M", arg);
+		break;
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */
 		o->cmd = &state->argv[state->next - 1];
@@ -143,6 +154,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "nothing to record: give -p PID or -- COMMAND");
 		if (o->cmd && o->npids)
 			argp_error(state, "give either -p PID or -- COMMAND, not both");
+		if (o->serve && !strcmp(o->out, "-"))
+			argp_error(state, "--serve serves the trace file: give -o FILE, not -o -");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -178,6 +191,7 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 		.flush_ms = 50,
 		.zlevel = 1,
 		.cmdline = cmdline,
+		.serve_max_lag = 64 << 20,
 	};
 
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
@@ -186,12 +200,16 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 
 /* ---- convert ---- */
 struct convert_args {
-	const char *in, *out;
-	bool verbose;
+	const char *in, *out, *connect;
+	bool verbose, follow;
 };
 
 static const struct argp_option convert_options[] = {
-	{ "output", 'o', "FILE", 0, "Output JSON (default: the input with .json; - for stdout)", 0 },
+	{ "output", 'o', "FILE", 0, "Output JSON (default: the input with .json; - for stdout; "
+				     "FILE.json.gz is gzip-compressed)", 0 },
+	{ "follow", 'f', NULL, 0, "Read a trace still being written, until the recorder "
+				  "finishes it or Ctrl-C", 0 },
+	{ "connect", 'c', "SOCKET", 0, "Read a live recording from 'record --serve SOCKET'", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more", 0 },
 	{ 0 },
 };
@@ -203,12 +221,16 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'o': a->out = arg; break;
 	case 'v': a->verbose = true; break;
+	case 'f': a->follow = true; break;
+	case 'c': a->connect = arg; break;
 	case ARGP_KEY_ARG:
 		if (a->in)
 			argp_error(state, "one input file at a time");
 		a->in = arg;
 		break;
 	case ARGP_KEY_END:
+		if (a->connect && !a->in)
+			a->in = "-";
 		if (!a->in)
 			argp_error(state, "give the trace file to convert (FILE.tbt)");
 		break;
@@ -241,6 +263,8 @@ static int cmd_convert(int argc, char **argv)
 	co.in = a.in;
 	co.out = a.out;
 	co.verbose = a.verbose;
+	co.follow = a.follow;
+	co.connect = a.connect;
 	return tb_convert(&co) ? 1 : 0;
 }
 

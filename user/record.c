@@ -26,6 +26,7 @@
 #include "record.skel.h"
 #include "convert.h"
 #include "probes.h"
+#include "serve.h"
 #include "tbfile.h"
 #include "tracebpf.h"
 
@@ -62,6 +63,7 @@ struct recorder {
 	pid_t child;           /* -- CMD */
 	int go_fd;             /* write end: releases the child */
 	int exec_err_fd;       /* read end: the child's exec errno */
+	struct tb_server *server;  /* --serve */
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -119,6 +121,11 @@ static int output_paths(struct recorder *r, const char *out)
 	size_t len = strlen(out);
 	int base = (int)len;
 
+	if (!strcmp(out, "-")) {   /* the trace stream on stdout, no JSON */
+		strcpy(r->tbt_path, "-");
+		r->json_path[0] = '\0';
+		return 0;
+	}
 	if (len > 5 && !strcmp(out + len - 5, ".json"))
 		base = len - 5;
 	else if (len > 4 && !strcmp(out + len - 4, ".tbt"))
@@ -355,6 +362,10 @@ static int spawn_child(struct recorder *r, const char *exe)
 		close(ex[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* stdout carries the trace (-o -): the command's output goes
+		 * to stderr */
+		if (!strcmp(r->tbt_path, "-") && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+			_exit(127);
 		/* wait until the probes are attached; EOF means give up */
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
@@ -567,6 +578,16 @@ int tb_record(const struct tb_record_opts *o)
 			goto cleanup;
 		}
 	}
+	if (o->serve) {
+		err = tb_serve_open(&r.server, o->serve, r.tbt_path, o->serve_max_lag);
+		if (err) {
+			ERR("failed to serve on '%s': %s", o->serve, strerror(-err));
+			if (err == -EADDRINUSE)
+				fprintf(stderr, "tracebpf: hint: remove the stale socket or "
+						"choose another path\n");
+			goto cleanup;
+		}
+	}
 
 	/* attach: lifecycle tracepoints first, so no fork of a target is missed */
 	err = record_bpf__attach(r.skel);
@@ -633,6 +654,8 @@ int tb_record(const struct tb_record_opts *o)
 			ERR("failed to write '%s': %s", r.tbt_path, strerror(-err));
 			break;
 		}
+		if (r.server)
+			tb_serve_pump(r.server, tb_writer_bytes(r.w));
 		if (r.child > 0 && waitpid(r.child, NULL, WNOHANG) == r.child)
 			r.child = -1;
 		now = now_ns(CLOCK_MONOTONIC);
@@ -664,9 +687,18 @@ int tb_record(const struct tb_record_opts *o)
 	}
 	write_stats(&r);
 	{
+		uint64_t size = tb_writer_bytes(r.w);
 		int cerr = tb_writer_close(r.w);
 
 		r.w = NULL;
+		if (r.server) {
+			struct stat sst;
+
+			if (!stat(r.tbt_path, &sst))
+				size = (uint64_t)sst.st_size;   /* the index included */
+			tb_serve_close(r.server, size, 2000);
+			r.server = NULL;
+		}
 		if (cerr && !err) {
 			ERR("failed to write '%s': %s", r.tbt_path, strerror(-cerr));
 			err = cerr;
@@ -686,7 +718,7 @@ int tb_record(const struct tb_record_opts *o)
 					"was full; record again with a larger --buffer-size\n",
 				(unsigned long long)drops);
 	}
-	if (!err && !o->no_json) {
+	if (!err && !o->no_json && r.json_path[0]) {
 		struct tb_convert_opts co = { .in = r.tbt_path, .out = r.json_path };
 
 		err = tb_convert(&co);
@@ -709,6 +741,8 @@ cleanup:
 	}
 	if (r.w)
 		tb_writer_close(r.w);
+	if (r.server)
+		tb_serve_close(r.server, 0, 0);
 	for (i = 0; i < r.nlinks; i++)
 		bpf_link__destroy(r.links[i]);
 	free(r.links);

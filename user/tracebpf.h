@@ -27,6 +27,8 @@ struct tb_record_opts {
 	bool quiet;                      /* -q: no live status */
 	bool no_json;                    /* --no-json: keep only the .tbt */
 	char *cmdline;                   /* the recorder's own command line */
+	const char *serve;               /* --serve: Unix socket path */
+	size_t serve_max_lag;            /* --serve-max-lag: bytes */
 };
 
 int tb_record(const struct tb_record_opts *o);
