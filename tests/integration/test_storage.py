@@ -1,0 +1,286 @@
+"""Trace storage (issue #3): a recorder killed at random moments leaves a
+readable trace holding a per-thread prefix of the events; SIGTERM loses
+nothing; follow, stdout/stdin, serve/connect (with a slow client cut off),
+pack, gzip JSON, golden files, info."""
+import gzip
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+
+from conftest import (BUILD, ROOT, TRACEBPF, Trace, check_chrome_rules, devtools_check,
+                      load, prog, wait_for)
+
+
+def run(*args, **kw):
+    p = subprocess.run([TRACEBPF, *map(str, args)], capture_output=True, text=True,
+                       timeout=kw.pop("timeout", 120), **kw)
+    return p
+
+
+def count_of(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read(8)
+        return struct.unpack("<Q", data)[0] if len(data) == 8 else 0
+    except OSError:
+        return 0
+
+
+def child_of(pid, name="seq_until_killed"):
+    """The recorder's child running `name` (not the ld.so probe it runs
+    first to list libraries)."""
+    def get():
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+            for k in kids:
+                with open(f"/proc/{k}/cmdline", "rb") as f:
+                    if name.encode() in f.read().split(b"\0")[0]:
+                        return int(k)
+        except OSError:
+            pass
+        return None
+    return wait_for(get, what="the traced child")
+
+
+def seqs_of(trace):
+    return [e["args"]["seq"] for e in trace.named("seq", "I")]
+
+
+def kill_quietly(pid, sig=signal.SIGKILL):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass   # the recorder's death took it (PR_SET_PDEATHSIG) or it was reaped
+
+
+def start_seq(tmp_path, name, *extra):
+    countfile = tmp_path / f"{name}.count"
+    tbt = tmp_path / f"{name}.tbt"
+    p = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt), *extra,
+                          "--", prog("seq_until_killed"), str(countfile)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: count_of(countfile) >= 1, what="the child to run")
+    child = child_of(p.pid)
+    return p, child, countfile, tbt
+
+
+def test_sigkill_recorder_20_times(tmp_path):
+    """SIGKILL the recorder at random moments of a high-rate recording, 20
+    times: every file reads, converts to valid JSON, and holds exactly
+    events 0..k-1 of the thread's sequence (a prefix, no gap)."""
+    rnd = random.Random(1234)
+    prefixes = []
+    for i in range(20):
+        p, child, countfile, tbt = start_seq(tmp_path, f"k{i}")
+        try:
+            wait_for(lambda: count_of(countfile) >= 1000, what="events flowing")
+            time.sleep(rnd.uniform(0.0, 0.4))
+            p.kill()
+            p.wait()
+        finally:
+            kill_quietly(child)
+        emitted = count_of(countfile)
+        info = run("info", tbt)
+        assert info.returncode == 0, info.stderr
+        assert "format:         2.0" in info.stdout
+        out = tmp_path / f"k{i}.json"
+        c = run("convert", tbt, "-o", out)
+        assert c.returncode == 0, c.stderr
+        t = load(out, consumer=(i % 5 == 0))
+        s = seqs_of(t)
+        assert s == list(range(len(s))), f"kill {i}: not a prefix: {s[:5]}... gap somewhere"
+        assert len(s) <= emitted
+        prefixes.append((len(s), emitted, "truncated tail" in info.stdout))
+        os.unlink(tbt)
+    # the kills landed at different moments: not all the same prefix
+    assert len({n for n, _, _ in prefixes}) > 10, prefixes
+    print("kills (events kept, events emitted, torn tail):", prefixes)
+
+
+def test_sigterm_loses_nothing(tmp_path):
+    p, child, countfile, tbt = start_seq(tmp_path, "term")
+    try:
+        wait_for(lambda: count_of(countfile) >= 20000, what="20000 events")
+        os.kill(child, signal.SIGSTOP)
+        time.sleep(0.05)
+        emitted = count_of(countfile)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)   # the stopped child holds the pipes open
+    finally:
+        kill_quietly(child)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    info = run("info", tbt)
+    assert "finished:       yes" in info.stdout, info.stdout
+    assert "truncated tail" not in info.stdout
+    out = tmp_path / "term.json"
+    assert run("convert", tbt, "-o", out).returncode == 0
+    s = seqs_of(load(out))
+    assert s == list(range(emitted)), (len(s), emitted)
+
+
+def test_follow_keeps_up(tmp_path):
+    tbt = tmp_path / "f.tbt"
+    rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt), "--",
+                            str(BUILD / "bench" / "rate"), "20000", "1.5"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: tbt.exists() and tbt.stat().st_size > 0, what="the trace file")
+    dump = subprocess.Popen([TRACEBPF, "dump", "--follow", str(tbt)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    conv = subprocess.Popen([TRACEBPF, "convert", "--follow", str(tbt), "-o",
+                             str(tmp_path / "f.json")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    # the followers see events while the recording is still going
+    first = dump.stdout.readline()
+    assert first, dump.stderr.read()
+    assert rec.poll() is None, "recording ended before the follower read anything"
+    rec.communicate(timeout=60)
+    assert rec.returncode == 0
+    # ... and end by themselves when the recorder finishes the file
+    rest = dump.stdout.read()   # not communicate(): it would skip what readline buffered
+    assert dump.wait(timeout=60) == 0, dump.stderr.read()
+    _, cerr = conv.communicate(timeout=60)
+    assert conv.returncode == 0, cerr
+    lines = [first] + rest.splitlines(keepends=True)
+    full = run("dump", tbt).stdout.splitlines(keepends=True)
+    if lines != full:
+        import difflib
+        print("".join(difflib.unified_diff(lines, full, n=1))[:3000])
+    assert lines == full
+    t = load(tmp_path / "f.json")
+    s = [e["args"]["seq"] for e in t.named("rate", "I")]
+    assert s == list(range(len(s))) and len(s) > 1000
+
+
+def test_stdout_pipe_to_stdin(tmp_path):
+    out = tmp_path / "p.json"
+    sh = (f"{TRACEBPF} record -q -o - -- {prog('mt_events')} 3 100 | "
+          f"{TRACEBPF} convert - -o {out}")
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", sh], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    t = load(out)
+    work = t.named("work", "X")
+    assert Counter(Counter(e["tid"] for e in work).values()) == {100: 3}
+    # dump reads a stream too
+    sh = f"{TRACEBPF} record -q -o - -- {prog('mt_events')} 1 10 | {TRACEBPF} dump -"
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", sh], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert sum(" B test:work" in l for l in p.stdout.splitlines()) == 10
+
+
+def test_serve_connect_and_slow_client(tmp_path):
+    tbt, sock = tmp_path / "s.tbt", str(tmp_path / "s.sock")
+    rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt),
+                            "--serve", sock, "--serve-max-lag", "16K", "--",
+                            str(BUILD / "bench" / "rate"), "100000", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: os.path.exists(sock), what="the socket")
+    # a client that never reads: cut off, and the recording goes on
+    slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    slow.connect(sock)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    good = subprocess.Popen([TRACEBPF, "dump", "--connect", sock], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    conv = subprocess.Popen([TRACEBPF, "convert", "--connect", sock, "-o",
+                             str(tmp_path / "s.json")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _, rerr = rec.communicate(timeout=60)
+    assert rec.returncode == 0, rerr
+    assert "fell more than 16384 bytes behind: disconnected" in rerr
+    out, derr = good.communicate(timeout=60)
+    assert good.returncode == 0, derr
+    assert "warning" not in derr, derr
+    assert out.splitlines() == run("dump", tbt).stdout.splitlines()
+    _, cerr = conv.communicate(timeout=60)
+    assert conv.returncode == 0, cerr
+    load(tmp_path / "s.json")
+    # the slow client got a cut stream: what it has is a readable prefix
+    slow.settimeout(5)
+    data = b""
+    while True:
+        try:
+            b = slow.recv(1 << 20)
+        except socket.timeout:
+            break
+        if not b:
+            break
+        data += b
+    slow.close()
+    cut = tmp_path / "cut.tbt"
+    cut.write_bytes(data)
+    info = run("info", cut)
+    assert info.returncode == 0, info.stderr
+    assert len(data) < tbt.stat().st_size
+
+
+def test_pack_and_gzip_json(tmp_path):
+    out = tmp_path / "d.json"
+    rec = subprocess.run([TRACEBPF, "record", "-q", "-o", str(out), "--", prog("mt_events"),
+                          "2", "200"], capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    tbt = tmp_path / "d.tbt"
+    packed = tmp_path / "packed.tbt"
+    p = run("pack", tbt, packed)
+    assert p.returncode == 0, p.stderr
+    assert packed.stat().st_size <= tbt.stat().st_size
+    assert run("convert", packed, "-o", tmp_path / "p.json").returncode == 0
+    a, b = Trace(out), load(tmp_path / "p.json")
+    norm = lambda t: sorted(json.dumps(e, sort_keys=True) for e in t.events)
+    assert norm(a) == norm(b)
+    # gzip JSON: Python and the DevTools engine read it
+    gz = tmp_path / "d.json.gz"
+    c = run("convert", tbt, "-o", gz)
+    assert c.returncode == 0, c.stderr
+    with gzip.open(gz) as f:
+        doc = json.load(f)
+    assert sorted(json.dumps(e, sort_keys=True) for e in doc["traceEvents"]) == norm(a)
+    devtools_check(gz)
+
+
+def test_golden_files_convert(tmp_path):
+    for g in sorted((ROOT / "tests" / "data").glob("*.tbt")):
+        out = tmp_path / (g.stem + ".json")
+        c = run("convert", g, "-o", out)
+        assert c.returncode == 0, c.stderr
+        t = load(out)
+        assert len(t.named("work", "X")) == 40
+        info = run("info", g)
+        assert info.returncode == 0 and "format:         1.0" in info.stdout
+
+
+def test_info_truncated_and_errors(tmp_path):
+    out = tmp_path / "i.json"
+    rec = subprocess.run([TRACEBPF, "record", "-q", "-o", str(out), "--", prog("mt_events"),
+                          "2", "50"], capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0
+    data = (tmp_path / "i.tbt").read_bytes()
+    cut = tmp_path / "cut.tbt"
+    cut.write_bytes(data[:-100])
+    info = run("info", cut)
+    assert info.returncode == 0
+    assert "truncated tail: " in info.stdout and "finished:       no" in info.stdout
+    assert "bytes/event:" in info.stdout
+    # a newer major is refused with a clear message
+    newer = bytearray(data)
+    newer[8:10] = struct.pack("<H", 99)
+    bad = tmp_path / "newer.tbt"
+    bad.write_bytes(bytes(newer))
+    for cmd in ("info", "dump", "convert"):
+        r = run(cmd, bad)
+        assert r.returncode != 0
+        assert "newer tracebpf" in r.stderr, r.stderr
+    empty = tmp_path / "empty.tbt"
+    empty.write_bytes(b"")
+    r = run("dump", empty)
+    assert r.returncode != 0 and "not a tracebpf trace" in r.stderr
