@@ -57,7 +57,7 @@ BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/
 
 .PHONY: all deps demo test test-unit test-header test-integration bench clean
 
-all: $(OUT)/tracebpf $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS)
+all: $(OUT)/tracebpf $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS) $(OUT)/fuzz/fuzz_reader
 
 deps:
 	$(Q)bash tools/deps.sh
@@ -146,3 +146,18 @@ bench:
 
 clean:
 	$(Q)rm -rf $(OUT)
+
+# ---- fuzzing (libFuzzer, clang) ----
+# make fuzz FUZZ_TIME=300   runs the reader+converter target on tests/fuzz/corpus
+FUZZ_TIME ?= 60
+$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) user/*.h bpf/record.h
+	$(Q)mkdir -p $(OUT)/fuzz
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-D_GNU_SOURCE -Iuser -Ibpf $< $(CORE_SRCS) -lz -o $@
+
+.PHONY: fuzz
+fuzz: $(OUT)/fuzz/fuzz_reader
+	$(Q)mkdir -p $(OUT)/fuzz/corpus
+	$(Q)$(OUT)/fuzz/fuzz_reader -max_total_time=$(FUZZ_TIME) -rss_limit_mb=512 -timeout=10 \
+		-max_len=65536 $(OUT)/fuzz/corpus tests/fuzz/corpus

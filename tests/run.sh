@@ -33,6 +33,12 @@ if [ "$what" != integration ]; then
     echo "== unit: $t"
     "$t" 2>&1 | tee "$log"; count unit "${PIPESTATUS[0]}"
   done
+  echo "== fuzz: reader + converter, 20 s (make fuzz runs longer)"
+  if make --no-print-directory fuzz FUZZ_TIME=20 >"$log" 2>&1; then
+    tail -1 "$log"; passed=$((passed + 1))
+  else
+    tail -30 "$log"; echo "fuzz run FAILED (crash, leak, timeout or memory limit)"; failed=$((failed + 1))
+  fi
 fi
 if [ "$what" != unit ]; then
   echo "== integration tests (pytest, real BPF)"

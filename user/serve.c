@@ -105,6 +105,13 @@ void tb_serve_pump(struct tb_server *s, uint64_t size)
 			close(fd);
 			continue;
 		}
+		{
+			/* the kernel's share of a client's backlog stays small:
+			 * the lag bound is then what a client can be behind */
+			int sz = 64 << 10;
+
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		}
 		s->c[s->n++] = (struct client){ fd, 0, ++s->next_id };
 	}
 	for (i = 0; i < s->n; i++) {

@@ -125,7 +125,8 @@ def test_sigterm_loses_nothing(tmp_path):
     out = tmp_path / "term.json"
     assert run("convert", tbt, "-o", out).returncode == 0
     s = seqs_of(load(out))
-    assert s == list(range(emitted)), (len(s), emitted)
+    # stopped between an event and its count update: one more than counted
+    assert s in (list(range(emitted)), list(range(emitted + 1))), (len(s), emitted)
 
 
 def test_follow_keeps_up(tmp_path):
@@ -182,8 +183,8 @@ def test_stdout_pipe_to_stdin(tmp_path):
 def test_serve_connect_and_slow_client(tmp_path):
     tbt, sock = tmp_path / "s.tbt", str(tmp_path / "s.sock")
     rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt),
-                            "--serve", sock, "--serve-max-lag", "16K", "--",
-                            str(BUILD / "bench" / "rate"), "100000", "2"],
+                            "--serve", sock, "--serve-max-lag", "256K", "--",
+                            str(BUILD / "bench" / "rate"), "200000", "2"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: os.path.exists(sock), what="the socket")
     # a client that never reads: cut off, and the recording goes on
@@ -197,7 +198,7 @@ def test_serve_connect_and_slow_client(tmp_path):
                             stderr=subprocess.PIPE, text=True)
     _, rerr = rec.communicate(timeout=60)
     assert rec.returncode == 0, rerr
-    assert "fell more than 16384 bytes behind: disconnected" in rerr
+    assert "fell more than 262144 bytes behind: disconnected" in rerr
     out, derr = good.communicate(timeout=60)
     assert good.returncode == 0, derr
     assert "warning" not in derr, derr
