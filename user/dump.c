@@ -263,10 +263,12 @@ int tb_cmd_dump(int argc, char **argv)
 		tb_io_catch_signals();
 	if (tb_io_open(&r, "dump", a.in ? a.in : "-", a.connect, a.follow))
 		return 1;
-	if (a.follow || a.connect)
-		setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((ret = tb_reader_next(r, &h)) > 0)
+	for (uint64_t n = 1; (ret = tb_reader_next(r, &h)) > 0; n++) {
 		dump_rec(stdout, h);
+		/* live input: lines show up in batches, not per write(2) */
+		if ((a.follow || a.connect) && n % 256 == 0)
+			fflush(stdout);
+	}
 	fflush(stdout);
 	if (ret < 0)
 		fprintf(stderr, "tracebpf: dump: failed to read '%s': %s\n",
