@@ -120,17 +120,25 @@ static void hmap_free(struct hmap *m)
 
 struct site {
 	bool valid;
-	char phase;                 /* 'B', 'E', 'I', 'C' */
+	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M' */
 	char scope;                 /* 't', 'p', 'g' */
 	uint8_t nargs;
 	uint8_t arg_type[TB_MAX_ARGS];
+	uint8_t flags;              /* TB_SITE_* */
 	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
+	const char *step;           /* TB_SITE_STEP: async step / flow step */
 };
 
 struct proc {
 	uint32_t pid;
 	bool has_name;
 	char name[17];
+	/* Set by the application (TRACE_PROCESS_NAME / _SORT_INDEX): wins
+	 * over the kernel's comm. Points into a record. */
+	const char *app_name;
+	size_t app_name_len;
+	bool has_sort;
+	int64_t sort_index;
 	struct hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
@@ -149,6 +157,10 @@ struct thread {
 	uint32_t tid, pid;
 	bool has_name;
 	char name[17];
+	const char *app_name;       /* TRACE_THREAD_NAME */
+	size_t app_name_len;
+	bool has_sort;
+	int64_t sort_index;
 	struct open_slice *stack;
 	size_t depth, cap;
 };
@@ -162,6 +174,7 @@ struct oev {
 	const struct site *site, *esite;
 	const struct tb_rec_event *ev, *eev;
 	const char *unfinished;
+	bool inherited;             /* X: a ghost slice ended in a forked child */
 };
 
 struct rec_ref {
@@ -353,7 +366,8 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	const char *desc = (const char *)(rec + 1);
 	struct tb_site_desc d;
 	size_t off, i;
-	const char **str[2 + TB_MAX_ARGS] = { &s->cat, &s->name };
+	const char **str[3 + TB_MAX_ARGS] = { &s->cat, &s->name };
+	size_t nstr;
 
 	memset(s, 0, sizeof(*s));
 	if (rec->flags & TB_SITEF_FAULT ||
@@ -363,15 +377,20 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	if (d.magic != TB_SITE_MAGIC || d.size < sizeof(d) || d.size > rec->len ||
 	    d.nargs > TB_MAX_ARGS)
 		return;
-	if (d.phase != 'B' && d.phase != 'E' && d.phase != 'I' && d.phase != 'C')
+	if (!strchr("BEICbenstfM", d.phase) || !d.phase)
+		return;
+	if (d.flags & ~(TB_SITE_COPY_NAME | TB_SITE_STEP | TB_SITE_ID))
 		return;
 	for (i = 0; i < d.nargs; i++)
 		if (d.arg_type[i] < TB_ARG_INT || d.arg_type[i] > TB_ARG_PTR)
 			return;
+	nstr = 2;
+	if (d.flags & TB_SITE_STEP)
+		str[nstr++] = &s->step;
 	for (i = 0; i < d.nargs; i++)
-		str[2 + i] = &s->argname[i];
+		str[nstr++] = &s->argname[i];
 	off = sizeof(d);
-	for (i = 0; i < 2u + d.nargs; i++) {
+	for (i = 0; i < nstr; i++) {
 		const char *nul;
 
 		if (off >= d.size)
@@ -385,6 +404,7 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	s->phase = (char)d.phase;
 	s->scope = d.scope == 'p' || d.scope == 'g' ? (char)d.scope : 't';
 	s->nargs = d.nargs;
+	s->flags = d.flags;
 	memcpy(s->arg_type, d.arg_type, sizeof(s->arg_type));
 	s->valid = true;
 }
@@ -463,6 +483,57 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 	return NULL;
 }
 
+static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
+			   int i, size_t *n);
+
+/* A flow event is drawn between slices: DevTools binds it only to a slice
+ * with the same ts, pid, tid (and cat), Perfetto and catapult to the slice
+ * enclosing its ts ("bp":"e"). So it is moved to the begin of the slice
+ * enclosing it on its thread, which every viewer then draws it from. */
+static int on_flow(struct conv *c, const struct tb_rec_event *ev,
+		   const struct site *s, struct oev *e)
+{
+	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+
+	if (!t)
+		return -ENOMEM;
+	e->ph = s->phase;
+	if (t->depth)
+		e->ts = t->stack[t->depth - 1].ev->hdr.ts;
+	return add_out(c, e);
+}
+
+/* TRACE_THREAD_NAME / TRACE_PROCESS_NAME / ..._SORT_INDEX */
+static int on_metadata(struct conv *c, const struct tb_rec_event *ev,
+		       const struct site *s)
+{
+	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+	struct proc *p = get_proc(c, ev->hdr.pid);
+	const char *str = NULL;
+	size_t n = 0;
+
+	if (!t || !p)
+		return -ENOMEM;
+	if (s->nargs < 1)
+		return 0;
+	if (s->arg_type[0] == TB_ARG_STR)
+		str = str_arg(s, ev, 0, &n);
+	if (!strcmp(s->name, "thread_name") && str) {
+		t->app_name = str;
+		t->app_name_len = n;
+	} else if (!strcmp(s->name, "process_name") && str) {
+		p->app_name = str;
+		p->app_name_len = n;
+	} else if (!strcmp(s->name, "thread_sort_index") && s->arg_type[0] == TB_ARG_INT) {
+		t->has_sort = true;
+		t->sort_index = (int64_t)ev->args[0];
+	} else if (!strcmp(s->name, "process_sort_index") && s->arg_type[0] == TB_ARG_INT) {
+		p->has_sort = true;
+		p->sort_index = (int64_t)ev->args[0];
+	}
+	return 0;
+}
+
 static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
 {
 	struct site *s = find_site(c, ev->hdr.pid, ev->site);
@@ -510,6 +581,17 @@ static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
 	case 'C':
 		e.ph = 'C';
 		return add_out(c, &e);
+	case 'b':
+	case 'e':
+	case 'n':
+		e.ph = s->phase;
+		return add_out(c, &e);
+	case 's':
+	case 't':
+	case 'f':
+		return on_flow(c, ev, s, &e);
+	case 'M':
+		return on_metadata(c, ev, s);
 	default:
 		return add_out(c, &e);
 	}
@@ -617,6 +699,7 @@ static int process(struct conv *c)
 			return -ENOMEM;
 		switch (h->type) {
 		case TB_REC_EVENT:
+		case TB_REC_EVENT_ID:
 			err = on_event(c, (const void *)h, i);
 			break;
 		case TB_REC_SITE:
@@ -704,12 +787,18 @@ static void args_of(struct args *as, const struct site *s,
 		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
 }
 
+static size_t ev_fixed_size(const struct tb_rec_event *ev)
+{
+	return ev->hdr.type == TB_REC_EVENT_ID ? sizeof(struct tb_rec_event_id)
+					       : sizeof(*ev);
+}
+
 /* The bytes of string argument i: str_len[k] bytes for each string
  * argument k in order after the fixed part. NULL when unreadable. */
 static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
 			   int i, size_t *n)
 {
-	size_t off = sizeof(*ev), len = ev->str_len[i];
+	size_t off = ev_fixed_size(ev), len = ev->str_len[i];
 	int k;
 
 	for (k = 0; k < i; k++)
@@ -827,6 +916,51 @@ static void write_counter_value(struct tb_json *j, const struct arg *a)
 	}
 }
 
+/* The event's name: for a COPY site, the name copied at the hit. */
+static void write_name(struct tb_json *j, const struct site *s,
+		       const struct tb_rec_event *ev)
+{
+	const struct tb_rec_event_id *x = (const void *)ev;
+	size_t off = sizeof(*x);
+	int k;
+
+	tb_json_key(j, "name");
+	if (!(s->flags & TB_SITE_COPY_NAME)) {
+		tb_json_string(j, s->name);
+		return;
+	}
+	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len) {
+		tb_json_string(j, "<unreadable>");
+		return;
+	}
+	for (k = 0; k < s->nargs && k < TB_MAX_ARGS; k++)
+		if (s->arg_type[k] == TB_ARG_STR)
+			off += ev->str_len[k];
+	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off) {
+		tb_json_string(j, "<unreadable>");
+		return;
+	}
+	tb_json_string_n(j, (const char *)ev + off,
+			 strnlen((const char *)ev + off, x->name_len));
+}
+
+/* Async, flow and counter ids, as the hex strings Chrome writes. */
+static void write_id(struct tb_json *j, const struct oev *e)
+{
+	const struct tb_rec_event_id *x = (const void *)e->ev;
+	char buf[24];
+
+	if (e->ev->hdr.type != TB_REC_EVENT_ID)
+		return;
+	if (!strchr("bentsf", e->ph) && e->ph != 'C')
+		return;
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, (uint64_t)x->id);
+	tb_json_kstr(j, "id", buf);
+	/* steps and ends bind to the enclosing slice, like the begin */
+	if (e->ph == 't' || e->ph == 'f')
+		tb_json_kstr(j, "bp", "e");
+}
+
 static void write_event(struct tb_json *j, const struct oev *e)
 {
 	struct args as = { .n = 0 };
@@ -848,7 +982,8 @@ static void write_event(struct tb_json *j, const struct oev *e)
 		tb_json_string_n(j, &e->site->scope, 1);
 	}
 	tb_json_kstr(j, "cat", e->site->cat);
-	tb_json_kstr(j, "name", e->site->name);
+	write_name(j, e->site, e->ev);
+	write_id(j, e);
 	if (e->ph == 'C') {
 		tb_json_key(j, "args");
 		tb_json_begin_object(j);
@@ -858,13 +993,52 @@ static void write_event(struct tb_json *j, const struct oev *e)
 		}
 		tb_json_end_object(j);
 	} else {
+		if (e->site->step)
+			args_add(&as, (struct arg){ .name = "step", .str = e->site->step });
 		args_of(&as, e->site, e->ev);
 		args_of(&as, e->esite, e->eev);
+		if (e->inherited)
+			args_add(&as, (struct arg){ .name = "tracebpf_inherited",
+						    .str = "open in the parent at fork" });
 		if (e->unfinished)
 			args_add(&as, (struct arg){ .name = "tracebpf_unfinished",
 						    .str = e->unfinished });
 		write_args(j, &as);
 	}
+	tb_json_end_object(j);
+}
+
+static void write_meta_head(struct tb_json *j, const char *what, uint32_t pid,
+			    uint32_t tid)
+{
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "ph", "M");
+	tb_json_kts(j, "ts", 0);
+	tb_json_kuint(j, "pid", pid);
+	tb_json_kuint(j, "tid", tid);
+	tb_json_kstr(j, "name", what);
+	tb_json_key(j, "args");
+	tb_json_begin_object(j);
+}
+
+/* A name set by the application (a string of n bytes from a record). */
+static void write_meta_name_n(struct tb_json *j, const char *what, uint32_t pid,
+			      uint32_t tid, const char *name, size_t n)
+{
+	write_meta_head(j, what, pid, tid);
+	tb_json_key(j, "name");
+	tb_json_string_n(j, name, n);
+	tb_json_end_object(j);
+	tb_json_end_object(j);
+}
+
+static void write_sort_index(struct tb_json *j, const char *what, uint32_t pid,
+			     uint32_t tid, int64_t index)
+{
+	write_meta_head(j, what, pid, tid);
+	tb_json_kint(j, "sort_index", index);
+	tb_json_end_object(j);
 	tb_json_end_object(j);
 }
 
@@ -964,16 +1138,30 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 
 		if (!p->has_name)
 			snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
-		write_meta_event(&j, "process_name", p->pid, p->pid,
-				 p->has_name ? p->name : buf);
+		if (p->app_name)
+			write_meta_name_n(&j, "process_name", p->pid, p->pid,
+					  p->app_name, p->app_name_len);
+		else
+			write_meta_event(&j, "process_name", p->pid, p->pid,
+					 p->has_name ? p->name : buf);
+		if (p->has_sort)
+			write_sort_index(&j, "process_sort_index", p->pid, p->pid,
+					 p->sort_index);
 	}
 	for (i = 0; i < c->threads.n; i++) {
 		const struct thread *t = threads[i];
 
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
-		write_meta_event(&j, "thread_name", t->pid, t->tid,
-				 t->has_name ? t->name : buf);
+		if (t->app_name)
+			write_meta_name_n(&j, "thread_name", t->pid, t->tid,
+					  t->app_name, t->app_name_len);
+		else
+			write_meta_event(&j, "thread_name", t->pid, t->tid,
+					 t->has_name ? t->name : buf);
+		if (t->has_sort)
+			write_sort_index(&j, "thread_sort_index", t->pid, t->tid,
+					 t->sort_index);
 	}
 	for (i = 0; i < c->nout; i++)
 		write_event(&j, &c->out[i]);
