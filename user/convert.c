@@ -131,6 +131,12 @@ struct site {
 
 struct proc {
 	uint32_t pid;
+	/* A pid reused within the recording is a new process: incarnation n
+	 * is written as pid + n * TB_PID_SPAN, so it never merges with the
+	 * old one in a viewer. */
+	uint32_t incarnation;
+	uint64_t out_pid;
+	bool dead;                  /* its last thread exited */
 	bool has_name;
 	char name[17];
 	/* Set by the application (TRACE_PROCESS_NAME / _SORT_INDEX): wins
@@ -155,6 +161,14 @@ struct open_slice {
 
 struct thread {
 	uint32_t tid, pid;
+	uint64_t out_pid;           /* of its process's incarnation */
+	bool dead;                  /* exited: a reused tid is a new thread */
+	/* Slices open in the forking thread when this (main) thread's process
+	 * was forked: an END here that matches one closes an inherited slice
+	 * that starts at ghost_ts. Never ended: dropped. */
+	struct open_slice *ghosts;
+	size_t nghosts;
+	uint64_t ghost_ts;
 	bool has_name;
 	char name[17];
 	const char *app_name;       /* TRACE_THREAD_NAME */
@@ -169,7 +183,8 @@ struct thread {
  * the slice was closed by exit, exec or the end of the trace). */
 struct oev {
 	uint64_t ts, dur, seq;
-	uint32_t pid, tid;
+	uint64_t pid;               /* the process incarnation's pid */
+	uint32_t tid;
 	char ph;
 	const struct site *site, *esite;
 	const struct tb_rec_event *ev, *eev;
@@ -193,6 +208,10 @@ struct conv {
 	size_t nsites, sites_cap;
 	struct hmap procs;          /* pid -> struct proc * */
 	struct hmap threads;        /* tid -> struct thread * */
+	struct proc **old_procs;    /* earlier incarnations of reused pids */
+	size_t nold_procs, old_procs_cap;
+	struct thread **old_threads;
+	size_t nold_threads, old_threads_cap;
 	struct oev *out;
 	size_t nout, out_cap;
 
@@ -227,40 +246,71 @@ static void copy_comm(char dst[17], const char *src)
 	dst[n] = '\0';
 }
 
+/* Above PID_MAX_LIMIT (2^22): an incarnation's pid never equals a real one. */
+#define TB_PID_SPAN (1ull << 22)
+
 static struct proc *get_proc(struct conv *c, uint32_t pid)
 {
-	struct proc *p = hmap_get(&c->procs, pid);
+	struct proc *p = hmap_get(&c->procs, pid), *old = NULL;
 
-	if (p)
+	if (p && !p->dead)
 		return p;
+	if (p) {
+		/* the pid was reused: keep the old process for rendering */
+		if (grow_array((void **)&c->old_procs, &c->old_procs_cap,
+			       c->nold_procs + 1, sizeof(*c->old_procs)))
+			return NULL;
+		old = p;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->incarnation = old ? old->incarnation + 1 : 0;
+	p->out_pid = pid + p->incarnation * TB_PID_SPAN;
 	if (hmap_put(&c->procs, pid, p)) {
 		free(p);
 		return NULL;
 	}
+	if (old)
+		c->old_procs[c->nold_procs++] = old;
 	return p;
+}
+
+static uint64_t out_pid(struct conv *c, uint32_t pid)
+{
+	struct proc *p = get_proc(c, pid);
+
+	return p ? p->out_pid : pid;
 }
 
 static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 {
-	struct thread *t = hmap_get(&c->threads, tid);
+	struct thread *t = hmap_get(&c->threads, tid), *old = NULL;
 
-	if (t) {
+	if (t && !t->dead) {
 		t->pid = pid;
+		t->out_pid = out_pid(c, pid);
 		return t;
+	}
+	if (t) {
+		if (grow_array((void **)&c->old_threads, &c->old_threads_cap,
+			       c->nold_threads + 1, sizeof(*c->old_threads)))
+			return NULL;
+		old = t;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->tid = tid;
 	t->pid = pid;
+	t->out_pid = out_pid(c, pid);
 	if (hmap_put(&c->threads, tid, t)) {
 		free(t);
 		return NULL;
 	}
+	if (old)
+		c->old_threads[c->nold_threads++] = old;
 	return t;
 }
 
@@ -409,6 +459,7 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	s->valid = true;
 }
 
+/* e->pid is the recorded pid: written as its current incarnation's. */
 static int add_out(struct conv *c, const struct oev *e)
 {
 	int err = grow_array((void **)&c->out, &c->out_cap, c->nout + 1,
@@ -416,7 +467,8 @@ static int add_out(struct conv *c, const struct oev *e)
 
 	if (err)
 		return err;
-	c->out[c->nout++] = *e;
+	c->out[c->nout] = *e;
+	c->out[c->nout++].pid = out_pid(c, (uint32_t)e->pid);
 	return 0;
 }
 
@@ -534,6 +586,46 @@ static int on_metadata(struct conv *c, const struct tb_rec_event *ev,
 	return 0;
 }
 
+/* An END in a forked child with nothing open of its own: it closes the
+ * innermost inherited slice with the same category and name (or the
+ * innermost one, for an END whose name is copied), which then starts at the
+ * fork and is marked. Ghosts inside the matched one are dropped. */
+static int end_ghost(struct conv *c, struct thread *t,
+		     const struct tb_rec_event *ev, const struct site *s,
+		     uint64_t seq)
+{
+	size_t k = t->nghosts;
+	struct open_slice *g;
+	struct oev e = { 0 };
+
+	while (k > 0) {
+		const struct site *b = t->ghosts[k - 1].site;
+
+		if ((s->flags & TB_SITE_COPY_NAME) || (b->flags & TB_SITE_COPY_NAME) ||
+		    (!strcmp(b->cat, s->cat) && !strcmp(b->name, s->name)))
+			break;
+		k--;
+	}
+	if (!k) {
+		c->unmatched++;
+		return 0;
+	}
+	g = &t->ghosts[k - 1];
+	t->nghosts = k - 1;
+	e.ph = 'X';
+	e.ts = t->ghost_ts;
+	e.dur = ev->hdr.ts - t->ghost_ts;
+	e.seq = seq;
+	e.pid = ev->hdr.pid;
+	e.tid = ev->hdr.tid;
+	e.site = g->site;
+	e.ev = g->ev;
+	e.esite = s;
+	e.eev = ev;
+	e.inherited = true;
+	return add_out(c, &e);
+}
+
 static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
 {
 	struct site *s = find_site(c, ev->hdr.pid, ev->site);
@@ -565,6 +657,8 @@ static int on_event(struct conv *c, const struct tb_rec_event *ev, uint64_t seq)
 		if (!t)
 			return -ENOMEM;
 		if (!t->depth) {
+			if (t->nghosts)
+				return end_ghost(c, t, ev, s, seq);
 			c->unmatched++;
 			return 0;
 		}
@@ -614,6 +708,28 @@ static int on_site(struct conv *c, const struct tb_rec_site *rec)
 	return hmap_put(&p->sites, rec->site, s);
 }
 
+/* The child's main thread inherits the forking thread's open slices. */
+static int inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
+{
+	struct thread *pt = hmap_get(&c->threads, f->hdr.tid);
+	struct thread *ct = get_thread(c, f->child_tid, f->child_pid);
+
+	if (!ct)
+		return -ENOMEM;
+	free(ct->ghosts);
+	ct->ghosts = NULL;
+	ct->nghosts = 0;
+	if (!pt || pt->pid != f->hdr.pid || !pt->depth)
+		return 0;
+	ct->ghosts = calloc(pt->depth, sizeof(*ct->ghosts));
+	if (!ct->ghosts)
+		return -ENOMEM;
+	memcpy(ct->ghosts, pt->stack, pt->depth * sizeof(*ct->ghosts));
+	ct->nghosts = pt->depth;
+	ct->ghost_ts = f->hdr.ts;
+	return 0;
+}
+
 static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 {
 	struct proc *parent, *child;
@@ -630,6 +746,9 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	child = get_proc(c, f->child_pid);
 	if (!parent || !child)
 		return -ENOMEM;
+	err = inherit_ghosts(c, f);
+	if (err)
+		return err;
 	hmap_free(&child->sites);
 	child->forked = child->pid != parent->pid;
 	child->parent = parent->pid;
@@ -662,9 +781,41 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 	if (err)
 		return err;
 	hmap_free(&p->sites);   /* a new image: its sites are new */
+	{
+		struct thread *t = hmap_get(&c->threads, x->hdr.tid);
+
+		if (t)
+			t->nghosts = 0;   /* never ended: dropped */
+	}
 	p->image++;
 	p->forked = false;
 	return set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
+}
+
+/* After its exit, a tid (or a whole process's pid) that shows up again
+ * belongs to a new thread (process): get_thread()/get_proc() start one. */
+static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
+{
+	struct thread *t = hmap_get(&c->threads, x->hdr.tid);
+	struct proc *p;
+	size_t i;
+
+	if (t) {
+		t->dead = true;
+		t->nghosts = 0;
+	}
+	if (!(x->flags & TB_EXITF_PROCESS))
+		return;
+	p = hmap_get(&c->procs, x->hdr.pid);
+	if (p)
+		p->dead = true;
+	for (i = 0; i < c->threads.cap; i++) {
+		t = c->threads.vals[i];
+		if (t && t->pid == x->hdr.pid) {
+			t->dead = true;
+			t->nghosts = 0;
+		}
+	}
 }
 
 static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
@@ -679,6 +830,8 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 		err = close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
 	if (!err)
 		err = set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
+	if (!err)
+		mark_dead(c, x);
 	return err;
 }
 
@@ -1008,7 +1161,7 @@ static void write_event(struct tb_json *j, const struct oev *e)
 	tb_json_end_object(j);
 }
 
-static void write_meta_head(struct tb_json *j, const char *what, uint32_t pid,
+static void write_meta_head(struct tb_json *j, const char *what, uint64_t pid,
 			    uint32_t tid)
 {
 	tb_json_newline(j);
@@ -1023,7 +1176,7 @@ static void write_meta_head(struct tb_json *j, const char *what, uint32_t pid,
 }
 
 /* A name set by the application (a string of n bytes from a record). */
-static void write_meta_name_n(struct tb_json *j, const char *what, uint32_t pid,
+static void write_meta_name_n(struct tb_json *j, const char *what, uint64_t pid,
 			      uint32_t tid, const char *name, size_t n)
 {
 	write_meta_head(j, what, pid, tid);
@@ -1033,7 +1186,7 @@ static void write_meta_name_n(struct tb_json *j, const char *what, uint32_t pid,
 	tb_json_end_object(j);
 }
 
-static void write_sort_index(struct tb_json *j, const char *what, uint32_t pid,
+static void write_sort_index(struct tb_json *j, const char *what, uint64_t pid,
 			     uint32_t tid, int64_t index)
 {
 	write_meta_head(j, what, pid, tid);
@@ -1042,7 +1195,7 @@ static void write_sort_index(struct tb_json *j, const char *what, uint32_t pid,
 	tb_json_end_object(j);
 }
 
-static void write_meta_event(struct tb_json *j, const char *what, uint32_t pid,
+static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
 			     uint32_t tid, const char *name)
 {
 	tb_json_newline(j);
@@ -1059,10 +1212,10 @@ static void write_meta_event(struct tb_json *j, const char *what, uint32_t pid,
 	tb_json_end_object(j);
 }
 
-/* The values of m, to be sorted by the caller. */
-static void **sorted_vals(const struct hmap *m)
+/* The values of m and the `nold` of `old`, to be sorted by the caller. */
+static void **sorted_vals(const struct hmap *m, void *old, size_t nold)
 {
-	void **v = calloc(m->n ? m->n : 1, sizeof(*v));
+	void **v = calloc(m->n + nold + 1, sizeof(*v));
 	size_t i, n = 0;
 
 	if (!v)
@@ -1070,6 +1223,8 @@ static void **sorted_vals(const struct hmap *m)
 	for (i = 0; i < m->cap; i++)
 		if (m->vals[i])
 			v[n++] = m->vals[i];
+	for (i = 0; i < nold; i++)
+		v[n++] = ((void **)old)[i];
 	return v;
 }
 
@@ -1077,15 +1232,15 @@ static int cmp_proc(const void *a, const void *b)
 {
 	const struct proc *x = *(void *const *)a, *y = *(void *const *)b;
 
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	return x->out_pid < y->out_pid ? -1 : x->out_pid > y->out_pid;
 }
 
 static int cmp_thread(const void *a, const void *b)
 {
 	const struct thread *x = *(void *const *)a, *y = *(void *const *)b;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
+	if (x->out_pid != y->out_pid)
+		return x->out_pid < y->out_pid ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
@@ -1108,7 +1263,9 @@ static const char *clock_name(uint32_t id)
 static int render(struct conv *c, struct tb_reader *r, FILE *f)
 {
 	const struct tb_file_info *info = tb_reader_info(r);
-	void **procs = sorted_vals(&c->procs), **threads = sorted_vals(&c->threads);
+	void **procs = sorted_vals(&c->procs, c->old_procs, c->nold_procs);
+	void **threads = sorted_vals(&c->threads, c->old_threads, c->nold_threads);
+	size_t nprocs = c->procs.n + c->nold_procs, nthreads = c->threads.n + c->nold_threads;
 	uint64_t drops_total = 0;
 	uint32_t ncpus = 0, i;
 	struct tb_json j;
@@ -1120,8 +1277,8 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 		free(threads);
 		return -ENOMEM;
 	}
-	qsort(procs, c->procs.n, sizeof(*procs), cmp_proc);
-	qsort(threads, c->threads.n, sizeof(*threads), cmp_thread);
+	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
+	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
 	if (c->stats) {
 		drops_total = c->stats->drops_total;
 		ncpus = c->stats->ncpus;
@@ -1133,34 +1290,37 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_begin_object(&j);
 	tb_json_key(&j, "traceEvents");
 	tb_json_begin_array(&j);
-	for (i = 0; i < c->procs.n; i++) {
+	for (i = 0; i < nprocs; i++) {
 		const struct proc *p = procs[i];
+		char name[96];
 
 		if (!p->has_name)
 			snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
+		/* a reused pid: say which real pid it was */
+		snprintf(name, sizeof(name), p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
+			 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
 		if (p->app_name)
-			write_meta_name_n(&j, "process_name", p->pid, p->pid,
+			write_meta_name_n(&j, "process_name", p->out_pid, p->pid,
 					  p->app_name, p->app_name_len);
 		else
-			write_meta_event(&j, "process_name", p->pid, p->pid,
-					 p->has_name ? p->name : buf);
+			write_meta_event(&j, "process_name", p->out_pid, p->pid, name);
 		if (p->has_sort)
-			write_sort_index(&j, "process_sort_index", p->pid, p->pid,
+			write_sort_index(&j, "process_sort_index", p->out_pid, p->pid,
 					 p->sort_index);
 	}
-	for (i = 0; i < c->threads.n; i++) {
+	for (i = 0; i < nthreads; i++) {
 		const struct thread *t = threads[i];
 
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
 		if (t->app_name)
-			write_meta_name_n(&j, "thread_name", t->pid, t->tid,
+			write_meta_name_n(&j, "thread_name", t->out_pid, t->tid,
 					  t->app_name, t->app_name_len);
 		else
-			write_meta_event(&j, "thread_name", t->pid, t->tid,
+			write_meta_event(&j, "thread_name", t->out_pid, t->tid,
 					 t->has_name ? t->name : buf);
 		if (t->has_sort)
-			write_sort_index(&j, "thread_sort_index", t->pid, t->tid,
+			write_sort_index(&j, "thread_sort_index", t->out_pid, t->tid,
 					 t->sort_index);
 	}
 	for (i = 0; i < c->nout; i++)
@@ -1226,9 +1386,21 @@ static void conv_free(struct conv *c)
 
 		if (t) {
 			free(t->stack);
+			free(t->ghosts);
 			free(t);
 		}
 	}
+	for (i = 0; i < c->nold_procs; i++) {
+		hmap_free(&c->old_procs[i]->sites);
+		free(c->old_procs[i]);
+	}
+	for (i = 0; i < c->nold_threads; i++) {
+		free(c->old_threads[i]->stack);
+		free(c->old_threads[i]->ghosts);
+		free(c->old_threads[i]);
+	}
+	free(c->old_procs);
+	free(c->old_threads);
 	hmap_free(&c->procs);
 	hmap_free(&c->threads);
 	free(c->arena);

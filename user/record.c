@@ -584,12 +584,14 @@ int tb_record(const struct tb_record_opts *o)
 			ERR("failed to inspect '%s': %s", exe, strerror(-err));
 			goto cleanup;
 		}
-		if (!objs.n) {
-			ERR("'%s' has no tracebpf probes, neither in it nor in the libraries it links", exe);
+		/* Not an error: a shell or launcher may exec or dlopen an
+		 * instrumented program (tracebpf record -- sh -c ./app). */
+		if (!objs.n && !o->quiet) {
+			fprintf(stderr, "tracebpf: record: warning: '%s' has no tracebpf probes, neither "
+					"in it nor in the libraries it links; recording only the "
+					"programs it executes and the libraries it loads\n", exe);
 			fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
 					"and rebuild (see README.md); 'readelf -n %s' lists the probes\n", exe);
-			err = -ENOENT;
-			goto cleanup;
 		}
 	}
 	for (i = 0; i < o->npids; i++) {
