@@ -29,6 +29,12 @@
  *   TRACEBPF_ENABLED()                           non-zero while a tracer is
  *                                                attached to this binary
  *
+ * and Chromium's async (TRACE_EVENT_ASYNC_*, TRACE_EVENT_NESTABLE_ASYNC_*),
+ * flow (TRACE_EVENT_FLOW_*), counter-id (TRACE_COUNTER_ID1/2), COPY
+ * (TRACE_EVENT_COPY_*: runtime names), guard (TRACE_EVENT_CATEGORY_ACTIVE,
+ * TRACE_EVENT_CATEGORY_GROUP_ENABLED) and name (TRACE_THREAD_NAME,
+ * TRACE_PROCESS_NAME, TRACE_*_SORT_INDEX) macros: see docs/api.md.
+ *
  * `cat`, `name` and the argument names `nN` must be string literals (anything
  * else does not compile): they are stored once, in the site descriptor, never
  * copied per event. `scope` is TRACE_EVENT_SCOPE_THREAD / _PROCESS / _GLOBAL
@@ -68,6 +74,15 @@
  * registers: the descriptor's address, argument value 0, argument value 1 (0
  * when unused; doubles as their IEEE-754 bits, bools 0/1, strings and pointers
  * as their address, integers sign- or zero-extended to 64 bits).
+ *
+ * Sites with an id or a runtime name (async, flows, counter ids, COPY) use a
+ * second probe, provider "tracebpf" name "event_id", with exactly five
+ * 8-byte register arguments: descriptor address, id (integer or pointer
+ * value, 0 if none), runtime name pointer (NULL unless the descriptor has
+ * TRACEBPF_SITEF_COPY_NAME; then the descriptor's name string is empty),
+ * value 0, value 1. Its descriptor has TRACEBPF_SITEF_ID; with
+ * TRACEBPF_SITEF_STEP a step string follows the name. Both probes share
+ * the semaphore and the site layout below.
  *
  * The probe instruction is a 5-byte nop (0f 1f 44 00 00) aligned to 8 bytes so
  * that it never crosses a page, between `lea -128(%rsp),%rsp` and
