@@ -818,6 +818,16 @@ int tb_record(const struct tb_record_opts *o)
 			fprintf(stderr, "tracebpf: wrote %s (open it in https://ui.perfetto.dev)\n",
 				r.json_path);
 	}
+	/* A command without probes was only a warning, since it could exec or
+	 * dlopen an instrumented program; if it never did, nothing could have
+	 * been recorded: that is an error, not an empty success. */
+	if (!err && o->cmd && !r.attached.n) {
+		ERR("'%s' has no tracebpf probes, and neither had anything it executed or loaded",
+		    o->cmd[0]);
+		fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
+				"and rebuild (see README.md); 'readelf -n PROGRAM' lists the probes\n");
+		err = -ENOENT;
+	}
 
 cleanup:
 	if (r.go_fd >= 0)
