@@ -46,9 +46,10 @@ LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
-         lib_user noprobes
+         lib_user noprobes api_events fork_ghost exec_target exec_chain \
+         dlopen_user thread_churn pid_reuse
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
-             $(OUT)/progs/libtbtest.so
+             $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate
 
@@ -89,6 +90,14 @@ $(OUT)/demo: examples/demo.c lib/include/tracebpf/trace.h | $(OUT)
 $(OUT)/progs/libtbtest.so: tests/progs/libtbtest.c lib/include/tracebpf/trace.h | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUT)/progs/libtbdl.so: tests/progs/libtbdl.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUT)/progs/%: tests/progs/%.cc lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread $< -o $@
 
 $(OUT)/progs/lib_user: tests/progs/lib_user.c $(OUT)/progs/libtbtest.so
 	$(call msg,CC,$@)

@@ -40,6 +40,9 @@ struct user_site {
  * it, records are submitted without a wakeup and user space drains the rings
  * on a timer: a wakeup costs several times the probe itself. */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* Stop a traced process at exec and when its dynamic loader maps objects,
+ * until user space has attached to the new objects (see `stopped`). */
+const volatile bool stop_for_attach = false;
 
 struct proc {
 	__u64 gen;   /* unique per (process, image): changes on exec */
@@ -60,7 +63,8 @@ struct site_key {
 struct site_info {
 	__u8 arg_type[TB_MAX_ARGS];
 	__u8 has_str;
-	__u8 pad[5];
+	__u8 copy_name;   /* TB_SITE_COPY_NAME: the name is copied per hit */
+	__u8 pad[4];
 };
 
 /* Sites whose descriptor this (process, image) has already reported. LRU:
@@ -105,6 +109,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8[SCRATCH_SIZE]);
 } scratch SEC(".maps");
+
+/* Traced processes stopped (SIGSTOP from their own context) at exec or at
+ * the loader's _dl_debug_state hook: tgid -> TB_STOP_*. User space attaches
+ * to the objects they now map, deletes the entry and sends SIGCONT, so no
+ * probe hit of a new image or dlopen'ed library is missed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} stopped SEC(".maps");
 
 /* Processes that could not be added to `traced` because it was full. */
 __u64 lost_procs = 0;
@@ -205,6 +220,7 @@ static __noinline struct site_info *report_site(void *rb, struct site_key *key,
 	if (rec->flags & TB_SITEF_FAULT)
 		return NULL;   /* try again at the next hit: the page may be in */
 
+	info.copy_name = us->flags & TB_SITE_COPY_NAME;
 	for (i = 0; i < TB_MAX_ARGS; i++) {
 		info.arg_type[i] = i < us->nargs ? us->arg_type[i] : TB_ARG_NONE;
 		if (info.arg_type[i] == TB_ARG_STR)
@@ -216,108 +232,161 @@ static __noinline struct site_info *report_site(void *rb, struct site_key *key,
 
 /* One USDT hit (BPF subprograms take at most five arguments). */
 struct hit {
-	__u64 site, a0, a1, ts, pid_tgid;
+	__u64 site, a0, a1, ts, pid_tgid, id, name;
 	__u32 cpu;
+	__u32 is_id;   /* an event_id site: TB_REC_EVENT_ID */
 };
 
-/* An event with string arguments: copy each string (bounded by TB_STR_MAX)
- * behind the fixed part. */
+/* Copy one user string (bounded by TB_STR_MAX) to buf + *off. */
+static __always_inline int copy_str(__u8 *buf, __u32 *off, __u64 uptr, __u16 *len,
+				    __u32 *flags, __u32 fault)
+{
+	__u32 o = *off;
+	long n;
+
+	if (o > SCRATCH_SIZE - TB_STR_MAX)
+		return -1;
+	n = bpf_probe_read_user_str(buf + o, TB_STR_MAX, (void *)uptr);
+	if (n < 0) {
+		*flags |= fault;
+		n = 0;
+	}
+	n &= 2 * TB_STR_MAX - 1;   /* bound for the verifier; n <= TB_STR_MAX */
+	*len = n;
+	*off = o + n;
+	return 0;
+}
+
+/* An event with strings (arguments, runtime name): copy each string
+ * behind the fixed part, in a scratch buffer. */
 static __noinline int emit_event_str(void *rb, struct site_info *si, struct hit *h)
 {
-	__u64 a0 = h->a0, a1 = h->a1;
 	__u8 *buf = scratch_buf();
 	struct tb_rec_event *ev;
-	__u32 off = sizeof(*ev);
-	long n;
+	__u32 off, flags = 0;
+	__u16 len;
 	__u64 size;
 
 	if (!buf)
 		return 0;
 	ev = (void *)buf;
 	ev->site = h->site;
-	ev->args[0] = a0;
-	ev->args[1] = a1;
+	ev->args[0] = h->a0;
+	ev->args[1] = h->a1;
 	ev->str_len[0] = 0;
 	ev->str_len[1] = 0;
-	ev->flags = 0;
+	off = h->is_id ? sizeof(struct tb_rec_event_id) : sizeof(*ev);
 	if (si->arg_type[0] == TB_ARG_STR) {
-		n = bpf_probe_read_user_str(buf + off, TB_STR_MAX, (void *)a0);
-		if (n < 0) {
-			ev->flags |= TB_EVF_STR_FAULT;
-			n = 0;
-		}
-		n &= 2 * TB_STR_MAX - 1;   /* bound for the verifier; n <= TB_STR_MAX */
-		ev->str_len[0] = n;
-		off += n;
+		if (copy_str(buf, &off, h->a0, &len, &flags, TB_EVF_STR_FAULT))
+			return 0;
+		ev->str_len[0] = len;
 	}
 	if (si->arg_type[1] == TB_ARG_STR) {
-		if (off > SCRATCH_SIZE - TB_STR_MAX)
+		if (copy_str(buf, &off, h->a1, &len, &flags, TB_EVF_STR_FAULT))
 			return 0;
-		n = bpf_probe_read_user_str(buf + off, TB_STR_MAX, (void *)a1);
-		if (n < 0) {
-			ev->flags |= TB_EVF_STR_FAULT;
-			n = 0;
-		}
-		n &= 2 * TB_STR_MAX - 1;
-		ev->str_len[1] = n;
-		off += n;
+		ev->str_len[1] = len;
 	}
+	if (h->is_id) {
+		struct tb_rec_event_id *x = (void *)buf;
+
+		x->id = h->id;
+		x->name_len = 0;
+		x->pad[0] = x->pad[1] = x->pad[2] = 0;
+		if (si->copy_name) {
+			if (copy_str(buf, &off, h->name, &len, &flags, TB_EVF_NAME_FAULT))
+				return 0;
+			x->name_len = len;
+		}
+	}
+	ev->flags = flags;
 	size = TB_REC_ALIGN(off);
 	if (size > SCRATCH_SIZE)
 		return 0;
-	fill_hdr(&ev->hdr, TB_REC_EVENT, size, h->cpu, h->ts, h->pid_tgid);
+	fill_hdr(&ev->hdr, h->is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, size, h->cpu,
+		 h->ts, h->pid_tgid);
 	if (bpf_ringbuf_output(rb, buf, size, wake_flags(rb, size)))
 		count_drop();
+	return 0;
+}
+
+/* Both probes: filter, report the site once, emit the record. */
+static __always_inline int on_hit(struct hit *h)
+{
+	__u32 tgid = h->pid_tgid >> 32;
+	struct tb_rec_event_id *x;
+	struct tb_rec_event *ev;
+	struct site_info *si;
+	struct site_key key;
+	struct proc *p;
+	__u64 size;
+	void *rb;
+
+	p = bpf_map_lookup_elem(&traced, &tgid);
+	if (!p)
+		return 0;
+	h->cpu = bpf_get_smp_processor_id();
+	rb = cpu_ring(h->cpu);
+	if (!rb) {
+		count_drop();
+		return 0;
+	}
+	key.gen = p->gen;
+	key.addr = h->site;
+	si = bpf_map_lookup_elem(&sites, &key);
+	if (!si)
+		si = report_site(rb, &key, h->cpu, h->ts, h->pid_tgid);
+	if (si && (si->has_str || (h->is_id && si->copy_name)))
+		return emit_event_str(rb, si, h);
+
+	size = h->is_id ? sizeof(*x) : sizeof(*ev);
+	if (h->is_id) {
+		x = bpf_ringbuf_reserve(rb, sizeof(*x), 0);
+		ev = (void *)x;
+	} else {
+		x = NULL;
+		ev = bpf_ringbuf_reserve(rb, sizeof(*ev), 0);
+	}
+	if (!ev) {
+		count_drop();
+		return 0;
+	}
+	fill_hdr(&ev->hdr, h->is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, size, h->cpu,
+		 h->ts, h->pid_tgid);
+	ev->site = h->site;
+	ev->args[0] = h->a0;
+	ev->args[1] = h->a1;
+	ev->str_len[0] = 0;
+	ev->str_len[1] = 0;
+	/* a COPY site whose descriptor could not be read: no name copied */
+	ev->flags = h->is_id && !si ? TB_EVF_NAME_FAULT : 0;
+	if (x) {
+		x->id = h->id;
+		x->name_len = 0;
+		x->pad[0] = x->pad[1] = x->pad[2] = 0;
+	}
+	bpf_ringbuf_submit(ev, wake_flags(rb, size));
 	return 0;
 }
 
 SEC("usdt")
 int BPF_USDT(tb_event, __u64 site, __u64 a0, __u64 a1)
 {
-	__u64 ts = bpf_ktime_get_ns();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	struct tb_rec_event *ev;
-	struct site_info *si;
-	struct site_key key;
-	struct proc *p;
-	__u32 cpu;
-	void *rb;
+	struct hit h = { .site = site, .a0 = a0, .a1 = a1,
+			 .ts = bpf_ktime_get_ns(),
+			 .pid_tgid = bpf_get_current_pid_tgid() };
 
-	p = bpf_map_lookup_elem(&traced, &tgid);
-	if (!p)
-		return 0;
-	cpu = bpf_get_smp_processor_id();
-	rb = cpu_ring(cpu);
-	if (!rb) {
-		count_drop();
-		return 0;
-	}
-	key.gen = p->gen;
-	key.addr = site;
-	si = bpf_map_lookup_elem(&sites, &key);
-	if (!si)
-		si = report_site(rb, &key, cpu, ts, pid_tgid);
-	if (si && si->has_str) {
-		struct hit h = { site, a0, a1, ts, pid_tgid, cpu };
+	return on_hit(&h);
+}
 
-		return emit_event_str(rb, si, &h);
-	}
+/* tracebpf:event_id: site, id, runtime name, a0, a1 (trace.h). */
+SEC("usdt")
+int BPF_USDT(tb_event_id, __u64 site, __u64 id, __u64 name, __u64 a0, __u64 a1)
+{
+	struct hit h = { .site = site, .a0 = a0, .a1 = a1, .id = id, .name = name,
+			 .ts = bpf_ktime_get_ns(),
+			 .pid_tgid = bpf_get_current_pid_tgid(), .is_id = 1 };
 
-	ev = bpf_ringbuf_reserve(rb, sizeof(*ev), 0);
-	if (!ev) {
-		count_drop();
-		return 0;
-	}
-	fill_hdr(&ev->hdr, TB_REC_EVENT, sizeof(*ev), cpu, ts, pid_tgid);
-	ev->site = site;
-	ev->args[0] = a0;
-	ev->args[1] = a1;
-	ev->str_len[0] = 0;
-	ev->str_len[1] = 0;
-	ev->flags = 0;
-	bpf_ringbuf_submit(ev, wake_flags(rb, sizeof(*ev)));
-	return 0;
+	return on_hit(&h);
 }
 
 /* Reserve a fixed-size lifecycle record on this CPU's ring. */
@@ -370,6 +439,58 @@ int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+#define SIGSTOP 19
+
+/* Stop the current (traced) process until user space has attached to what
+ * it now maps. The signal is queued before the map entry appears, so the
+ * SIGCONT user space sends after seeing the entry can never come first (a
+ * SIGCONT discards a pending SIGSTOP anyway). The task stops on its way
+ * back to user space, before any instruction of the new code. */
+static __always_inline void stop_self(__u32 tgid, __u32 why)
+{
+	if (!stop_for_attach)
+		return;
+	if (bpf_send_signal(SIGSTOP))
+		return;
+	bpf_map_update_elem(&stopped, &tgid, &why, BPF_ANY);
+}
+
+/* The dynamic loader calls _dl_debug_state() (the r_brk debugger hook)
+ * before and after it changes the list of loaded objects, e.g. at dlopen. */
+SEC("uprobe")
+int tb_dlstate(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	stop_self(tgid, TB_STOP_DLOPEN);
+	return 0;
+}
+
+/* A traced thread renamed itself (prctl(PR_SET_NAME), pthread_setname_np,
+ * a write to /proc/.../comm): the tracepoint fires before the copy, so the
+ * new name is the argument. */
+SEC("tp_btf/task_rename")
+int BPF_PROG(tb_rename, struct task_struct *task, const char *comm)
+{
+	__u32 tgid = task->tgid;
+	struct tb_rec_comm *rec;
+	__u32 cpu;
+	void *rb;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_COMM, sizeof(*rec), cpu, bpf_ktime_get_ns(),
+		 ((__u64)tgid << 32) | (__u32)task->pid);
+	bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm);
+	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(tb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -384,6 +505,7 @@ int BPF_PROG(tb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	/* A new image: its sites are new even at the same addresses. */
 	pr->gen = __sync_fetch_and_add(&next_gen, 1);
+	stop_self(tgid, TB_STOP_EXEC);
 	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
 	if (!rec)
 		return 0;
@@ -394,7 +516,9 @@ int BPF_PROG(tb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), p->comm);
 	bpf_probe_read_kernel_str(rec->filename, sizeof(rec->filename),
 				  BPF_CORE_READ(bprm, filename));
-	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	/* the process may be waiting for user space: wake it now */
+	bpf_ringbuf_submit(rec, stop_for_attach ? BPF_RB_FORCE_WAKEUP :
+			   wake_flags(rb, sizeof(*rec)));
 	return 0;
 }
 

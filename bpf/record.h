@@ -25,6 +25,7 @@ enum tb_rec_type {
 	TB_REC_EXIT    = 5,  /* a traced thread exited (and maybe its process) */
 	TB_REC_COMM    = 6,  /* a thread's name (from /proc or the kernel) */
 	TB_REC_STATS   = 7,  /* recorder statistics: drops per CPU, counts */
+	TB_REC_EVENT_ID = 8,  /* an event_id hit: struct tb_rec_event_id [+ strings] */
 	TB_REC_TYPE_MAX,
 };
 
@@ -69,6 +70,28 @@ struct tb_rec_event {
 };
 
 #define TB_EVF_STR_FAULT  1u   /* a string argument could not be read */
+#define TB_EVF_NAME_FAULT 2u   /* the runtime name could not be read */
+
+/* TB_REC_EVENT_ID: a hit of a `tracebpf:event_id` site (async, flow,
+ * counter with id, COPY name). Starts like TB_REC_EVENT (ev.hdr.type says
+ * which). Behind the fixed part: the string arguments as in TB_REC_EVENT,
+ * then name_len bytes of the runtime name (sites with
+ * TRACEBPF_SITEF_COPY_NAME; NUL included, at most TB_STR_MAX), padding to 8. */
+struct tb_rec_event_id {
+	struct tb_rec_event ev;
+	__u64 id;                  /* async / flow / counter id, 0 if none */
+	__u16 name_len;
+	__u16 pad[3];
+};
+
+/* Site descriptor flags (trace.h TRACEBPF_SITEF_*). */
+#define TB_SITE_COPY_NAME 0x01u
+#define TB_SITE_STEP      0x02u
+#define TB_SITE_ID        0x04u
+
+/* Why the kernel side stopped a traced process (the `stopped` map). */
+#define TB_STOP_EXEC      1u   /* new image: attach its probes, then SIGCONT */
+#define TB_STOP_DLOPEN    2u   /* the loader mapped objects: rescan maps */
 
 /* TB_REC_SITE: the descriptor bytes exactly as the application holds them
  * (struct tracebpf_site followed by its NUL-separated strings). */
@@ -140,5 +163,6 @@ _Static_assert(sizeof(struct tb_rec_exec) == 304, "tb_rec_exec layout");
 _Static_assert(sizeof(struct tb_rec_exit) == 48, "tb_rec_exit layout");
 _Static_assert(sizeof(struct tb_rec_comm) == 40, "tb_rec_comm layout");
 _Static_assert(sizeof(struct tb_rec_stats) == 48, "tb_rec_stats layout");
+_Static_assert(sizeof(struct tb_rec_event_id) == 72, "tb_rec_event_id layout");
 
 #endif /* TRACEBPF_RECORD_H */

@@ -123,17 +123,31 @@ static void hmap_free(struct hmap *m)
 
 struct site {
 	bool valid;
-	char phase;                 /* 'B', 'E', 'I', 'C' */
+	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M' */
 	char scope;                 /* 't', 'p', 'g' */
 	uint8_t nargs;
 	uint8_t arg_type[TB_MAX_ARGS];
+	uint8_t flags;              /* TB_SITE_* */
 	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
+	const char *step;           /* TB_SITE_STEP: async step / flow step */
 };
 
 struct proc {
 	uint32_t pid;
+	/* A pid reused within the recording is a new process: incarnation n
+	 * is written as pid + n * TB_PID_SPAN, so it never merges with the
+	 * old one in a viewer. */
+	uint32_t incarnation;
+	uint64_t out_pid;
+	bool dead;                  /* its last thread exited */
 	bool has_name;
 	char name[17];
+	/* Set by the application (TRACE_PROCESS_NAME / _SORT_INDEX): wins
+	 * over the kernel's comm. Owned (a copy). */
+	char *app_name;
+	size_t app_name_len;
+	bool has_sort;
+	int64_t sort_index;
 	struct hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
@@ -150,8 +164,21 @@ struct open_slice {
 
 struct thread {
 	uint32_t tid, pid;
+	uint64_t out_pid;           /* of its process's incarnation */
+	bool dead;                  /* exited: a reused tid is a new thread */
+	/* Slices open in the forking thread when this (main) thread's process
+	 * was forked: an END here that matches one closes an inherited slice
+	 * that starts at ghost_ts. Never ended: dropped. Each ghost's ev is
+	 * its own copy (the parent frees its own when its slice closes). */
+	struct open_slice *ghosts;
+	size_t nghosts;
+	uint64_t ghost_ts;
 	bool has_name;
 	char name[17];
+	char *app_name;             /* TRACE_THREAD_NAME, owned */
+	size_t app_name_len;
+	bool has_sort;
+	int64_t sort_index;
 	struct open_slice *stack;
 	size_t depth, cap;
 };
@@ -160,11 +187,13 @@ struct thread {
  * the slice was closed by exit, exec or the end of the trace). */
 struct oev {
 	uint64_t ts, dur, seq;
-	uint32_t pid, tid;
+	uint64_t pid;               /* the process incarnation's pid */
+	uint32_t tid;
 	char ph;
 	const struct site *site, *esite;
 	const struct tb_rec_event *ev, *eev;
 	const char *unfinished;
+	bool inherited;             /* X: a ghost slice ended in a forked child */
 };
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
@@ -182,6 +211,10 @@ struct conv {
 	size_t nsites, sites_cap;
 	struct hmap procs;          /* pid -> struct proc * */
 	struct hmap threads;        /* tid -> struct thread * */
+	struct proc **old_procs;    /* earlier incarnations of reused pids */
+	size_t nold_procs, old_procs_cap;
+	struct thread **old_threads;
+	size_t nold_threads, old_threads_cap;
 	struct oev *out;            /* min-heap by cmp_out */
 	size_t nout, out_cap, written, forced;
 	struct tb_json j;
@@ -218,40 +251,71 @@ static void copy_comm(char dst[17], const char *src)
 	dst[n] = '\0';
 }
 
+/* Above PID_MAX_LIMIT (2^22): an incarnation's pid never equals a real one. */
+#define TB_PID_SPAN (1ull << 22)
+
 static struct proc *get_proc(struct conv *c, uint32_t pid)
 {
-	struct proc *p = hmap_get(&c->procs, pid);
+	struct proc *p = hmap_get(&c->procs, pid), *old = NULL;
 
-	if (p)
+	if (p && !p->dead)
 		return p;
+	if (p) {
+		/* the pid was reused: keep the old process for rendering */
+		if (grow_array((void **)&c->old_procs, &c->old_procs_cap,
+			       c->nold_procs + 1, sizeof(*c->old_procs)))
+			return NULL;
+		old = p;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->incarnation = old ? old->incarnation + 1 : 0;
+	p->out_pid = pid + p->incarnation * TB_PID_SPAN;
 	if (hmap_put(&c->procs, pid, p)) {
 		free(p);
 		return NULL;
 	}
+	if (old)
+		c->old_procs[c->nold_procs++] = old;
 	return p;
+}
+
+static uint64_t out_pid(struct conv *c, uint32_t pid)
+{
+	struct proc *p = get_proc(c, pid);
+
+	return p ? p->out_pid : pid;
 }
 
 static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 {
-	struct thread *t = hmap_get(&c->threads, tid);
+	struct thread *t = hmap_get(&c->threads, tid), *old = NULL;
 
-	if (t) {
+	if (t && !t->dead) {
 		t->pid = pid;
+		t->out_pid = out_pid(c, pid);
 		return t;
+	}
+	if (t) {
+		if (grow_array((void **)&c->old_threads, &c->old_threads_cap,
+			       c->nold_threads + 1, sizeof(*c->old_threads)))
+			return NULL;
+		old = t;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->tid = tid;
 	t->pid = pid;
+	t->out_pid = out_pid(c, pid);
 	if (hmap_put(&c->threads, tid, t)) {
 		free(t);
 		return NULL;
 	}
+	if (old)
+		c->old_threads[c->nold_threads++] = old;
 	return t;
 }
 
@@ -289,6 +353,7 @@ static uint32_t rank_of(uint16_t type)
 	case TB_REC_COMM:
 		return 1;
 	case TB_REC_EVENT:
+	case TB_REC_EVENT_ID:
 		return 2;
 	case TB_REC_EXIT:
 		return 3;
@@ -316,7 +381,8 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	const char *desc = (const char *)(rec + 1);
 	struct tb_site_desc d;
 	size_t off, i;
-	const char **str[2 + TB_MAX_ARGS] = { &s->cat, &s->name };
+	const char **str[3 + TB_MAX_ARGS] = { &s->cat, &s->name };
+	size_t nstr;
 
 	memset(s, 0, sizeof(*s));
 	if (rec->flags & TB_SITEF_FAULT ||
@@ -326,15 +392,20 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	if (d.magic != TB_SITE_MAGIC || d.size < sizeof(d) || d.size > rec->len ||
 	    d.nargs > TB_MAX_ARGS)
 		return;
-	if (d.phase != 'B' && d.phase != 'E' && d.phase != 'I' && d.phase != 'C')
+	if (!strchr("BEICbenstfM", d.phase) || !d.phase)
+		return;
+	if (d.flags & ~(TB_SITE_COPY_NAME | TB_SITE_STEP | TB_SITE_ID))
 		return;
 	for (i = 0; i < d.nargs; i++)
 		if (d.arg_type[i] < TB_ARG_INT || d.arg_type[i] > TB_ARG_PTR)
 			return;
+	nstr = 2;
+	if (d.flags & TB_SITE_STEP)
+		str[nstr++] = &s->step;
 	for (i = 0; i < d.nargs; i++)
-		str[2 + i] = &s->argname[i];
+		str[nstr++] = &s->argname[i];
 	off = sizeof(d);
-	for (i = 0; i < 2u + d.nargs; i++) {
+	for (i = 0; i < nstr; i++) {
 		const char *nul;
 
 		if (off >= d.size)
@@ -348,6 +419,7 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	s->phase = (char)d.phase;
 	s->scope = d.scope == 'p' || d.scope == 'g' ? (char)d.scope : 't';
 	s->nargs = d.nargs;
+	s->flags = d.flags;
 	memcpy(s->arg_type, d.arg_type, sizeof(s->arg_type));
 	s->valid = true;
 }
@@ -362,7 +434,8 @@ static void out_free(struct oev *e)
 		free((void *)e->eev);
 }
 
-/* Takes ownership of e->ev and e->eev (copies). */
+/* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
+ * pid: written as its current incarnation's. */
 static int add_out(struct conv *c, const struct oev *e)
 {
 	struct oev *h;
@@ -377,6 +450,7 @@ static int add_out(struct conv *c, const struct oev *e)
 	h = c->out;
 	i = c->nout++;
 	h[i] = *e;
+	h[i].pid = out_pid(c, (uint32_t)e->pid);
 	while (i) {
 		size_t p = (i - 1) / 2;
 		struct oev t;
@@ -415,7 +489,7 @@ static void out_pop(struct conv *c)
 
 /* Writes every held event that nothing still to come can precede: events
  * before both the records still to be processed (ts >= now) and the begin
- * of every open slice. Past OUT_MAX held events the oldest are written
+ * of every open (or inherited, for a forked child) slice. Past OUT_MAX held events the oldest are written
  * anyway (a slice open for very long): X events may then be out of ts
  * order, which every viewer sorts (counted in c->forced). */
 static void out_flush(struct conv *c, uint64_t now, bool all)
@@ -429,6 +503,9 @@ static void out_flush(struct conv *c, uint64_t now, bool all)
 
 			if (t && t->depth && t->stack[0].ev->hdr.ts < low)
 				low = t->stack[0].ev->hdr.ts;
+			/* an inherited slice ending later starts at the fork */
+			if (t && t->nghosts && t->ghost_ts < low)
+				low = t->ghost_ts;
 		}
 	}
 	while (c->nout && (all || c->out[0].ts < low))
@@ -502,6 +579,117 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 	return NULL;
 }
 
+static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
+			   int i, size_t *n);
+
+/* A flow event is drawn between slices: DevTools binds it only to a slice
+ * with the same ts, pid, tid (and cat), Perfetto and catapult to the slice
+ * enclosing its ts ("bp":"e"). So it is moved to the begin of the slice
+ * enclosing it on its thread, which every viewer then draws it from. */
+static int on_flow(struct conv *c, const struct tb_rec_event *ev,
+		   const struct site *s, struct oev *e)
+{
+	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+
+	if (!t)
+		return -ENOMEM;
+	e->ph = s->phase;
+	if (t->depth)
+		e->ts = t->stack[t->depth - 1].ev->hdr.ts;
+	return add_out(c, e);
+}
+
+/* An application-set name: a copy (the record is not kept). */
+static int set_app_name(char **dst, size_t *dst_len, const char *str, size_t n)
+{
+	char *copy = malloc(n ? n : 1);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, str, n);
+	free(*dst);
+	*dst = copy;
+	*dst_len = n;
+	return 0;
+}
+
+/* TRACE_THREAD_NAME / TRACE_PROCESS_NAME / ..._SORT_INDEX */
+static int on_metadata(struct conv *c, const struct tb_rec_event *ev,
+		       const struct site *s)
+{
+	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+	struct proc *p = get_proc(c, ev->hdr.pid);
+	const char *str = NULL;
+	size_t n = 0;
+
+	if (!t || !p)
+		return -ENOMEM;
+	if (s->nargs < 1)
+		return 0;
+	if (s->arg_type[0] == TB_ARG_STR)
+		str = str_arg(s, ev, 0, &n);
+	if (!strcmp(s->name, "thread_name") && str)
+		return set_app_name(&t->app_name, &t->app_name_len, str, n);
+	else if (!strcmp(s->name, "process_name") && str)
+		return set_app_name(&p->app_name, &p->app_name_len, str, n);
+	else if (!strcmp(s->name, "thread_sort_index") && s->arg_type[0] == TB_ARG_INT) {
+		t->has_sort = true;
+		t->sort_index = (int64_t)ev->args[0];
+	} else if (!strcmp(s->name, "process_sort_index") && s->arg_type[0] == TB_ARG_INT) {
+		p->has_sort = true;
+		p->sort_index = (int64_t)ev->args[0];
+	}
+	return 0;
+}
+
+/* Frees the ghosts from index `from` on. */
+static void drop_ghosts(struct thread *t, size_t from)
+{
+	while (t->nghosts > from)
+		free((void *)t->ghosts[--t->nghosts].ev);
+}
+
+/* An END in a forked child with nothing open of its own: it closes the
+ * innermost inherited slice with the same category and name (or the
+ * innermost one, for an END whose name is copied), which then starts at the
+ * fork and is marked. Ghosts inside the matched one are dropped. */
+static int end_ghost(struct conv *c, struct thread *t,
+		     const struct tb_rec_event *ev, const struct site *s,
+		     uint64_t seq)
+{
+	size_t k = t->nghosts;
+	struct open_slice *g;
+	struct oev e = { 0 };
+
+	while (k > 0) {
+		const struct site *b = t->ghosts[k - 1].site;
+
+		if ((s->flags & TB_SITE_COPY_NAME) || (b->flags & TB_SITE_COPY_NAME) ||
+		    (!strcmp(b->cat, s->cat) && !strcmp(b->name, s->name)))
+			break;
+		k--;
+	}
+	if (!k) {
+		c->unmatched++;
+		return 0;
+	}
+	g = &t->ghosts[k - 1];
+	drop_ghosts(t, k);   /* the ones inside it */
+	t->nghosts = k - 1;  /* g's copy goes to the output event */
+	e.ph = 'X';
+	e.ts = t->ghost_ts;
+	e.dur = ev->hdr.ts - t->ghost_ts;
+	e.seq = seq;
+	e.pid = ev->hdr.pid;
+	e.tid = ev->hdr.tid;
+	e.site = g->site;
+	e.ev = g->ev;
+	e.esite = s;
+	e.eev = ev;
+	e.inherited = true;
+	return add_out(c, &e);
+}
+
 static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
 {
 	struct site *s = find_site(c, rec->hdr.pid, rec->site);
@@ -518,6 +706,8 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 		c->unresolved++;
 		return 0;
 	}
+	if (s->phase == 'M')   /* names are copied, the record is not kept */
+		return on_metadata(c, rec, s);
 	ev = copy_rec(rec);   /* kept by an open slice or an output event */
 	if (!ev)
 		return -ENOMEM;
@@ -535,10 +725,14 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 		return 0;
 	case 'E':
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (!t || !t->depth) {
+		if (!t) {
 			free((void *)ev);
-			if (!t)
-				return -ENOMEM;
+			return -ENOMEM;
+		}
+		if (!t->depth) {
+			if (t->nghosts)
+				return end_ghost(c, t, ev, s, seq);
+			free((void *)ev);
 			c->unmatched++;
 			return 0;
 		}
@@ -555,6 +749,15 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 	case 'C':
 		e.ph = 'C';
 		return add_out(c, &e);
+	case 'b':
+	case 'e':
+	case 'n':
+		e.ph = s->phase;
+		return add_out(c, &e);
+	case 's':
+	case 't':
+	case 'f':
+		return on_flow(c, ev, s, &e);
 	default:
 		return add_out(c, &e);
 	}
@@ -589,6 +792,37 @@ static int on_site(struct conv *c, const struct tb_rec_site *orig)
 	return hmap_put(&p->sites, rec->site, s);
 }
 
+/* The child's main thread inherits the forking thread's open slices. */
+static int inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
+{
+	struct thread *pt = hmap_get(&c->threads, f->hdr.tid);
+	struct thread *ct = get_thread(c, f->child_tid, f->child_pid);
+
+	size_t i;
+
+	if (!ct)
+		return -ENOMEM;
+	drop_ghosts(ct, 0);
+	free(ct->ghosts);
+	ct->ghosts = NULL;
+	if (!pt || pt->pid != f->hdr.pid || !pt->depth)
+		return 0;
+	ct->ghosts = calloc(pt->depth, sizeof(*ct->ghosts));
+	if (!ct->ghosts)
+		return -ENOMEM;
+	ct->ghost_ts = f->hdr.ts;
+	for (i = 0; i < pt->depth; i++) {
+		void *copy = copy_rec(pt->stack[i].ev);
+
+		if (!copy)
+			return -ENOMEM;
+		ct->ghosts[i] = pt->stack[i];
+		ct->ghosts[i].ev = copy;
+		ct->nghosts = i + 1;
+	}
+	return 0;
+}
+
 static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 {
 	struct proc *parent, *child;
@@ -605,6 +839,9 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	child = get_proc(c, f->child_pid);
 	if (!parent || !child)
 		return -ENOMEM;
+	err = inherit_ghosts(c, f);
+	if (err)
+		return err;
 	hmap_free(&child->sites);
 	child->forked = child->pid != parent->pid;
 	child->parent = parent->pid;
@@ -637,9 +874,41 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 	if (err)
 		return err;
 	hmap_free(&p->sites);   /* a new image: its sites are new */
+	{
+		struct thread *t = hmap_get(&c->threads, x->hdr.tid);
+
+		if (t)
+			drop_ghosts(t, 0);   /* never ended: dropped */
+	}
 	p->image++;
 	p->forked = false;
 	return set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
+}
+
+/* After its exit, a tid (or a whole process's pid) that shows up again
+ * belongs to a new thread (process): get_thread()/get_proc() start one. */
+static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
+{
+	struct thread *t = hmap_get(&c->threads, x->hdr.tid);
+	struct proc *p;
+	size_t i;
+
+	if (t) {
+		t->dead = true;
+		drop_ghosts(t, 0);
+	}
+	if (!(x->flags & TB_EXITF_PROCESS))
+		return;
+	p = hmap_get(&c->procs, x->hdr.pid);
+	if (p)
+		p->dead = true;
+	for (i = 0; i < c->threads.cap; i++) {
+		t = c->threads.vals[i];
+		if (t && t->pid == x->hdr.pid) {
+			t->dead = true;
+			drop_ghosts(t, 0);
+		}
+	}
 }
 
 static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
@@ -654,6 +923,8 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 		err = close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
 	if (!err)
 		err = set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
+	if (!err)
+		mark_dead(c, x);
 	return err;
 }
 
@@ -684,6 +955,7 @@ static int process(struct conv *c, enum stage *stage)
 			return -ENOMEM;
 		switch (h->type) {
 		case TB_REC_EVENT:
+		case TB_REC_EVENT_ID:
 			err = on_event(c, (const void *)h, i);
 			break;
 		case TB_REC_SITE:
@@ -775,12 +1047,18 @@ static void args_of(struct args *as, const struct site *s,
 		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
 }
 
+static size_t ev_fixed_size(const struct tb_rec_event *ev)
+{
+	return ev->hdr.type == TB_REC_EVENT_ID ? sizeof(struct tb_rec_event_id)
+					       : sizeof(*ev);
+}
+
 /* The bytes of string argument i: str_len[k] bytes for each string
  * argument k in order after the fixed part. NULL when unreadable. */
 static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
 			   int i, size_t *n)
 {
-	size_t off = sizeof(*ev), len = ev->str_len[i];
+	size_t off = ev_fixed_size(ev), len = ev->str_len[i];
 	int k;
 
 	for (k = 0; k < i; k++)
@@ -898,6 +1176,51 @@ static void write_counter_value(struct tb_json *j, const struct arg *a)
 	}
 }
 
+/* The event's name: for a COPY site, the name copied at the hit. */
+static void write_name(struct tb_json *j, const struct site *s,
+		       const struct tb_rec_event *ev)
+{
+	const struct tb_rec_event_id *x = (const void *)ev;
+	size_t off = sizeof(*x);
+	int k;
+
+	tb_json_key(j, "name");
+	if (!(s->flags & TB_SITE_COPY_NAME)) {
+		tb_json_string(j, s->name);
+		return;
+	}
+	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len) {
+		tb_json_string(j, "<unreadable>");
+		return;
+	}
+	for (k = 0; k < s->nargs && k < TB_MAX_ARGS; k++)
+		if (s->arg_type[k] == TB_ARG_STR)
+			off += ev->str_len[k];
+	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off) {
+		tb_json_string(j, "<unreadable>");
+		return;
+	}
+	tb_json_string_n(j, (const char *)ev + off,
+			 strnlen((const char *)ev + off, x->name_len));
+}
+
+/* Async, flow and counter ids, as the hex strings Chrome writes. */
+static void write_id(struct tb_json *j, const struct oev *e)
+{
+	const struct tb_rec_event_id *x = (const void *)e->ev;
+	char buf[24];
+
+	if (e->ev->hdr.type != TB_REC_EVENT_ID)
+		return;
+	if (!strchr("bentsf", e->ph) && e->ph != 'C')
+		return;
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, (uint64_t)x->id);
+	tb_json_kstr(j, "id", buf);
+	/* steps and ends bind to the enclosing slice, like the begin */
+	if (e->ph == 't' || e->ph == 'f')
+		tb_json_kstr(j, "bp", "e");
+}
+
 static void write_event(struct tb_json *j, const struct oev *e)
 {
 	struct args as = { .n = 0 };
@@ -919,7 +1242,8 @@ static void write_event(struct tb_json *j, const struct oev *e)
 		tb_json_string_n(j, &e->site->scope, 1);
 	}
 	tb_json_kstr(j, "cat", e->site->cat);
-	tb_json_kstr(j, "name", e->site->name);
+	write_name(j, e->site, e->ev);
+	write_id(j, e);
 	if (e->ph == 'C') {
 		tb_json_key(j, "args");
 		tb_json_begin_object(j);
@@ -929,8 +1253,13 @@ static void write_event(struct tb_json *j, const struct oev *e)
 		}
 		tb_json_end_object(j);
 	} else {
+		if (e->site->step)
+			args_add(&as, (struct arg){ .name = "step", .str = e->site->step });
 		args_of(&as, e->site, e->ev);
 		args_of(&as, e->esite, e->eev);
+		if (e->inherited)
+			args_add(&as, (struct arg){ .name = "tracebpf_inherited",
+						    .str = "open in the parent at fork" });
 		if (e->unfinished)
 			args_add(&as, (struct arg){ .name = "tracebpf_unfinished",
 						    .str = e->unfinished });
@@ -939,7 +1268,41 @@ static void write_event(struct tb_json *j, const struct oev *e)
 	tb_json_end_object(j);
 }
 
-static void write_meta_event(struct tb_json *j, const char *what, uint32_t pid,
+static void write_meta_head(struct tb_json *j, const char *what, uint64_t pid,
+			    uint32_t tid)
+{
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "ph", "M");
+	tb_json_kts(j, "ts", 0);
+	tb_json_kuint(j, "pid", pid);
+	tb_json_kuint(j, "tid", tid);
+	tb_json_kstr(j, "name", what);
+	tb_json_key(j, "args");
+	tb_json_begin_object(j);
+}
+
+/* A name set by the application (a string of n bytes from a record). */
+static void write_meta_name_n(struct tb_json *j, const char *what, uint64_t pid,
+			      uint32_t tid, const char *name, size_t n)
+{
+	write_meta_head(j, what, pid, tid);
+	tb_json_key(j, "name");
+	tb_json_string_n(j, name, n);
+	tb_json_end_object(j);
+	tb_json_end_object(j);
+}
+
+static void write_sort_index(struct tb_json *j, const char *what, uint64_t pid,
+			     uint32_t tid, int64_t index)
+{
+	write_meta_head(j, what, pid, tid);
+	tb_json_kint(j, "sort_index", index);
+	tb_json_end_object(j);
+	tb_json_end_object(j);
+}
+
+static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
 			     uint32_t tid, const char *name)
 {
 	tb_json_newline(j);
@@ -956,10 +1319,10 @@ static void write_meta_event(struct tb_json *j, const char *what, uint32_t pid,
 	tb_json_end_object(j);
 }
 
-/* The values of m, to be sorted by the caller. */
-static void **sorted_vals(const struct hmap *m)
+/* The values of m and the `nold` of `old`, to be sorted by the caller. */
+static void **sorted_vals(const struct hmap *m, void *old, size_t nold)
 {
-	void **v = calloc(m->n ? m->n : 1, sizeof(*v));
+	void **v = calloc(m->n + nold + 1, sizeof(*v));
 	size_t i, n = 0;
 
 	if (!v)
@@ -967,6 +1330,8 @@ static void **sorted_vals(const struct hmap *m)
 	for (i = 0; i < m->cap; i++)
 		if (m->vals[i])
 			v[n++] = m->vals[i];
+	for (i = 0; i < nold; i++)
+		v[n++] = ((void **)old)[i];
 	return v;
 }
 
@@ -974,15 +1339,15 @@ static int cmp_proc(const void *a, const void *b)
 {
 	const struct proc *x = *(void *const *)a, *y = *(void *const *)b;
 
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	return x->out_pid < y->out_pid ? -1 : x->out_pid > y->out_pid;
 }
 
 static int cmp_thread(const void *a, const void *b)
 {
 	const struct thread *x = *(void *const *)a, *y = *(void *const *)b;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
+	if (x->out_pid != y->out_pid)
+		return x->out_pid < y->out_pid ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
@@ -1018,7 +1383,9 @@ static void render_begin(struct conv *c, FILE *f)
 static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 {
 	const struct tb_file_info *info = tb_reader_info(r);
-	void **procs = sorted_vals(&c->procs), **threads = sorted_vals(&c->threads);
+	void **procs = sorted_vals(&c->procs, c->old_procs, c->nold_procs);
+	void **threads = sorted_vals(&c->threads, c->old_threads, c->nold_threads);
+	size_t nprocs = c->procs.n + c->nold_procs, nthreads = c->threads.n + c->nold_threads;
 	uint64_t drops_total = 0;
 	uint32_t ncpus = 0, i;
 	struct tb_json j = c->j;
@@ -1030,8 +1397,8 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 		free(threads);
 		return -ENOMEM;
 	}
-	qsort(procs, c->procs.n, sizeof(*procs), cmp_proc);
-	qsort(threads, c->threads.n, sizeof(*threads), cmp_thread);
+	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
+	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
 	if (c->stats) {
 		drops_total = c->stats->drops_total;
 		ncpus = c->stats->ncpus;
@@ -1039,21 +1406,38 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 			ncpus = (c->stats->hdr.size - sizeof(*c->stats)) / 8;
 	}
 
-	for (i = 0; i < c->procs.n; i++) {
+	for (i = 0; i < nprocs; i++) {
 		const struct proc *p = procs[i];
+		char name[96];
 
 		if (!p->has_name)
 			snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
-		write_meta_event(&j, "process_name", p->pid, p->pid,
-				 p->has_name ? p->name : buf);
+		/* a reused pid: say which real pid it was */
+		snprintf(name, sizeof(name), p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
+			 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
+		if (p->app_name)
+			write_meta_name_n(&j, "process_name", p->out_pid, p->pid,
+					  p->app_name, p->app_name_len);
+		else
+			write_meta_event(&j, "process_name", p->out_pid, p->pid, name);
+		if (p->has_sort)
+			write_sort_index(&j, "process_sort_index", p->out_pid, p->pid,
+					 p->sort_index);
 	}
-	for (i = 0; i < c->threads.n; i++) {
+	for (i = 0; i < nthreads; i++) {
 		const struct thread *t = threads[i];
 
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
-		write_meta_event(&j, "thread_name", t->pid, t->tid,
-				 t->has_name ? t->name : buf);
+		if (t->app_name)
+			write_meta_name_n(&j, "thread_name", t->out_pid, t->tid,
+					  t->app_name, t->app_name_len);
+		else
+			write_meta_event(&j, "thread_name", t->out_pid, t->tid,
+					 t->has_name ? t->name : buf);
+		if (t->has_sort)
+			write_sort_index(&j, "thread_sort_index", t->out_pid, t->tid,
+					 t->sort_index);
 	}
 	tb_json_newline(&j);
 	tb_json_end_array(&j);
@@ -1100,28 +1484,40 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	return err;
 }
 
+static void free_proc(struct proc *p)
+{
+	hmap_free(&p->sites);
+	free(p->app_name);
+	free(p);
+}
+
+static void free_thread(struct thread *t)
+{
+	while (t->depth)
+		free((void *)t->stack[--t->depth].ev);
+	drop_ghosts(t, 0);
+	free(t->stack);
+	free(t->ghosts);
+	free(t->app_name);
+	free(t);
+}
+
 static void conv_free(struct conv *c)
 {
 	size_t i;
 
-	for (i = 0; i < c->procs.cap; i++) {
-		struct proc *p = c->procs.vals[i];
-
-		if (p) {
-			hmap_free(&p->sites);
-			free(p);
-		}
-	}
-	for (i = 0; i < c->threads.cap; i++) {
-		struct thread *t = c->threads.vals[i];
-
-		if (t) {
-			while (t->depth)
-				free((void *)t->stack[--t->depth].ev);
-			free(t->stack);
-			free(t);
-		}
-	}
+	for (i = 0; i < c->procs.cap; i++)
+		if (c->procs.vals[i])
+			free_proc(c->procs.vals[i]);
+	for (i = 0; i < c->threads.cap; i++)
+		if (c->threads.vals[i])
+			free_thread(c->threads.vals[i]);
+	for (i = 0; i < c->nold_procs; i++)
+		free_proc(c->old_procs[i]);
+	for (i = 0; i < c->nold_threads; i++)
+		free_thread(c->old_threads[i]);
+	free(c->old_procs);
+	free(c->old_threads);
 	hmap_free(&c->procs);
 	hmap_free(&c->threads);
 	for (i = 0; i < c->nsites; i++)

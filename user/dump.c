@@ -9,6 +9,7 @@
 #include <argp.h>
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +19,8 @@ struct dsite {
 	uint32_t pid;
 	uint64_t addr;
 	char phase;
-	uint8_t nargs, type[2];
-	char cat[64], name[128], arg[2][64];
+	uint8_t nargs, type[2], flags;
+	char cat[64], name[128], step[64], arg[2][64];
 	struct dsite *next;
 };
 
@@ -31,8 +32,8 @@ static unsigned bucket(uint64_t addr) { return (unsigned)((addr >> 3) * 26544357
 static void add_site(const struct tb_rec_site *rec)
 {
 	const unsigned char *d = (const unsigned char *)(rec + 1);
-	char *dst[4];
-	size_t dsz[4], off = 16, i, size, max = rec->hdr.size - sizeof(*rec);
+	char *dst[5];
+	size_t dsz[5], off = 16, i, k = 0, nstr, size, max = rec->hdr.size - sizeof(*rec);
 	struct dsite *s;
 	uint16_t sz;
 	uint32_t magic;
@@ -52,12 +53,17 @@ static void add_site(const struct tb_rec_site *rec)
 	s->nargs = d[8];
 	s->type[0] = d[9];
 	s->type[1] = d[10];
-	dst[0] = s->cat; dsz[0] = sizeof(s->cat);
-	dst[1] = s->name; dsz[1] = sizeof(s->name);
-	dst[2] = s->arg[0]; dsz[2] = sizeof(s->arg[0]);
-	dst[3] = s->arg[1]; dsz[3] = sizeof(s->arg[1]);
+	s->flags = d[11];
+	dst[k] = s->cat; dsz[k++] = sizeof(s->cat);
+	dst[k] = s->name; dsz[k++] = sizeof(s->name);
+	if (s->flags & TB_SITE_STEP) {
+		dst[k] = s->step; dsz[k++] = sizeof(s->step);
+	}
+	dst[k] = s->arg[0]; dsz[k++] = sizeof(s->arg[0]);
+	dst[k] = s->arg[1]; dsz[k++] = sizeof(s->arg[1]);
+	nstr = k - 2 + s->nargs;
 	size = sz;
-	for (i = 0; i < 2u + s->nargs && off < size; i++) {
+	for (i = 0; i < nstr && off < size; i++) {
 		const unsigned char *nul = memchr(d + off, 0, size - off);
 		size_t n = nul ? (size_t)(nul - (d + off)) : size - off;
 
@@ -119,7 +125,9 @@ static void comm(FILE *f, const char *c)
 static void dump_event(FILE *f, const struct tb_rec_event *e)
 {
 	const struct dsite *s = find(e->hdr.pid, e->site);
-	size_t soff = sizeof(*e);
+	const struct tb_rec_event_id *x = (const void *)e;
+	bool with_id = e->hdr.type == TB_REC_EVENT_ID;
+	size_t soff = with_id ? sizeof(*x) : sizeof(*e);
 	int i;
 
 	if (!s) {
@@ -128,6 +136,10 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 		return;
 	}
 	fprintf(f, "%c %s:%s", s->phase, s->cat, s->name);
+	if (s->flags & TB_SITE_STEP)
+		fprintf(f, " step=%s", s->step);
+	if (with_id)
+		fprintf(f, " id=0x%" PRIx64, (uint64_t)x->id);
 	for (i = 0; i < s->nargs; i++) {
 		uint64_t v = e->args[i];
 		double d;
@@ -148,6 +160,14 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 		default: fprintf(f, "0x%" PRIx64, v); break;
 		}
 	}
+	if (with_id && (s->flags & TB_SITE_COPY_NAME)) {
+		/* the runtime name follows the string arguments */
+		fputs(" name=", f);
+		if (x->name_len && soff <= e->hdr.size && x->name_len <= e->hdr.size - soff)
+			put_str(f, (const char *)e + soff, x->name_len);
+		else
+			fputs("<unreadable>", f);
+	}
 }
 
 static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
@@ -161,6 +181,7 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 	fprintf(f, "%u/%u ", h->pid, h->tid);
 	switch (h->type) {
 	case TB_REC_EVENT:
+	case TB_REC_EVENT_ID:
 		dump_event(f, (const void *)h);
 		break;
 	case TB_REC_SITE: {

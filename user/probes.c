@@ -51,10 +51,10 @@ void tb_paths_free(struct tb_paths *p)
 	p->n = p->cap = 0;
 }
 
-/* Counts stapsdt notes (type 3, owner "stapsdt") whose provider and name are
- * tracebpf:event. The note's descriptor is three addresses (pc, base,
+/* Counts stapsdt notes (type 3, owner "stapsdt") whose provider is tracebpf
+ * and name is `probe` (NULL: event or event_id). The note's descriptor is three addresses (pc, base,
  * semaphore) followed by provider\0 name\0 args\0. */
-static int count_notes(Elf *elf)
+static int count_notes(Elf *elf, const char *probe)
 {
 	size_t shstrndx, addr_sz;
 	Elf_Scn *scn = NULL;
@@ -90,8 +90,13 @@ static int count_notes(Elf *elf)
 			plen = strnlen(d, nh.n_descsz - 3 * addr_sz);
 			if (plen + 1 >= nh.n_descsz - 3 * addr_sz)
 				continue;
-			if (!strcmp(d, TB_PROVIDER) &&
-			    !strncmp(d + plen + 1, TB_PROBE, nh.n_descsz - 3 * addr_sz - plen - 1))
+			if (strcmp(d, TB_PROVIDER))
+				continue;
+			d += plen + 1;
+			if (!memchr(d, 0, nh.n_descsz - 3 * addr_sz - plen - 1))
+				continue;
+			if (probe ? !strcmp(d, probe) :
+			    !strcmp(d, TB_PROBE) || !strcmp(d, TB_PROBE_ID))
 				count++;
 		}
 	}
@@ -99,6 +104,11 @@ static int count_notes(Elf *elf)
 }
 
 int tb_elf_count_probes(const char *path)
+{
+	return tb_elf_count_probe(path, NULL);
+}
+
+int tb_elf_count_probe(const char *path, const char *probe)
 {
 	Elf *elf;
 	int fd, ret;
@@ -112,7 +122,7 @@ int tb_elf_count_probes(const char *path)
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		ret = -ENOEXEC;
 	else
-		ret = count_notes(elf);
+		ret = count_notes(elf, probe);
 	if (elf)
 		elf_end(elf);
 	close(fd);

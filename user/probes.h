@@ -12,15 +12,18 @@
 
 #define TB_PROVIDER "tracebpf"
 #define TB_PROBE    "event"
+#define TB_PROBE_ID "event_id"   /* sites with an id or a runtime name */
 
 struct tb_paths {
 	char **v;
 	int n, cap;
 };
 
-/* Number of tracebpf:event notes in the ELF file at path (>= 0), or -errno
- * (-ENOEXEC when it is not an ELF file). */
+/* Number of tracebpf:event and tracebpf:event_id notes in the ELF file at
+ * path (>= 0), or -errno (-ENOEXEC when it is not an ELF file). */
 int tb_elf_count_probes(const char *path);
+/* The same for one probe name (TB_PROBE or TB_PROBE_ID). */
+int tb_elf_count_probe(const char *path, const char *probe);
 /* Adds path unless already there. 0 or -ENOMEM. */
 int tb_paths_add(struct tb_paths *p, const char *path);
 void tb_paths_free(struct tb_paths *p);

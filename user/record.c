@@ -60,6 +60,7 @@ struct recorder {
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
 	char json_path[PATH_MAX];
+	struct tb_paths attached;  /* "dev:ino" of every object attached */
 	pid_t child;           /* -- CMD */
 	int go_fd;             /* write end: releases the child */
 	int exec_err_fd;       /* read end: the child's exec errno */
@@ -313,29 +314,147 @@ static int setup_rings(struct recorder *r)
 	return 0;
 }
 
-static int attach_object(struct recorder *r, const char *path)
+static int add_link(struct recorder *r, struct bpf_link *link)
 {
-	struct bpf_link *link, **nl;
-	int err;
+	struct bpf_link **nl = realloc(r->links, (r->nlinks + 1) * sizeof(*nl));
 
-	link = bpf_program__attach_usdt(r->skel->progs.tb_event, -1, path,
-					TB_PROVIDER, TB_PROBE, NULL);
-	if (!link) {
-		err = -errno;
-		ERR("failed to attach to the probes of '%s': %s", path, strerror(-err));
-		return err;
-	}
-	nl = realloc(r->links, (r->nlinks + 1) * sizeof(*nl));
 	if (!nl) {
 		bpf_link__destroy(link);
 		return -ENOMEM;
 	}
 	r->links = nl;
 	r->links[r->nlinks++] = link;
+	return 0;
+}
+
+/* Attaches both probe names of one object, once per file (uprobes are per
+ * inode: attaching a file twice would record every hit twice). */
+static int file_key(const char *path, char key[64])
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	snprintf(key, 64, "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	return 0;
+}
+
+static bool is_attached(struct recorder *r, const char *path)
+{
+	char key[64];
+
+	if (file_key(path, key))
+		return false;
+	for (int i = 0; i < r->attached.n; i++)
+		if (!strcmp(r->attached.v[i], key))
+			return true;
+	return false;
+}
+
+static int attach_object(struct recorder *r, const char *path)
+{
+	static const struct { const char *name; bool id; } probes[] = {
+		{ TB_PROBE, false }, { TB_PROBE_ID, true },
+	};
+	struct bpf_link *link;
+	char key[64];
+	int err, n, i, total = 0;
+
+	err = file_key(path, key);
+	if (err)
+		return err;
+	if (is_attached(r, path))
+		return 0;
+	for (i = 0; i < 2; i++) {
+		n = tb_elf_count_probe(path, probes[i].name);
+		if (n <= 0)
+			continue;
+		link = bpf_program__attach_usdt(probes[i].id ? r->skel->progs.tb_event_id :
+						r->skel->progs.tb_event, -1, path,
+						TB_PROVIDER, probes[i].name, NULL);
+		if (!link) {
+			err = -errno;
+			ERR("failed to attach to the %s probes of '%s': %s", probes[i].name,
+			    path, strerror(-err));
+			return err;
+		}
+		err = add_link(r, link);
+		if (err)
+			return err;
+		total += n;
+	}
+	err = tb_paths_add(&r->attached, key);
+	if (err)
+		return err;
 	if (r->o->verbose)
 		fprintf(stderr, "tracebpf: record: attached to %d probes in '%s'\n",
-			tb_elf_count_probes(path), path);
+			total, path);
 	return 0;
+}
+
+/* The dynamic loader's r_brk hook: a traced process that maps new objects
+ * (dlopen) stops there until they are attached (bpf/record.bpf.c). */
+static void attach_loader_hook(struct recorder *r)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	static const char *const loaders[] = {
+		"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-x86-64.so.2",
+	};
+	char real[PATH_MAX];
+	struct bpf_link *link;
+
+	for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++) {
+		if (!realpath(loaders[i], real))
+			continue;
+		link = bpf_program__attach_uprobe_opts(r->skel->progs.tb_dlstate, -1,
+						       real, 0, &uo);
+		if (!link) {
+			fprintf(stderr, "tracebpf: record: warning: failed to attach to "
+					"'%s' _dl_debug_state (%s): libraries loaded later "
+					"with dlopen are not traced\n", real, strerror(errno));
+			return;
+		}
+		add_link(r, link);
+		return;
+	}
+}
+
+/* Processes the kernel side stopped at exec or at the loader hook: attach
+ * to what they map now (and, after exec, to the libraries the new image's
+ * loader is about to map), then let them go. */
+static void release_stopped(struct recorder *r, bool attach)
+{
+	int fd = bpf_map__fd(r->skel->maps.stopped);
+	__u32 key, next, *prev = NULL, why;
+	__u32 pids[256];
+	int n = 0;
+
+	while (n < 256 && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		pids[n++] = key;
+	}
+	for (int i = 0; i < n; i++) {
+		struct tb_paths objs = {};
+		char link[64], exe[PATH_MAX];
+
+		if (bpf_map_lookup_elem(fd, &pids[i], &why))
+			continue;
+		if (attach) {
+			tb_proc_probe_objects(pids[i], &objs);
+			snprintf(link, sizeof(link), "/proc/%u/exe", pids[i]);
+			/* an image seen before: its libraries are attached */
+			if (why == TB_STOP_EXEC && realpath(link, exe) &&
+			    !is_attached(r, exe))
+				tb_cmd_probe_objects(exe, &objs);
+			for (int k = 0; k < objs.n; k++)
+				attach_object(r, objs.v[k]);
+			tb_paths_free(&objs);
+		}
+		bpf_map_delete_elem(fd, &pids[i]);
+		kill(pids[i], SIGCONT);
+	}
 }
 
 /* Fork the command, stopped before exec until released by start_child(). */
@@ -476,12 +595,14 @@ int tb_record(const struct tb_record_opts *o)
 			ERR("failed to inspect '%s': %s", exe, strerror(-err));
 			goto cleanup;
 		}
-		if (!objs.n) {
-			ERR("'%s' has no tracebpf probes, neither in it nor in the libraries it links", exe);
+		/* Not an error: a shell or launcher may exec or dlopen an
+		 * instrumented program (tracebpf record -- sh -c ./app). */
+		if (!objs.n && !o->quiet) {
+			fprintf(stderr, "tracebpf: record: warning: '%s' has no tracebpf probes, neither "
+					"in it nor in the libraries it links; recording only the "
+					"programs it executes and the libraries it loads\n", exe);
 			fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
 					"and rebuild (see README.md); 'readelf -n %s' lists the probes\n", exe);
-			err = -ENOENT;
-			goto cleanup;
 		}
 	}
 	for (i = 0; i < o->npids; i++) {
@@ -537,6 +658,7 @@ int tb_record(const struct tb_record_opts *o)
 		goto cleanup;
 	}
 	r.skel->rodata->wakeup_bytes = o->buffer_size / 4;
+	r.skel->rodata->stop_for_attach = true;
 	bpf_map__set_max_entries(r.skel->maps.rings, r.ncpus);
 	err = create_rings(&r);
 	if (err)
@@ -620,6 +742,7 @@ int tb_record(const struct tb_record_opts *o)
 		if (err)
 			goto cleanup;
 	}
+	attach_loader_hook(&r);
 
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -647,6 +770,7 @@ int tb_record(const struct tb_record_opts *o)
 			break;
 		}
 		ring_buffer__consume(r.rb);
+		release_stopped(&r, true);
 		err = tb_writer_flush(r.w);
 		if (!err)
 			err = r.write_err;
@@ -726,6 +850,16 @@ int tb_record(const struct tb_record_opts *o)
 			fprintf(stderr, "tracebpf: wrote %s (open it in https://ui.perfetto.dev)\n",
 				r.json_path);
 	}
+	/* A command without probes was only a warning, since it could exec or
+	 * dlopen an instrumented program; if it never did, nothing could have
+	 * been recorded: that is an error, not an empty success. */
+	if (!err && o->cmd && !r.attached.n) {
+		ERR("'%s' has no tracebpf probes, and neither had anything it executed or loaded",
+		    o->cmd[0]);
+		fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
+				"and rebuild (see README.md); 'readelf -n PROGRAM' lists the probes\n");
+		err = -ENOENT;
+	}
 
 cleanup:
 	if (r.go_fd >= 0)
@@ -746,6 +880,12 @@ cleanup:
 	for (i = 0; i < r.nlinks; i++)
 		bpf_link__destroy(r.links[i]);
 	free(r.links);
+	if (r.skel) {
+		/* nothing stops a process any more: release whoever waits */
+		record_bpf__detach(r.skel);
+		release_stopped(&r, false);
+	}
+	tb_paths_free(&r.attached);
 	ring_buffer__free(r.rb);
 	if (r.ring_fds)
 		for (i = 0; i < r.ncpus; i++)

@@ -42,12 +42,14 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_EXIT]  = sizeof(struct tb_rec_exit),
 	[TB_REC_COMM]  = sizeof(struct tb_rec_comm),
 	[TB_REC_STATS] = sizeof(struct tb_rec_stats),
+	[TB_REC_EVENT_ID] = sizeof(struct tb_rec_event_id),
 };
 
 int tb_stream_of(uint16_t rec_type)
 {
 	switch (rec_type) {
 	case TB_REC_EVENT:
+	case TB_REC_EVENT_ID:
 		return TB_STREAM_USER;
 	case TB_REC_SITE:
 		return TB_STREAM_SITE;

@@ -249,7 +249,7 @@ descriptors() {
 			}
 		}
 		function describe(addrhex, addr, symsize, sym,   k, off, i, b, err, magic, size,
-				  ph, sc, na, t0, t1, flags, res, nul, s, cur, scs) {
+				  ph, sc, na, t0, t1, flags, res, nul, s, cur, scs, copy, step, isid) {
 			off = -1
 			for (k = 1; k <= ns; k++)
 				if (SA[k] > 0 && addr >= SA[k] && addr < SA[k] + SS[k]) off = addr - SA[k] + SO[k]
@@ -263,26 +263,30 @@ descriptors() {
 			res = b[12] + b[13] + b[14] + b[15]
 			if (magic != 827540052) err = err ",magic"
 			if (size > 512 || size > symsize || size < 20) { err = err ",size"; size = symsize }
-			if (ph !~ /^[BEIC]$/) err = err ",phase"
+			if (ph !~ /^[BEICbenstfM]$/) err = err ",phase"
 			if (ph == "I" && sc != 116 && sc != 112 && sc != 103) err = err ",scope"
 			if (ph != "I" && sc != 0) err = err ",scope"
+			copy = flags % 2; step = int(flags / 2) % 2; isid = int(flags / 4) % 2
+			if (flags >= 8) err = err ",flags"
+			if (ph ~ /^[benstf]$/ && !isid) err = err ",id-flag"
+			if (step && ph !~ /^[nt]$/) err = err ",step"
 			if (na > 2) err = err ",nargs"
 			if (t0 > 6 || t1 > 6) err = err ",type"
 			if ((na < 1 && t0 != 0) || (na < 2 && t1 != 0)) err = err ",unused-type"
 			if ((na >= 1 && t0 == 0) || (na >= 2 && t1 == 0)) err = err ",missing-type"
-			if (flags != 0 || res != 0) err = err ",reserved"
+			if (res != 0) err = err ",reserved"
 			if (addr % 8 != 0) err = err ",align"
 			nul = 0; s = ""; cur = ""
 			for (i = 16; i < size; i++) {
 				if (b[i] == 0) {
-					if (cur == "") err = err ",empty-string"
+					if (cur == "" && !(copy && nul == 1)) err = err ",empty-string"
 					s = s (nul ? "|" : "") cur; cur = ""; nul++
 				} else {
 					cur = cur sprintf("%c", b[i])
 				}
 			}
 			if (b[size - 1] != 0) err = err ",unterminated"
-			if (nul != 2 + na) err = err ",strings"
+			if (nul != 2 + step + na) err = err ",strings"
 			scs = sc ? sprintf("%c", sc) : "-"
 			printf "%s %s %s %s %d %d %d %s\n", (err == "" ? "ok" : "bad:" substr(err, 2)),
 			       sym, ph, scs, na, t0, t1, s
@@ -299,10 +303,12 @@ check_binary() {
 	notes "$bin" >"$T/notes"
 	n=$(grep -c . "$T/notes")
 	check_ge "$label: stapsdt notes" "$min" "$n"
-	check_eq "$label: all notes are tracebpf:event" "$n" \
-		"$(awk '$1 == "tracebpf" && $2 == "event"' "$T/notes" | grep -c .)"
-	bad=$(awk '{ $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "") } !/^8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+$/' "$T/notes" | head -1)
-	check_eq "$label: every note has 3 register args 8@%reg" "" "$bad"
+	check_eq "$label: all notes are tracebpf:event or tracebpf:event_id" "$n" \
+		"$(awk '$1 == "tracebpf" && ($2 == "event" || $2 == "event_id")' "$T/notes" | grep -c .)"
+	bad=$(awk '$2 == "event" { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if (!/^8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+$/) print }' "$T/notes" | head -1)
+	check_eq "$label: every event note has 3 register args 8@%reg" "" "$bad"
+	bad=$(awk '$2 == "event_id" { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if (!/^8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+$/) print }' "$T/notes" | head -1)
+	check_eq "$label: every event_id note has 5 register args 8@%reg" "" "$bad"
 	check_eq "$label: no memory operand in any arg" "0" \
 		"$(awk '{ $1 = $2 = $3 = $4 = $5 = "" } /\(/' "$T/notes" | grep -c .)"
 	check_eq "$label: no %rsp/%esp/%sp operand in any arg" "0" \
@@ -489,7 +495,7 @@ P=$B/progs
 mkdir -p "$P"
 for cc in gcc clang; do
 	for prog in mt_events seq_until_killed quiet_thread fork_child loop_events \
-		lib_user noprobes redzone; do
+		lib_user noprobes redzone api_events; do
 		[ $prog = lib_user ] && continue
 		compile "$cc: compile tests/progs/$prog.c" "$P/$prog.$cc.log" -- \
 			$cc -std=c11 -O2 $WARN $INC "$ROOT/tests/progs/$prog.c" -o "$P/$prog.$cc" -pthread
@@ -509,6 +515,20 @@ for cc in gcc clang; do
 		$cc -std=c11 -O2 $WARN $INC "$ROOT/bench/rate.c" -o "$P/rate.$cc"
 
 	[ -x "$P/probe_cost.$cc" ] && check_binary "$cc probe_cost" "$P/probe_cost.$cc" lea 1
+	# the extended API (event_id sites) in C and as C++
+	cxx=$([ $cc = gcc ] && echo g++ || echo clang++)
+	compile "$cxx: compile tests/progs/api_events.c as C++17" "$P/api_events.$cxx.log" -- \
+		$cxx -x c++ -std=c++17 -O2 $WARN $INC "$ROOT/tests/progs/api_events.c" -o "$P/api_events.$cxx" -pthread
+	for bin in "$P/api_events.$cc" "$P/api_events.$cxx"; do
+		[ -x "$bin" ] || continue
+		check_binary "$(basename "$bin")" "$bin" lea 25
+		check_ge "$(basename "$bin"): event_id notes" 20 \
+			"$(awk '$2 == "event_id"' "$T/notes" | grep -c .)"
+		check_eq "$(basename "$bin"): phases of the descriptors" "C I M b e f n s t B E" \
+			"$(awk '{ print $3 }' "$T/desc" | sort | uniq | grep -v '^X$' | tr '\n' ' ' | sed 's/ $//' | awk '{ n = split($0, a, " "); o = ""; for (i = 1; i <= n; i++) if (a[i] ~ /[a-z]/ || a[i] ~ /[CIM]/) o = o (o ? " " : "") a[i]; for (i = 1; i <= n; i++) if (a[i] ~ /^[BE]$/) o = o " " a[i]; print o }')"
+		check_eq "$(basename "$bin"): runs untraced" "active=0 enabled=0" \
+			"$("$bin" | sed -n 's/^pid=[0-9]* //p')"
+	done
 	[ -x "$P/probe_cost_nop1.$cc" ] && check_binary "$cc probe_cost_nop1" "$P/probe_cost_nop1.$cc" nop1 1
 	[ -x "$P/noprobes.$cc" ] && check_eq "$cc noprobes: has no stapsdt notes" "0" \
 		"$(notes "$P/noprobes.$cc" | grep -c .)"

@@ -13,13 +13,23 @@ from conftest import (TRACEBPF, Trace, load, prog, user_events, wait_for)
 
 def child_pid_of(rec):
     """The command tracebpf started: its only child."""
+    def is_loader_probe(pid):
+        # the recorder briefly runs the program with LD_TRACE_LOADED_OBJECTS
+        # to learn its libraries (user/probes.c): not the traced child
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return b"LD_TRACE_LOADED_OBJECTS=1" in f.read().split(b"\0")
+        except OSError:
+            return True
+
     def get():
         try:
             with open(f"/proc/{rec.proc.pid}/task/{rec.proc.pid}/children") as f:
-                kids = f.read().split()
-            return int(kids[0]) if kids else None
+                kids = [int(k) for k in f.read().split()]
         except OSError:
             return None
+        kids = [k for k in kids if not is_loader_probe(k)]
+        return kids[0] if kids else None
     return wait_for(get, what="the traced child to start")
 
 

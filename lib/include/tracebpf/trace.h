@@ -29,6 +29,12 @@
  *   TRACEBPF_ENABLED()                           non-zero while a tracer is
  *                                                attached to this binary
  *
+ * and Chromium's async (TRACE_EVENT_ASYNC_*, TRACE_EVENT_NESTABLE_ASYNC_*),
+ * flow (TRACE_EVENT_FLOW_*), counter-id (TRACE_COUNTER_ID1/2), COPY
+ * (TRACE_EVENT_COPY_*: runtime names), guard (TRACE_EVENT_CATEGORY_ACTIVE,
+ * TRACE_EVENT_CATEGORY_GROUP_ENABLED) and name (TRACE_THREAD_NAME,
+ * TRACE_PROCESS_NAME, TRACE_*_SORT_INDEX) macros: see docs/api.md.
+ *
  * `cat`, `name` and the argument names `nN` must be string literals (anything
  * else does not compile): they are stored once, in the site descriptor, never
  * copied per event. `scope` is TRACE_EVENT_SCOPE_THREAD / _PROCESS / _GLOBAL
@@ -68,6 +74,15 @@
  * registers: the descriptor's address, argument value 0, argument value 1 (0
  * when unused; doubles as their IEEE-754 bits, bools 0/1, strings and pointers
  * as their address, integers sign- or zero-extended to 64 bits).
+ *
+ * Sites with an id or a runtime name (async, flows, counter ids, COPY) use a
+ * second probe, provider "tracebpf" name "event_id", with exactly five
+ * 8-byte register arguments: descriptor address, id (integer or pointer
+ * value, 0 if none), runtime name pointer (NULL unless the descriptor has
+ * TRACEBPF_SITEF_COPY_NAME; then the descriptor's name string is empty),
+ * value 0, value 1. Its descriptor has TRACEBPF_SITEF_ID; with
+ * TRACEBPF_SITEF_STEP a step string follows the name. Both probes share
+ * the semaphore and the site layout below.
  *
  * The probe instruction is a 5-byte nop (0f 1f 44 00 00) aligned to 8 bytes so
  * that it never crosses a page, between `lea -128(%rsp),%rsp` and
@@ -134,6 +149,25 @@
 #define TRACEBPF_PHASE_END     'E'
 #define TRACEBPF_PHASE_INSTANT 'I'
 #define TRACEBPF_PHASE_COUNTER 'C'
+/* Sites of the `event_id` probe (an id and/or a runtime name): */
+#define TRACEBPF_PHASE_ASYNC_BEGIN   'b'  /* async and nestable async */
+#define TRACEBPF_PHASE_ASYNC_END     'e'
+#define TRACEBPF_PHASE_ASYNC_INSTANT 'n'  /* nestable instant, async step */
+#define TRACEBPF_PHASE_FLOW_BEGIN    's'
+#define TRACEBPF_PHASE_FLOW_STEP     't'
+#define TRACEBPF_PHASE_FLOW_END      'f'
+/* Process and thread names and sort indices (plain `event` probe): the
+ * descriptor's name is "process_name", "thread_name", "process_sort_index"
+ * or "thread_sort_index", its one argument the value. */
+#define TRACEBPF_PHASE_METADATA      'M'
+
+/* tracebpf_site.flags */
+#define TRACEBPF_SITEF_COPY_NAME 0x01u /* the name is a runtime string passed
+					* to the probe, copied by the tracer */
+#define TRACEBPF_SITEF_STEP      0x02u /* a step string follows the name */
+#define TRACEBPF_SITEF_ID        0x04u /* an `event_id` site (id argument) */
+/* Longest runtime name copied at a hit, terminating NUL included. */
+#define TRACEBPF_COPY_NAME_MAX   256
 
 #define TRACEBPF_SCOPE_THREAD  't'
 #define TRACEBPF_SCOPE_PROCESS 'p'
@@ -158,7 +192,7 @@ struct tracebpf_site {
 	uint8_t  scope;     /* instants: TRACEBPF_SCOPE_*; 0 otherwise */
 	uint8_t  nargs;     /* 0..TRACEBPF_MAX_ARGS */
 	uint8_t  arg_type[TRACEBPF_MAX_ARGS]; /* TRACEBPF_ARG_* */
-	uint8_t  flags;     /* 0 */
+	uint8_t  flags;     /* TRACEBPF_SITEF_* */
 	uint32_t reserved;  /* 0 */
 };
 
@@ -224,7 +258,7 @@ unsigned short tracebpf_event_semaphore;
  * then pc, _.stapsdt.base, semaphore, provider, name, args). "?" puts the
  * note in the section group of the code, so a discarded COMDAT function (C++
  * inline functions, templates) discards its notes too. */
-#define TRACEBPF__ASM_NOTE                                                    \
+#define TRACEBPF__ASM_NOTE_(probe, args)                                      \
 	"\t.pushsection .note.stapsdt,\"?\",\"note\"\n"                       \
 	"\t.balign 4\n"                                                       \
 	"\t.4byte 992f-991f, 994f-993f, 3\n"                                  \
@@ -234,10 +268,14 @@ unsigned short tracebpf_event_semaphore;
 	"\t.8byte _.stapsdt.base\n"                                           \
 	"\t.8byte tracebpf_event_semaphore\n"                                 \
 	"\t.asciz \"tracebpf\"\n"                                             \
-	"\t.asciz \"event\"\n"                                                \
-	"\t.asciz \"8@%[site] 8@%[a0] 8@%[a1]\"\n"                            \
+	"\t.asciz \"" probe "\"\n"                                           \
+	"\t.asciz \"" args "\"\n"                                            \
 	"994:\t.balign 4\n"                                                   \
 	"\t.popsection\n"
+#define TRACEBPF__ASM_NOTE \
+	TRACEBPF__ASM_NOTE_("event", "8@%[site] 8@%[a0] 8@%[a1]")
+#define TRACEBPF__ASM_NOTE_ID \
+	TRACEBPF__ASM_NOTE_("event_id", "8@%[site] 8@%[id] 8@%[nm] 8@%[a0] 8@%[a1]")
 
 /* _.stapsdt.base lets consumers detect prelink-style relocation of the
  * binary; one byte per binary in a COMDAT section, exactly as sys/sdt.h. */
@@ -270,6 +308,24 @@ tracebpf__hit(const void *site, unsigned size, uint64_t a0, uint64_t a1)
 	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE TRACEBPF__ASM_BASE
 			     :
 			     : [site] "r"(site), [a0] "r"(a0), [a1] "r"(a1)
+			     : "memory");
+}
+
+/* One hit of an `event_id` site: also an id (async, flow, counter id; 0 when
+ * unused) and a runtime name (NULL unless TRACEBPF_SITEF_COPY_NAME). */
+TRACEBPF__INLINE void
+tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
+		 uint64_t a0, uint64_t a1)
+{
+	const volatile unsigned char *p =
+		TRACEBPF__SCAST(const volatile unsigned char *, site);
+
+	(void)p[0];
+	(void)p[size - 1];
+	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE_ID TRACEBPF__ASM_BASE
+			     :
+			     : [site] "r"(site), [id] "r"(id), [nm] "r"(nm),
+			       [a0] "r"(a0), [a1] "r"(a1)
 			     : "memory");
 }
 
@@ -467,7 +523,9 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 #define TRACEBPF__STRS_BYTES(strs) \
 	TRACEBPF__SCAST(unsigned, sizeof(struct tracebpf_site) + sizeof(strs))
 
-#define TRACEBPF__SITE(var, ph, sc, na, t0, t1, strs)                         \
+#define TRACEBPF__SITE(var, ph, sc, na, t0, t1, strs) \
+	TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, 0, strs)
+#define TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, fl, strs)                   \
 	static const struct {                                                 \
 		struct tracebpf_site h;                                       \
 		char s[sizeof(strs)];                                         \
@@ -477,7 +535,8 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 		  TRACEBPF__SCAST(uint8_t, ph), TRACEBPF__SCAST(uint8_t, sc), \
 		  TRACEBPF__SCAST(uint8_t, na),                               \
 		  { TRACEBPF__SCAST(uint8_t, t0),                             \
-		    TRACEBPF__SCAST(uint8_t, t1) }, 0, 0 },                   \
+		    TRACEBPF__SCAST(uint8_t, t1) },                           \
+		  TRACEBPF__SCAST(uint8_t, fl), 0 },                          \
 		strs                                                          \
 	};                                                                    \
 	TRACEBPF__SASSERT(TRACEBPF__STRS_BYTES(strs) <= TRACEBPF_SITE_MAX,    \
@@ -531,6 +590,43 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 			 TRACEBPF__ARG_VAL(v0), TRACEBPF__ARG_TYPE(v1),       \
 			 TRACEBPF__ARG_VAL(v1), cat "\0" name "\0" n0 "\0" n1)
 
+
+/* An `event_id` site (id and/or runtime name): one statement. `nm` is the
+ * runtime name for the COPY variants (a const char *), TRACEBPF__NONAME
+ * otherwise; `id` any integer or pointer (0 when the phase has none). */
+#ifdef __cplusplus
+#define TRACEBPF__NONAME nullptr
+#else
+#define TRACEBPF__NONAME ((const char *)0)
+#endif
+#define TRACEBPF__EVENT_ID(ph, sc, fl, na, t0, v0, t1, v1, id, nm, strs)      \
+	do {                                                                  \
+		TRACEBPF__SITE_F(tracebpf__site, ph, sc, na, t0, t1,          \
+				 (fl) | TRACEBPF_SITEF_ID, strs);             \
+		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
+			tracebpf__hit_id(&tracebpf__site,                     \
+					 TRACEBPF__STRS_BYTES(strs),          \
+					 TRACEBPF__ARG_VAL(id), (nm), v0, v1); \
+	} while (0)
+
+/* `strs` here is cat "\0" name [ "\0" step ]: argument names are appended. */
+#define TRACEBPF__X0(ph, sc, fl, id, nm, strs)                                \
+	TRACEBPF__EVENT_ID(ph, sc, fl, 0, TRACEBPF_ARG_NONE, 0,               \
+			   TRACEBPF_ARG_NONE, 0, id, nm, strs)
+#define TRACEBPF__X1(ph, sc, fl, id, nm, strs, n0, v0)                        \
+	TRACEBPF__EVENT_ID(ph, sc, fl, 1, TRACEBPF__ARG_TYPE(v0),             \
+			   TRACEBPF__ARG_VAL(v0), TRACEBPF_ARG_NONE, 0, id,   \
+			   nm, strs "\0" n0)
+#define TRACEBPF__X2(ph, sc, fl, id, nm, strs, n0, v0, n1, v1)                \
+	TRACEBPF__EVENT_ID(ph, sc, fl, 2, TRACEBPF__ARG_TYPE(v0),             \
+			   TRACEBPF__ARG_VAL(v0), TRACEBPF__ARG_TYPE(v1),     \
+			   TRACEBPF__ARG_VAL(v1), id, nm, strs "\0" n0 "\0" n1)
+
+/* Runtime names: the descriptor's name is empty. */
+#define TRACEBPF__CNAME(name) TRACEBPF__SCAST(const char *, (name))
+#define TRACEBPF__COPY TRACEBPF_SITEF_COPY_NAME
+#define TRACEBPF__STEP TRACEBPF_SITEF_STEP
+
 /* ------------------------------------------------------------------------ */
 /* Public macros (Chromium trace_event names and semantics).                */
 
@@ -571,5 +667,130 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 	TRACEBPF__E1(TRACEBPF_PHASE_COUNTER, 0, cat, name, "value", value)
 #define TRACE_COUNTER2(cat, name, a1n, a1v, a2n, a2v) \
 	TRACEBPF__E2(TRACEBPF_PHASE_COUNTER, 0, cat, name, a1n, a1v, a2n, a2v)
+
+/* Counters with an id: one counter track per (name, id). */
+#define TRACE_COUNTER_ID1(cat, name, id, value) \
+	TRACEBPF__X1('C', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, "value", value)
+#define TRACE_COUNTER_ID2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('C', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v, a2n, a2v)
+
+/* Async slices keyed by (cat, name, id): "b"/"n"/"e" in the JSON. */
+#define TRACE_EVENT_ASYNC_BEGIN0(cat, name, id) \
+	TRACEBPF__X0('b', 0, 0, id, TRACEBPF__NONAME, cat "\0" name)
+#define TRACE_EVENT_ASYNC_BEGIN1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('b', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v)
+#define TRACE_EVENT_ASYNC_BEGIN2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('b', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_ASYNC_STEP_INTO0(cat, name, id, step) \
+	TRACEBPF__X0('n', 0, TRACEBPF__STEP, id, TRACEBPF__NONAME, cat "\0" name "\0" step)
+#define TRACE_EVENT_ASYNC_STEP_INTO1(cat, name, id, step, a1n, a1v) \
+	TRACEBPF__X1('n', 0, TRACEBPF__STEP, id, TRACEBPF__NONAME, cat "\0" name "\0" step, a1n, a1v)
+#define TRACE_EVENT_ASYNC_END0(cat, name, id) \
+	TRACEBPF__X0('e', 0, 0, id, TRACEBPF__NONAME, cat "\0" name)
+#define TRACE_EVENT_ASYNC_END1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('e', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v)
+#define TRACE_EVENT_ASYNC_END2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('e', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v, a2n, a2v)
+
+#define TRACE_EVENT_NESTABLE_ASYNC_BEGIN0(cat, name, id) \
+	TRACE_EVENT_ASYNC_BEGIN0(cat, name, id)
+#define TRACE_EVENT_NESTABLE_ASYNC_BEGIN1(cat, name, id, a1n, a1v) \
+	TRACE_EVENT_ASYNC_BEGIN1(cat, name, id, a1n, a1v)
+#define TRACE_EVENT_NESTABLE_ASYNC_BEGIN2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACE_EVENT_ASYNC_BEGIN2(cat, name, id, a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_NESTABLE_ASYNC_END0(cat, name, id) \
+	TRACE_EVENT_ASYNC_END0(cat, name, id)
+#define TRACE_EVENT_NESTABLE_ASYNC_END1(cat, name, id, a1n, a1v) \
+	TRACE_EVENT_ASYNC_END1(cat, name, id, a1n, a1v)
+#define TRACE_EVENT_NESTABLE_ASYNC_END2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACE_EVENT_ASYNC_END2(cat, name, id, a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_NESTABLE_ASYNC_INSTANT0(cat, name, id) \
+	TRACEBPF__X0('n', 0, 0, id, TRACEBPF__NONAME, cat "\0" name)
+#define TRACE_EVENT_NESTABLE_ASYNC_INSTANT1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('n', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v)
+#define TRACE_EVENT_NESTABLE_ASYNC_INSTANT2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('n', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v, a2n, a2v)
+
+/* Flows keyed by (cat, name, id), bound to the slice enclosing each event. */
+#define TRACE_EVENT_FLOW_BEGIN0(cat, name, id) \
+	TRACEBPF__X0('s', 0, 0, id, TRACEBPF__NONAME, cat "\0" name)
+#define TRACE_EVENT_FLOW_BEGIN1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('s', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v)
+#define TRACE_EVENT_FLOW_STEP0(cat, name, id, step) \
+	TRACEBPF__X0('t', 0, TRACEBPF__STEP, id, TRACEBPF__NONAME, cat "\0" name "\0" step)
+#define TRACE_EVENT_FLOW_STEP1(cat, name, id, step, a1n, a1v) \
+	TRACEBPF__X1('t', 0, TRACEBPF__STEP, id, TRACEBPF__NONAME, cat "\0" name "\0" step, a1n, a1v)
+#define TRACE_EVENT_FLOW_END0(cat, name, id) \
+	TRACEBPF__X0('f', 0, 0, id, TRACEBPF__NONAME, cat "\0" name)
+#define TRACE_EVENT_FLOW_END1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('f', 0, 0, id, TRACEBPF__NONAME, cat "\0" name, a1n, a1v)
+
+/* COPY variants: `name` is any const char * expression, copied by the tracer
+ * at the hit (at most TRACEBPF_COPY_NAME_MAX - 1 bytes). Categories and
+ * argument names stay literals; string argument values are always copied. */
+#define TRACE_EVENT_COPY_BEGIN0(cat, name) \
+	TRACEBPF__X0('B', 0, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0")
+#define TRACE_EVENT_COPY_BEGIN1(cat, name, a1n, a1v) \
+	TRACEBPF__X1('B', 0, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0", a1n, a1v)
+#define TRACE_EVENT_COPY_BEGIN2(cat, name, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('B', 0, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0", a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_COPY_END0(cat, name) \
+	TRACEBPF__X0('E', 0, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0")
+#define TRACE_EVENT_COPY_END1(cat, name, a1n, a1v) \
+	TRACEBPF__X1('E', 0, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0", a1n, a1v)
+#define TRACE_EVENT_COPY_END2(cat, name, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('E', 0, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0", a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_COPY_INSTANT0(cat, name, scope) \
+	TRACEBPF__X0('I', scope, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0")
+#define TRACE_EVENT_COPY_INSTANT1(cat, name, scope, a1n, a1v) \
+	TRACEBPF__X1('I', scope, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0", a1n, a1v)
+#define TRACE_EVENT_COPY_INSTANT2(cat, name, scope, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('I', scope, TRACEBPF__COPY, 0, TRACEBPF__CNAME(name), cat "\0", a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_COPY_ASYNC_BEGIN0(cat, name, id) \
+	TRACEBPF__X0('b', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0")
+#define TRACE_EVENT_COPY_ASYNC_BEGIN1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('b', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0", a1n, a1v)
+#define TRACE_EVENT_COPY_ASYNC_BEGIN2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('b', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0", a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_COPY_ASYNC_END0(cat, name, id) \
+	TRACEBPF__X0('e', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0")
+#define TRACE_EVENT_COPY_ASYNC_END1(cat, name, id, a1n, a1v) \
+	TRACEBPF__X1('e', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0", a1n, a1v)
+#define TRACE_EVENT_COPY_ASYNC_END2(cat, name, id, a1n, a1v, a2n, a2v) \
+	TRACEBPF__X2('e', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0", a1n, a1v, a2n, a2v)
+#define TRACE_EVENT_COPY_NESTABLE_ASYNC_BEGIN0(cat, name, id) \
+	TRACE_EVENT_COPY_ASYNC_BEGIN0(cat, name, id)
+#define TRACE_EVENT_COPY_NESTABLE_ASYNC_BEGIN1(cat, name, id, a1n, a1v) \
+	TRACE_EVENT_COPY_ASYNC_BEGIN1(cat, name, id, a1n, a1v)
+#define TRACE_EVENT_COPY_NESTABLE_ASYNC_END0(cat, name, id) \
+	TRACE_EVENT_COPY_ASYNC_END0(cat, name, id)
+#define TRACE_EVENT_COPY_NESTABLE_ASYNC_END1(cat, name, id, a1n, a1v) \
+	TRACE_EVENT_COPY_ASYNC_END1(cat, name, id, a1n, a1v)
+#define TRACE_EVENT_COPY_NESTABLE_ASYNC_INSTANT0(cat, name, id) \
+	TRACEBPF__X0('n', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0")
+
+/* Guards: non-zero while a tracer is attached to this binary. There is one
+ * switch per executable or shared object, not per category: `cat` must be
+ * a literal and is otherwise ignored (docs/api.md). */
+#define TRACE_EVENT_CATEGORY_ACTIVE(cat) \
+	((void)sizeof("" cat), TRACEBPF_ENABLED())
+#define TRACE_EVENT_CATEGORY_GROUP_ENABLED(cat, ret) \
+	do { *(ret) = TRACE_EVENT_CATEGORY_ACTIVE(cat); } while (0)
+
+/* Names and ordering of this process and of the calling thread. `name` is
+ * any const char * (copied at the hit, at most 255 bytes); it wins over the
+ * kernel's comm in the JSON. */
+#define TRACE_THREAD_NAME(name) \
+	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "thread_name", \
+		     "name", TRACEBPF__CNAME(name))
+#define TRACE_PROCESS_NAME(name) \
+	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "process_name", \
+		     "name", TRACEBPF__CNAME(name))
+#define TRACE_THREAD_SORT_INDEX(index) \
+	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "thread_sort_index", \
+		     "sort_index", TRACEBPF__SCAST(int64_t, (index)))
+#define TRACE_PROCESS_SORT_INDEX(index) \
+	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "process_sort_index", \
+		     "sort_index", TRACEBPF__SCAST(int64_t, (index)))
 
 #endif /* TRACEBPF_TRACE_H */

@@ -1,0 +1,165 @@
+"""Processes and threads through fork, exec, dlopen, thread churn, pid reuse
+and C++ exceptions: exact JSON events, and what Chrome DevTools' trace engine
+builds from them (slices, threads, processes)."""
+import re
+from collections import Counter
+
+from conftest import BUILD, prog, user_events
+
+STRIP = ("ts", "pid", "tid", "dur")
+
+
+def shape(events):
+    return [{k: v for k, v in e.items() if k not in STRIP} for e in events]
+
+
+def dt_slices(t, pid):
+    return [(s["name"], s["tid"]) for s in t.devtools["slices"] if s["pid"] == pid]
+
+
+def test_fork_ghost_slices(recorder):
+    rec = recorder("--", prog("fork_ghost")).wait()
+    parent, child = map(int, re.search(r"parent=(\d+) child=(\d+)", rec.stdout).groups())
+    t = rec.trace()
+    pe, ce = user_events(t, parent), user_events(t, child)
+    # the parent's timeline is untouched by the child
+    assert shape(pe) == [
+        {"ph": "X", "cat": "test", "name": "manual", "args": {}},
+        {"ph": "X", "cat": "test", "name": "scoped", "args": {}},
+        {"ph": "X", "cat": "test", "name": "dropped", "args": {}},
+    ]
+    inh = {"tracebpf_inherited": "open in the parent at fork"}
+    # ended in the child: inherited slices from the fork; "dropped" is gone
+    assert shape(ce) == [
+        {"ph": "X", "cat": "test", "name": "manual", "args": inh},
+        {"ph": "X", "cat": "test", "name": "scoped", "args": inh},
+        {"ph": "I", "s": "t", "cat": "test", "name": "child_work", "args": {}},
+    ]
+    man, sco, work = ce
+    assert man["ts"] == sco["ts"] and man["dur"] >= sco["dur"]
+    assert sco["ts"] <= work["ts"] <= sco["ts"] + sco["dur"]
+    # the fork happened while the parent's three slices were open
+    for e in pe:
+        assert e["ts"] <= man["ts"] <= e["ts"] + e["dur"]
+    assert sorted(dt_slices(t, child)) == sorted(
+        [("manual", child), ("scoped", child), ("child_work", child)])
+    assert sorted(n for n, _ in dt_slices(t, parent)) == ["dropped", "manual", "scoped"]
+
+
+def check_exec_target(t, pid):
+    ev = [e for e in user_events(t, pid) if e["cat"] == "target"]
+    assert shape(ev) == [
+        {"ph": "I", "s": "t", "cat": "target", "name": "target_first", "args": {}},
+        {"ph": "X", "cat": "target", "name": "target_work", "args": {}},
+    ] + [{"ph": "I", "s": "t", "cat": "target", "name": "target_tick", "args": {"seq": i}}
+         for i in range(5)]
+    assert t.process_names()[pid] == "exec_target"
+    assert t.devtools["processes"][str(pid)] == "exec_target"
+    assert Counter(n for n, _ in dt_slices(t, pid))["target_tick"] == 5
+
+
+def test_exec_into_another_instrumented_program(recorder):
+    rec = recorder("--", prog("exec_chain"), prog("exec_target")).wait()
+    pid = int(re.search(r"chain pid=(\d+)", rec.stdout).group(1))
+    assert f"target pid={pid}" in rec.stdout
+    t = rec.trace()
+    chain = [e for e in user_events(t, pid) if e["cat"] == "chain"]
+    # the slice open at exec is closed at exec time and marked
+    assert shape(chain) == [
+        {"ph": "X", "cat": "chain", "name": "pending",
+         "args": {"tracebpf_unfinished": "process exec'd"}},
+        {"ph": "I", "s": "t", "cat": "chain", "name": "before_exec", "args": {}},
+    ]
+    first = t.named("target_first")[0]
+    assert chain[0]["ts"] + chain[0]["dur"] <= first["ts"]
+    check_exec_target(t, pid)
+
+
+def test_sh_c_records_the_program(recorder):
+    # dash execs the last command directly; "; true" makes it fork first
+    for script in (prog("exec_target"), prog("exec_target") + "; true"):
+        rec = recorder("--", "sh", "-c", script, name="sh").wait()
+        pid = int(re.search(r"target pid=(\d+)", rec.stdout).group(1))
+        t = rec.trace()
+        check_exec_target(t, pid)
+
+
+def test_dlopen_library_attached_while_recording(recorder):
+    rec = recorder("--", prog("dlopen_user"), BUILD / "progs" / "libtbdl.so").wait()
+    assert "dl ok" in rec.stdout
+    t = rec.trace()
+    ev = user_events(t)
+    # nothing lost: the library's constructor and its first calls included
+    assert [e["name"] for e in ev] == ["before_dlopen", "dl_ctor"] + ["dl_event"] * 5 + \
+        ["after_dl"]
+    assert [e["args"]["i"] for e in ev if e["name"] == "dl_event"] == list(range(5))
+    assert {e["cat"] for e in ev if e["name"].startswith("dl_")} == {"dl"}
+
+
+def test_thread_churn_1000(recorder):
+    n = 1000
+    rec = recorder("--", prog("thread_churn"), n).wait(timeout=300)
+    assert "churn done" in rec.stdout
+    t = rec.trace()
+    ev = t.named("churn", "I")
+    assert sorted(e["args"]["i"] for e in ev) == list(range(n))
+    tids = {e["tid"] for e in ev}
+    assert len(tids) == n, "every thread its own tid"
+    pid = ev[0]["pid"]
+    assert {e["pid"] for e in ev} == {pid} and pid not in tids
+    # names: the thread renamed itself (task_rename) before emitting
+    names = t.thread_names()
+    for e in ev:
+        assert names[(pid, e["tid"])] == f"churn-{e['args']['i']}", e
+    dt_names = {(th["pid"], th["tid"]): th["name"] for th in t.devtools["threads"]}
+    for e in ev[:50]:
+        assert dt_names[(pid, e["tid"])] == f"churn-{e['args']['i']}"
+    assert t.meta["drops_total"] == 0
+
+
+def test_pid_reuse_is_a_new_process(recorder):
+    rec = recorder("--", prog("pid_reuse")).wait()
+    first, second = map(int, re.search(r"first=(\d+) second=(\d+)", rec.stdout).groups())
+    assert first == second, rec.stdout
+    t = rec.trace()
+    life = t.named("life", "I")
+    assert [e["args"]["gen"] for e in life] == [1, 2]
+    p1, p2 = life[0]["pid"], life[1]["pid"]
+    assert p1 == first and p2 != p1, (p1, p2)
+    names = t.process_names()
+    assert names[p1] == "pid_reuse"
+    assert names[p2] == f"pid_reuse [pid {first} #2]"
+    # each incarnation has its own slice; never merged
+    lt = t.named("lifetime", "X")
+    assert sorted(e["pid"] for e in lt) == sorted([p1, p2])
+    assert {str(p1), str(p2)} <= set(t.devtools["processes"])
+    assert Counter(s["pid"] for s in t.devtools["slices"] if s["name"] == "lifetime") == \
+        {p1: 1, p2: 1}
+
+
+def test_cxx_exception_unwind_templates_lambdas(recorder):
+    rec = recorder("--", prog("cxx_unwind")).wait()
+    assert "caught=1 sum=16" in rec.stdout
+    t = rec.trace()
+    ev = user_events(t)
+    assert shape(ev) == [
+        {"ph": "X", "cat": "cxx", "name": "catcher", "args": {}},
+        {"ph": "X", "cat": "cxx", "name": "thrower", "args": {"depth": 2}},
+        {"ph": "X", "cat": "cxx", "name": "thrower", "args": {"depth": 1}},
+        {"ph": "X", "cat": "cxx", "name": "thrower", "args": {"depth": 0}},
+        {"ph": "I", "s": "t", "cat": "cxx", "name": "caught", "args": {}},
+        {"ph": "X", "cat": "cxx", "name": "lambda", "args": {"x": 3}},
+        {"ph": "X", "cat": "cxx", "name": "twice", "args": {"v": 3}},
+        {"ph": "X", "cat": "cxx", "name": "twice", "args": {"v": 0.5}},
+        {"ph": "X", "cat": "cxx", "name": "lambda", "args": {"x": 4}},
+        {"ph": "X", "cat": "cxx", "name": "twice", "args": {"v": 4}},
+        {"ph": "X", "cat": "cxx", "name": "twice", "args": {"v": 0.5}},
+    ]
+    # the throwers ended by unwinding, before the handler ran
+    caught = ev[4]
+    for th in ev[1:4]:
+        assert th["ts"] + th["dur"] <= caught["ts"]
+        assert "tracebpf_unfinished" not in th["args"]
+    dt = t.devtools
+    depth = {(s["name"], s.get("depth")) for s in dt["slices"] if s["name"] == "thrower"}
+    assert depth == {("thrower", 1), ("thrower", 2), ("thrower", 3)}

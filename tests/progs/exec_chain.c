@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * exec_chain PROGRAM - an instrumented program that opens a "pending" slice,
+ * emits "before_exec" and execs PROGRAM (another instrumented program whose
+ * probes the recorder has not seen). Prints "chain pid=<pid>".
+ */
+#include <stdio.h>
+#include <unistd.h>
+#include "tracebpf/trace.h"
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	printf("chain pid=%d\n", (int)getpid());
+	fflush(stdout);
+	TRACE_EVENT_BEGIN0("chain", "pending");
+	TRACE_EVENT_INSTANT0("chain", "before_exec", TRACE_EVENT_SCOPE_THREAD);
+	execv(argv[1], argv + 1);
+	perror("exec_chain: execv");
+	return 1;
+}
