@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * dump.c - `tracebpf dump FILE`: one readable line per record, in file
- * order (records appear as soon as their chunk is on disk: with --follow or
+ * order (records appear as soon as their round is on disk: with --follow or
  * --connect it keeps up with a recording). Site descriptors are resolved
  * with a small parser of its own, by (pid, address), falling back to the
  * address alone (a forked child runs its parent's sites).

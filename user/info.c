@@ -57,7 +57,7 @@ int tb_cmd_info(int argc, char **argv)
 	const struct tb_rec_hdr *h;
 	struct tb_rec_stats *stats = NULL;
 	struct tb_reader *r;
-	uint64_t recs = 0, lo = 0, hi = 0, bytes;
+	uint64_t recs = 0, lo = 0, hi = 0, bytes, dropped_bytes = 0;
 	unsigned s, i;
 	int ret, any = 0;
 
@@ -121,7 +121,8 @@ int tb_cmd_info(int argc, char **argv)
 		       (hi - lo) / 1e9);
 	printf("records:        %" PRIu64 " (%" PRIu64 " user events)\n", recs,
 	       tb_reader_stream_stats(r, TB_STREAM_USER)->records);
-	printf("file bytes:     %" PRIu64 "\n", bytes + tb_reader_tail_bytes(r));
+	tb_reader_discarded(r, &dropped_bytes);
+	printf("file bytes:     %" PRIu64 "\n", bytes + tb_reader_tail_bytes(r) - dropped_bytes);
 	if (recs)
 		printf("bytes/event:    %.2f (file bytes / records)\n", (double)bytes / recs);
 	if (stats) {
@@ -143,6 +144,10 @@ int tb_cmd_info(int argc, char **argv)
 	if (tb_reader_tail_reason(r))
 		printf("truncated tail: %" PRIu64 " bytes (%s)\n", tb_reader_tail_bytes(r),
 		       tb_reader_tail_reason(r));
+	if (dropped_bytes)
+		printf("incomplete round: %" PRIu64 " bytes of chunks whose round never "
+		       "ended: readers drop their records (no per-thread gap)\n",
+		       dropped_bytes);
 	tb_reader_close(r);
 	free(stats);
 	return 0;

@@ -183,6 +183,7 @@ struct tb_writer {
 	bool have_ts;
 	uint32_t seq;
 	uint64_t bytes, records;
+	bool round_open;         /* chunks written since the last ROUND_END */
 	int err;                 /* sticky: after a failed write the file ends */
 };
 
@@ -351,6 +352,7 @@ static int write_chunk(struct tb_writer *w, struct tb_chunk_hdr *ch,
 	}
 	w->bytes += sizeof(*ch) + stored;
 	w->seq++;
+	w->round_open = !(ch->flags & TB_CHUNK_ROUND_END);
 	return 0;
 }
 
@@ -454,6 +456,14 @@ static int flush_all(struct tb_writer *w, bool round)
 	for (i = 0; i < NORDER; i++)
 		if (w->s[flush_order[i]].len)
 			last = i;
+	if (round && last == NORDER && w->round_open) {
+		/* the round's records all went out in full chunks: an empty
+		 * chunk ends it (readers hold a round until its end) */
+		struct tb_chunk_hdr ch = { .stream = TB_STREAM_STATS,
+					   .flags = TB_CHUNK_ROUND_END };
+
+		return write_chunk(w, &ch, (const unsigned char *)"", 0);
+	}
 	for (i = 0; i < NORDER; i++) {
 		err = flush_stream(w, flush_order[i],
 				   round && i == last ? TB_CHUNK_ROUND_END : 0);
@@ -562,6 +572,20 @@ struct tb_reader {
 	bool finished;            /* the index chunk was read */
 	uint64_t rounds;
 	bool round_pending;       /* a ROUND_END chunk whose records are out */
+	/* 2.0 without a usable index: the records of a round are held until
+	 * its ROUND_END chunk is read, and dropped if it never is (a recorder
+	 * killed between the chunks of one flush), so a reader never sees a
+	 * round in part: no per-thread gap. */
+	bool hold;
+	unsigned char *pbuf, *qbuf;  /* held round; released one (recs) */
+	size_t plen, pcap, qcap;
+	uint64_t pnrec;           /* records held */
+	bool pend_any;            /* a data chunk of the open round was read */
+	uint64_t pend_off;        /* where that round's first chunk starts */
+	uint64_t discarded;       /* records of an incomplete last round */
+	uint64_t discarded_bytes; /* its chunks (also in tail) */
+	uint64_t bad_off;         /* a chunk with a bad record: stop there */
+	bool bad_pending;         /* after handing out what precedes it */
 	struct tb_stream_stats st[TB_NSTREAMS];
 	/* seeking through the index of a finished file */
 	bool use_index, index_tried;
@@ -667,6 +691,7 @@ static int read_header(struct tb_reader *r)
 		off += len;
 	}
 	r->off = size;
+	r->hold = r->info.major >= 2;
 	err = 0;
 out:
 	free(h);
@@ -764,6 +789,22 @@ static bool seekable(const struct tb_reader *r)
 	return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The end of the data: a round whose ROUND_END chunk was never read is
+ * dropped, and its chunks count as tail bytes. */
+static void drop_open_round(struct tb_reader *r)
+{
+	if (!r->hold || !r->pend_any)
+		return;
+	r->discarded += r->pnrec;
+	r->discarded_bytes += r->chunk_off - r->pend_off;
+	r->tail += r->chunk_off - r->pend_off;
+	if (!r->reason && r->chunk_off > r->pend_off)
+		r->reason = "incomplete last round (recorder stopped mid-flush)";
+	r->plen = 0;
+	r->pnrec = 0;
+	r->pend_any = false;
+}
+
 /* The readable data ends at the chunk that started at r->chunk_off. */
 static int stop(struct tb_reader *r, const char *reason)
 {
@@ -772,7 +813,62 @@ static int stop(struct tb_reader *r, const char *reason)
 	r->tail = r->off - r->chunk_off + rest_of_input(r->fd);
 	r->recs = NULL;
 	r->rlen = r->rpos = 0;
+	drop_open_round(r);
 	return 0;
+}
+
+/* Holding: takes a wanted chunk's records (checked whole), then hands out
+ * the round at its ROUND_END chunk. 1 as next_chunk. */
+static int hold_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch, bool wanted)
+{
+	size_t pos = 0;
+	int err;
+
+	if (!r->pend_any && ch->stream != TB_STREAM_INDEX) {
+		r->pend_any = true;
+		r->pend_off = r->chunk_off;
+	}
+	if (wanted && r->rlen) {
+		while (pos < r->rlen) {
+			const struct tb_rec_hdr *h = (const void *)(r->recs + pos);
+
+			if (r->rlen - pos < sizeof(*h) || h->size < sizeof(*h) ||
+			    h->size % 8 || h->size > r->rlen - pos) {
+				/* corrupt (not torn: the CRC matched): the
+				 * records before it are handed out, then the
+				 * data ends at this chunk, as without holding */
+				r->bad_pending = true;
+				r->bad_off = r->chunk_off;
+				break;
+			}
+			pos += h->size;
+			r->pnrec++;
+		}
+		err = grow(&r->pbuf, &r->pcap, r->plen + pos);
+		if (err)
+			return err;
+		memcpy(r->pbuf + r->plen, r->recs, pos);
+		r->plen += pos;
+	}
+	r->recs = NULL;
+	r->rlen = r->rpos = 0;
+	/* the index is written after the last flush: what precedes is whole */
+	if (ch->flags & TB_CHUNK_ROUND_END || ch->stream == TB_STREAM_INDEX ||
+	    r->bad_pending) {
+		unsigned char *t = r->qbuf;
+		size_t tcap = r->qcap;
+
+		r->qbuf = r->pbuf;
+		r->qcap = r->pcap;
+		r->recs = r->qbuf;
+		r->rlen = r->plen;
+		r->pbuf = t;
+		r->pcap = tcap;
+		r->plen = 0;
+		r->pnrec = 0;
+		r->pend_any = false;
+	}
+	return 1;
 }
 
 /* Following: the chunk at chunk_off is not (yet) whole. Returns 1 to read
@@ -921,11 +1017,17 @@ static int next_chunk(struct tb_reader *r)
 		r->rounds++;
 		r->round_pending = false;
 	}
+	if (r->bad_pending) {
+		r->bad_pending = false;
+		r->chunk_off = r->bad_off;
+		return stop(r, "bad record");
+	}
 	if (!r->index_tried) {
 		r->index_tried = true;
-		if (r->use_index && !r->follow && r->mask != ~0u && load_index(r))
+		if (r->use_index && !r->follow && r->mask != ~0u && load_index(r)) {
 			r->ipos = 0;
-		else
+			r->hold = false;   /* finished: every round is whole */
+		} else
 			r->use_index = false;
 	}
 	if (r->use_index) {
@@ -943,6 +1045,7 @@ again:
 		if (wait_more(r, false))
 			goto again;
 		r->done = true;
+		drop_open_round(r);
 		return 0;
 	}
 	if (got < sizeof(ch)) {
@@ -996,7 +1099,7 @@ again:
 	r->recs = NULL;
 	r->rlen = r->rpos = 0;
 	if (!want_chunk(r, &ch))
-		return 1;
+		return r->hold ? hold_chunk(r, &ch, false) : 1;
 	if (ch.flags & TB_CHUNK_ZLIB) {
 		uLongf dlen = ch.raw_len;
 
@@ -1022,7 +1125,7 @@ again:
 		r->recs = r->ubuf;
 		r->rlen = (size_t)n;
 	}
-	return 1;
+	return r->hold ? hold_chunk(r, &ch, true) : 1;
 }
 
 int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec)
@@ -1062,6 +1165,13 @@ uint64_t tb_reader_tail_bytes(const struct tb_reader *r)
 	return r->tail;
 }
 
+uint64_t tb_reader_discarded(const struct tb_reader *r, uint64_t *bytes)
+{
+	if (bytes)
+		*bytes = r->discarded_bytes;
+	return r->discarded;
+}
+
 const char *tb_reader_tail_reason(const struct tb_reader *r)
 {
 	return r->reason;
@@ -1076,6 +1186,8 @@ void tb_reader_close(struct tb_reader *r)
 	free(r->sbuf);
 	free(r->rbuf);
 	free(r->ubuf);
+	free(r->pbuf);
+	free(r->qbuf);
 	free(r->idx);
 	free(r);
 }

@@ -155,12 +155,18 @@ const struct tb_stream_stats *tb_reader_stream_stats(const struct tb_reader *r,
 uint64_t tb_reader_offset(const struct tb_reader *r);
 /* Limit iteration to streams in mask (bit 1<<TB_STREAM_*); default all. */
 void tb_reader_set_streams(struct tb_reader *r, uint32_t mask);
-/* Next record, in file order. Returns 1 with *rec valid until the next call,
+/* Next record, in file order (2.0: a round's records are handed out once
+ * its ROUND_END chunk is read, unless a valid index says the file is
+ * whole). Returns 1 with *rec valid until the next call,
  * 0 at the end of the readable data, or -errno on an I/O error. A torn or
  * corrupt tail is not an error: iteration ends there and
  * tb_reader_tail_bytes() tells how many bytes were left unread. */
 int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec);
 uint64_t tb_reader_tail_bytes(const struct tb_reader *r);
+/* Records (of the streams read) dropped because their round never ended
+ * (2.0: a recorder killed between the chunks of one flush); *bytes (if not
+ * NULL): the bytes of its chunks, which also count in tail_bytes. */
+uint64_t tb_reader_discarded(const struct tb_reader *r, uint64_t *bytes);
 /* Why the tail was not read (static string), or NULL if the file ended
  * cleanly. */
 const char *tb_reader_tail_reason(const struct tb_reader *r);

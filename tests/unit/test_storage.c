@@ -256,7 +256,7 @@ static void test_index(void **state)
 	free(all);
 }
 
-/* Every prefix of a packed, indexed file: the records of the whole chunks. */
+/* Every prefix of a packed, indexed file: the records of the whole rounds. */
 static void test_packed_prefixes(void **state)
 {
 	unsigned char *all, *b;
@@ -292,9 +292,11 @@ static void test_packed_prefixes(void **state)
 		while ((ret = tb_reader_next(r, &h)) == 1)
 			n++;
 		assert_int_equal(ret, 0);
-		/* expected: USER records of the chunks wholly inside the cut */
+		/* expected: USER records of the rounds wholly inside the cut
+		 * (a round ends with a ROUND_END chunk, the last one with the
+		 * index); the chunks of a round cut short are tail bytes */
 		{
-			size_t off, want = 0, whole = 0;
+			size_t off, want = 0, k = 0, whole = 0;
 			uint32_t hs;
 
 			memcpy(&hs, b + 12, 4);
@@ -306,9 +308,13 @@ static void test_packed_prefixes(void **state)
 				if (off + 48 + ch.stored_len > cut)
 					break;
 				if (ch.stream == TB_STREAM_USER)
-					want += ch.nrec;
+					k += ch.nrec;
 				off += 48 + ch.stored_len;
-				whole = off;
+				if (ch.flags & TB_CHUNK_ROUND_END ||
+				    ch.stream == TB_STREAM_INDEX) {
+					want = k;
+					whole = off;
+				}
 			}
 			assert_int_equal(n, want);
 			assert_int_equal(tb_reader_tail_bytes(r), cut - whole);
@@ -323,6 +329,118 @@ static void test_packed_prefixes(void **state)
 	}
 	free(b);
 	free(all);
+	unlink(p2);
+}
+
+/* A recorder killed between the chunks of one flush (a round spanning
+ * several chunks of a stream): every cut of the file, read from a file or a
+ * pipe, gives each thread a prefix of its sequence, ending at a round. */
+static void test_round_cut(void **state)
+{
+	enum { NTHR = 3, PER_ROUND = 40, ROUNDS = 5 };
+	unsigned char *b;
+	size_t flen, cut, chunks_in_round = 0;
+	struct stat st;
+	int fd, via;
+	char p2[300];
+	struct tb_file_info info = { .clock_id = 1 };
+	/* 64-byte events: 4 KiB chunks, so a round of 3 x 40 spans 2 chunks */
+	struct tb_writer_opts o = { .info = &info, .zlevel = 1, .chunk_max = 4096 };
+	struct tb_writer *w;
+	unsigned rnd_, i, t;
+
+	(void)state;
+	assert_int_equal(tb_writer_open(&w, path, &o), 0);
+	for (rnd_ = 0; rnd_ < ROUNDS; rnd_++) {
+		for (i = 0; i < PER_ROUND; i++) {
+			for (t = 0; t < NTHR; t++) {
+				unsigned char buf[64] = { 0 };
+				struct tb_rec_event *e = (void *)buf;
+
+				e->hdr.type = TB_REC_EVENT;
+				e->hdr.size = sizeof(buf);
+				e->hdr.pid = 100;
+				e->hdr.tid = 100 + t;
+				e->hdr.ts = 1000 + (rnd_ * PER_ROUND + i) * 10 + t;
+				e->site = 0x1000;
+				e->args[0] = rnd_ * PER_ROUND + i;   /* the thread's seq */
+				assert_int_equal(tb_writer_append(w, (void *)buf), 0);
+			}
+		}
+		assert_int_equal(tb_writer_flush(w), 0);
+	}
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(stat(path, &st), 0);
+	flen = (size_t)st.st_size;
+	b = malloc(flen);
+	fd = open(path, O_RDONLY);
+	assert_int_equal(read(fd, b, flen), (ssize_t)flen);
+	close(fd);
+	{	/* the layout this test is about: rounds of several chunks */
+		uint32_t hs;
+		size_t off;
+
+		memcpy(&hs, b + 12, 4);
+		for (off = hs; off + 48 <= flen;) {
+			struct tb_chunk_hdr ch;
+
+			memcpy(&ch, b + off, 48);
+			off += 48 + ch.stored_len;
+			if (ch.stream == TB_STREAM_INDEX)
+				break;
+			chunks_in_round++;
+			if (ch.flags & TB_CHUNK_ROUND_END)
+				break;
+		}
+		assert_true(chunks_in_round >= 2);
+	}
+	snprintf(p2, sizeof(p2), "%s/roundcut.tbt", dir);
+	for (cut = 0; cut <= flen; cut += 1 + cut % 5) {
+		for (via = 0; via < 2; via++) {
+			uint64_t next[NTHR] = { 0 };
+			struct tb_reader *r;
+			const struct tb_rec_hdr *h;
+			int ret, err, pfd[2] = { -1, -1 };
+
+			if (via == 0) {
+				fd = open(p2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				assert_int_equal(write(fd, b, cut), (ssize_t)cut);
+				close(fd);
+				err = tb_reader_open(&r, p2);
+			} else {
+				/* through a pipe: no index, no seeking */
+				assert_int_equal(pipe(pfd), 0);
+				assert_int_equal(fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20) >= (int)flen, 1);
+				assert_int_equal(write(pfd[1], b, cut), (ssize_t)cut);
+				close(pfd[1]);
+				err = tb_reader_open_fd(&r, pfd[0], 1);
+			}
+			if (err) {
+				assert_true(err == -EINVAL || err == -EBADMSG);
+				continue;
+			}
+			while ((ret = tb_reader_next(r, &h)) == 1) {
+				const struct tb_rec_event *e = (const void *)h;
+
+				t = h->tid - 100;
+				assert_true(t < NTHR);
+				assert_int_equal(e->args[0], next[t]);   /* no gap */
+				next[t]++;
+			}
+			assert_int_equal(ret, 0);
+			/* whole rounds only, the same for every thread */
+			for (t = 0; t < NTHR; t++) {
+				assert_int_equal(next[t] % PER_ROUND, 0);
+				assert_int_equal(next[t], next[0]);
+			}
+			if (cut == flen)
+				assert_int_equal(next[0], ROUNDS * PER_ROUND);
+			if (tb_reader_discarded(r, NULL))
+				assert_non_null(tb_reader_tail_reason(r));
+			tb_reader_close(r);
+		}
+	}
+	free(b);
 	unlink(p2);
 }
 
@@ -390,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_packed_file),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_packed_prefixes),
+		cmocka_unit_test(test_round_cut),
 		cmocka_unit_test(test_golden_v1_0),
 		cmocka_unit_test(test_empty_file),
 	};
