@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct tb_server {
 	struct client c[MAX_CLIENTS];
 	int n;
 	unsigned next_id;
+	uint64_t prev_size;   /* file size at the previous pump */
 };
 
 int tb_serve_open(struct tb_server **sp, const char *sock_path,
@@ -94,7 +96,11 @@ static int pump_one(struct tb_server *s, struct client *c, uint64_t size)
 	return 0;
 }
 
-void tb_serve_pump(struct tb_server *s, uint64_t size)
+/* Lag: a client is cut off when, after this pump, it still lacks more than
+ * max_lag bytes of what was already there at the previous pump: it had a
+ * whole flush interval to take them. (Measured against the new size, one
+ * big flush would cut off a client that keeps up.) */
+static void pump(struct tb_server *s, uint64_t size, bool check_lag)
 {
 	int fd, i;
 
@@ -121,33 +127,54 @@ void tb_serve_pump(struct tb_server *s, uint64_t size)
 			drop(s, i--);
 			continue;
 		}
-		if (size - c->off > s->max_lag) {
+		if (check_lag && s->prev_size > c->off &&
+		    s->prev_size - c->off > s->max_lag) {
 			fprintf(stderr, "tracebpf: record: serve: client %u fell more than %zu "
 				"bytes behind: disconnected (the recording goes on)\n",
 				c->id, s->max_lag);
 			drop(s, i--);
 		}
 	}
+	s->prev_size = size;
 }
 
+void tb_serve_pump(struct tb_server *s, uint64_t size)
+{
+	pump(s, size, true);
+}
+
+/* The end: every client gets the rest of the file, index included, as
+ * long as it takes it; one that takes nothing for timeout_ms is cut. */
 void tb_serve_close(struct tb_server *s, uint64_t size, int timeout_ms)
 {
 	struct timespec t0, t;
+	uint64_t sent, last_sent = 0;
 	int i, left;
 
 	if (!s)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		tb_serve_pump(s, size);
-		for (left = 0, i = 0; i < s->n; i++)
+		pump(s, size, false);
+		for (left = 0, sent = 0, i = 0; i < s->n; i++) {
 			left += s->c[i].off < size;
+			sent += s->c[i].off;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (sent != last_sent) {   /* progress: the wait starts again */
+			last_sent = sent;
+			t0 = t;
+		}
 		if (!left || (t.tv_sec - t0.tv_sec) * 1000 +
 		    (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
 			break;
-		poll(NULL, 0, 10);
+		poll(NULL, 0, 5);
 	}
+	for (i = 0; i < s->n; i++)
+		if (s->c[i].off < size)
+			fprintf(stderr, "tracebpf: record: serve: client %u took nothing for "
+				"%d ms: cut off %" PRIu64 " bytes before the end\n",
+				s->c[i].id, timeout_ms, size - s->c[i].off);
 	while (s->n)
 		drop(s, 0);
 	close(s->lfd);
