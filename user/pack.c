@@ -1,14 +1,23 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * pack.c - `tracebpf pack IN.tbt OUT.tbt`: the transport form of a trace.
- * Records are rewritten in time order (better deltas), in large chunks at
- * zlib level 9, without duplicate site descriptors: a SITE record equal to
- * one already written for the same process (same address and bytes, and
- * no exec of that process in between) is dropped. Streams in bounded
- * memory, like convert.
+ * Records keep their file order (per-CPU runs: re-sorting a multi-threaded
+ * trace by time interleaves threads and weakens the packed deltas, which
+ * made files larger), go into large chunks (several input rounds merged into
+ * one round, which keeps the round property readers rely on) at zlib level
+ * 9, without duplicate site descriptors: a SITE record equal to one already
+ * written for the same process (same address and bytes, and no exec of that
+ * process in between) is dropped. A 1.x input (no rounds) is rewritten in
+ * time order, which gives it rounds. A finished input that would come out
+ * larger (already packed) is copied instead: pack never makes a file
+ * larger. Streams in bounded memory (about a round of records).
  */
 #include <argp.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -94,8 +103,41 @@ static void free_tabs(void)
 static uint32_t rank(uint16_t type)
 {
 	/* as convert: sites, then process changes, events, exits */
-	return type == TB_REC_SITE ? 0 : type == TB_REC_EVENT ? 2 :
+	return type == TB_REC_SITE ? 0 :
+	       type == TB_REC_EVENT || type == TB_REC_EVENT_ID ? 2 :
 	       type == TB_REC_EXIT ? 3 : type == TB_REC_STATS ? 4 : 1;
+}
+
+/* Output records per round at least (input rounds are merged up to it). */
+#define ROUND_RECS 65536
+
+/* Copies in to out (regular files) when out came out larger. 1 if done. */
+static int copy_if_smaller(const char *in, const char *out)
+{
+	struct stat si, so;
+	char buf[1 << 16];
+	int fi, fo, ok = 1;
+	ssize_t n;
+
+	if (stat(in, &si) || stat(out, &so) || !S_ISREG(si.st_mode) ||
+	    !S_ISREG(so.st_mode) || so.st_size <= si.st_size)
+		return 0;
+	fi = open(in, O_RDONLY | O_CLOEXEC);
+	if (fi < 0)
+		return 0;
+	fo = open(out, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fo < 0) {
+		close(fi);
+		return 0;
+	}
+	while (ok && (n = read(fi, buf, sizeof(buf))) > 0)
+		ok = write(fo, buf, (size_t)n) == n;
+	if (n < 0)
+		ok = 0;
+	if (close(fo))
+		ok = 0;
+	close(fi);
+	return ok ? 1 : -1;
 }
 
 struct pack_args {
@@ -139,8 +181,8 @@ int tb_cmd_pack(int argc, char **argv)
 		{ 0 },
 	};
 	static const struct argp argp = { opts, pack_parse, "IN.tbt OUT.tbt",
-		"Rewrite a trace for transport: time order, large chunks, maximum "
-		"compression, duplicate site descriptors removed.", NULL, NULL, NULL };
+		"Rewrite a trace for transport: large chunks, maximum compression, "
+		"duplicate site descriptors removed; never larger than IN.", NULL, NULL, NULL };
 	struct pack_args a = { .zlevel = 9 };
 	struct tb_writer_opts wo = { .chunk_max = 4u << 20 };
 	struct tb_file_info info;
@@ -148,7 +190,8 @@ int tb_cmd_pack(int argc, char **argv)
 	struct tb_writer *w = NULL;
 	struct tb_reader *r;
 	const struct tb_rec_hdr *h;
-	uint64_t n = 0, dropped = 0;
+	uint64_t n = 0, dropped = 0, since = 0, rounds = 0;
+	bool file_order;
 	int ret, err = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
@@ -157,14 +200,27 @@ int tb_cmd_pack(int argc, char **argv)
 	info = *tb_reader_info(r);
 	wo.info = &info;
 	wo.zlevel = a.zlevel;
-	err = tb_merge_new(&m, r, rank, 4u << 20);
+	file_order = info.major >= 2;   /* it has rounds */
+	if (!file_order)
+		err = tb_merge_new(&m, r, rank, 4u << 20);
 	if (!err) {
 		err = tb_writer_open(&w, a.out, &wo);
 		if (err)
 			fprintf(stderr, "tracebpf: pack: failed to create '%s': %s\n", a.out,
 				strerror(-err));
 	}
-	while (!err && (ret = tb_merge_next(m, &h)) > 0) {
+	while (!err && (ret = file_order ? tb_reader_next(r, &h) : tb_merge_next(m, &h)) > 0) {
+		if (file_order && tb_reader_rounds(r) != rounds) {
+			/* an input round ended before h: end ours there once
+			 * it is large enough */
+			rounds = tb_reader_rounds(r);
+			if (since >= ROUND_RECS) {
+				err = tb_writer_flush(w);
+				since = 0;
+				if (err)
+					break;
+			}
+		}
 		if (h->type == TB_REC_EXEC) {
 			uint32_t *g = gen_of(h->pid);
 
@@ -185,9 +241,14 @@ int tb_cmd_pack(int argc, char **argv)
 			}
 		}
 		err = tb_writer_append(w, h);
+		n++;
 		/* rounds keep the merge of a reader of OUT bounded */
-		if (!err && ++n % 65536 == 0)
+		if (!err && !file_order && ++since >= ROUND_RECS) {
 			err = tb_writer_flush(w);
+			since = 0;
+		} else if (file_order) {
+			since++;
+		}
 	}
 	if (!err && ret < 0) {
 		err = ret;
@@ -206,8 +267,21 @@ int tb_cmd_pack(int argc, char **argv)
 	}
 	if (!err) {
 		tb_io_report_end("pack", r, 0);
-		fprintf(stderr, "tracebpf: pack: %" PRIu64 " records written, %" PRIu64
-			" duplicate site descriptors dropped\n", n, dropped);
+		if (tb_reader_finished(r) && !tb_reader_tail_reason(r) &&
+		    strcmp(a.in, "-") && strcmp(a.out, "-")) {
+			int c = copy_if_smaller(a.in, a.out);
+
+			if (c < 0) {
+				fprintf(stderr, "tracebpf: pack: failed to write '%s'\n", a.out);
+				err = -EIO;
+			} else if (c) {
+				fprintf(stderr, "tracebpf: pack: '%s' is already packed "
+					"(rewriting it would not make it smaller): copied\n", a.in);
+			}
+		}
+		if (!err)
+			fprintf(stderr, "tracebpf: pack: %" PRIu64 " records written, %" PRIu64
+				" duplicate site descriptors dropped\n", n, dropped);
 	}
 	tb_merge_free(m);
 	tb_reader_close(r);
