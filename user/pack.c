@@ -26,56 +26,143 @@
 #include "tbio.h"
 
 struct seen {
-	uint32_t pid, gen, crc, len;
+	uint32_t pid, epoch, crc, len;
 	uint64_t addr;
+	uint64_t ts;        /* the earliest kept copy's */
 	struct seen *next;
 };
 
 #define NB 65536
 static struct seen *tab[NB];
 
+/* A process's site table starts anew at its exec, at a fork that creates
+ * it and after its exit (a reused pid): convert clears it there. Those
+ * moments, per pid, split its SITE records into epochs. */
 struct gen {
-	uint32_t pid, gen;
+	uint32_t pid, gen;          /* boundaries seen so far (time order) */
+	uint64_t *ts;               /* all of them (first pass), sorted */
+	size_t n, cap;
 	struct gen *next;
 };
 static struct gen *gens[1024];
 
-static uint32_t *gen_of(uint32_t pid)
+static struct gen *gen_of(uint32_t pid)
 {
 	struct gen *g;
 
 	for (g = gens[pid % 1024]; g; g = g->next)
 		if (g->pid == pid)
-			return &g->gen;
+			return g;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
 	g->pid = pid;
 	g->next = gens[pid % 1024];
 	gens[pid % 1024] = g;
-	return &g->gen;
+	return g;
 }
 
-/* 1: a duplicate to drop, 0: keep (and remember), -ENOMEM. */
-static int duplicate_site(const struct tb_rec_site *s)
+/* The pid whose site table h starts anew, or 0. */
+static uint32_t boundary_pid(const struct tb_rec_hdr *h)
 {
-	uint32_t *gen = gen_of(s->hdr.pid), c;
+	if (h->type == TB_REC_EXEC)
+		return h->pid;
+	if (h->type == TB_REC_EXIT &&
+	    ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS)
+		return h->pid;
+	if (h->type == TB_REC_FORK &&
+	    !(((const struct tb_rec_fork *)h)->flags & TB_FORKF_THREAD))
+		return ((const struct tb_rec_fork *)h)->child_pid;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* First pass (a seekable input read in file order): every boundary. */
+static int collect_boundaries(const char *path)
+{
+	struct tb_reader *r;
+	const struct tb_rec_hdr *h;
+	unsigned i;
+	int ret;
+
+	ret = tb_reader_open(&r, path);
+	if (ret)
+		return ret;
+	tb_reader_set_streams(r, 1u << TB_STREAM_PROC);
+	while ((ret = tb_reader_next(r, &h)) > 0) {
+		uint32_t pid = boundary_pid(h);
+		struct gen *g;
+
+		if (!pid)
+			continue;
+		g = gen_of(pid);
+		if (!g || (g->n == g->cap &&
+			   !(g->ts = realloc(g->ts, (g->cap = g->cap ? 2 * g->cap : 4) *
+					     sizeof(*g->ts))))) {
+			ret = -ENOMEM;
+			break;
+		}
+		g->ts[g->n++] = h->ts;
+	}
+	tb_reader_close(r);
+	for (i = 0; i < 1024; i++) {
+		struct gen *g;
+
+		for (g = gens[i]; g; g = g->next)
+			if (g->n > 1)
+				qsort(g->ts, g->n, sizeof(*g->ts), cmp_u64);
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* Boundaries of pid before ts (a SITE at a boundary's ts sorts before it,
+ * as convert ranks them). */
+static uint32_t epoch_of(const struct gen *g, uint64_t ts, bool all)
+{
+	uint32_t k = 0;
+
+	if (!all)
+		return g->gen;
+	while (k < g->n && g->ts[k] < ts)
+		k++;
+	return k;
+}
+
+/* 1: a duplicate to drop, 0: keep (and remember), -ENOMEM. A SITE equal to
+ * a kept one of the same process epoch with ts <= its own is dropped. In
+ * file order an equal descriptor can come later with an earlier ts
+ * (another CPU's chunk): it is kept then. */
+static int duplicate_site(const struct tb_rec_site *s, bool all)
+{
+	struct gen *g = gen_of(s->hdr.pid);
 	size_t len = s->hdr.size - sizeof(*s);
+	uint32_t c, epoch;
 	unsigned b;
 	struct seen *e;
 
-	if (!gen)
+	if (!g)
 		return -ENOMEM;
+	epoch = epoch_of(g, s->hdr.ts, all);
 	c = (uint32_t)crc32(0, (const void *)&s->len, (uInt)(8 + len));
 	b = (unsigned)((s->site ^ s->hdr.pid * 2654435761u ^ c) % NB);
 	for (e = tab[b]; e; e = e->next)
-		if (e->pid == s->hdr.pid && e->addr == s->site && e->gen == *gen &&
-		    e->crc == c && e->len == len)
-			return 1;
+		if (e->pid == s->hdr.pid && e->addr == s->site && e->epoch == epoch &&
+		    e->crc == c && e->len == len) {
+			if (e->ts <= s->hdr.ts)
+				return 1;
+			e->ts = s->hdr.ts;
+			return 0;
+		}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	*e = (struct seen){ s->hdr.pid, *gen, c, (uint32_t)len, s->site, tab[b] };
+	*e = (struct seen){ s->hdr.pid, epoch, c, (uint32_t)len, s->site, s->hdr.ts, tab[b] };
 	tab[b] = e;
 	return 0;
 }
@@ -95,6 +182,7 @@ static void free_tabs(void)
 		while (gens[i]) {
 			struct gen *n = gens[i]->next;
 
+			free(gens[i]->ts);
 			free(gens[i]);
 			gens[i] = n;
 		}
@@ -191,7 +279,7 @@ int tb_cmd_pack(int argc, char **argv)
 	struct tb_reader *r;
 	const struct tb_rec_hdr *h;
 	uint64_t n = 0, dropped = 0, since = 0, rounds = 0;
-	bool file_order;
+	bool file_order, all_bounds = false;
 	int ret, err = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
@@ -201,6 +289,16 @@ int tb_cmd_pack(int argc, char **argv)
 	wo.info = &info;
 	wo.zlevel = a.zlevel;
 	file_order = info.major >= 2;   /* it has rounds */
+	/* In file order, which sites are duplicates needs every process's
+	 * exec/fork/exit times first: a second read (not on a pipe, where
+	 * sites are then all kept). */
+	if (file_order && strcmp(a.in, "-")) {
+		err = collect_boundaries(a.in);
+		all_bounds = !err;
+		if (err == -ENOMEM)
+			goto out;
+		err = 0;
+	}
 	if (!file_order)
 		err = tb_merge_new(&m, r, rank, 4u << 20);
 	if (!err) {
@@ -221,16 +319,16 @@ int tb_cmd_pack(int argc, char **argv)
 					break;
 			}
 		}
-		if (h->type == TB_REC_EXEC) {
-			uint32_t *g = gen_of(h->pid);
+		if (boundary_pid(h)) {
+			struct gen *g = gen_of(boundary_pid(h));
 
 			if (!g) {
 				err = -ENOMEM;
 				break;
 			}
-			++*g;
-		} else if (h->type == TB_REC_SITE) {
-			ret = duplicate_site((const void *)h);
+			g->gen++;   /* time order (no first pass): as they come */
+		} else if (h->type == TB_REC_SITE && (all_bounds || !file_order)) {
+			ret = duplicate_site((const void *)h, all_bounds);
 			if (ret < 0) {
 				err = ret;
 				break;
@@ -283,6 +381,9 @@ int tb_cmd_pack(int argc, char **argv)
 			fprintf(stderr, "tracebpf: pack: %" PRIu64 " records written, %" PRIu64
 				" duplicate site descriptors dropped\n", n, dropped);
 	}
+out:
+	if (err == -ENOMEM && !w)
+		fprintf(stderr, "tracebpf: pack: out of memory\n");
 	tb_merge_free(m);
 	tb_reader_close(r);
 	free_tabs();

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rate2 EVENTS_PER_SEC SECONDS - like rate, with two integer arguments:
+ *     TRACE_EVENT_INSTANT2("bench", "rate2", thread, "seq", n, "len", n % 4096)
+ * paced by busy-waiting on CLOCK_MONOTONIC (a huge rate = as fast as the
+ * probe allows). Prints "emitted=<n>". For bytes-per-event measurements of
+ * a typical two-argument event (docs/design.md, Numbers).
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "tracebpf/trace.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	double rate, seconds;
+	uint64_t start, end, now, n = 0;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: rate2 EVENTS_PER_SEC SECONDS\n");
+		return 2;
+	}
+	rate = strtod(argv[1], NULL);
+	seconds = strtod(argv[2], NULL);
+	if (rate <= 0 || seconds < 0) {
+		fprintf(stderr, "rate2: bad arguments\n");
+		return 2;
+	}
+	start = now_ns();
+	end = start + (uint64_t)(seconds * 1e9);
+	for (;;) {
+		uint64_t due = start + (uint64_t)((double)n * 1e9 / rate);
+
+		do
+			now = now_ns();
+		while (now < due && now < end);
+		if (now >= end)
+			break;
+		TRACE_EVENT_INSTANT2("bench", "rate2", TRACE_EVENT_SCOPE_THREAD,
+				     "seq", (int64_t)n, "len", (int64_t)(n % 4096));
+		n++;
+	}
+	printf("emitted=%llu\n", (unsigned long long)n);
+	return 0;
+}
