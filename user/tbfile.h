@@ -14,7 +14,7 @@
 #include "../bpf/record.h"
 
 #define TB_FORMAT_MAJOR 1
-#define TB_FORMAT_MINOR 0
+#define TB_FORMAT_MINOR 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
 #define TB_CHUNK_MAGIC  0x4b434254u  /* "TBCK" little endian */
 
