@@ -46,7 +46,7 @@ LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
-         lib_user noprobes
+         lib_user noprobes pingpong writer
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
              $(OUT)/progs/libtbtest.so
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))

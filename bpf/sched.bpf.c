@@ -297,8 +297,9 @@ int BPF_PROG(tb_freq_raw, unsigned int state, unsigned int cpu_id)
 }
 
 /* -e SUBSYS:EVENT: one program attached to every selected tracefs event.
- * The BPF cookie (user/sched.c, tb_tp_cookie) holds how many bytes of the
- * raw entry to copy and the event's fixed size: an event with dynamic
+ * The BPF cookie (user/sched.c, load_event) holds how many bytes of the
+ * raw entry to copy (bits 0-15), the event's fixed size (16-31), the
+ * truncated flag (32) and the tracefs event id (40-63): an event with dynamic
  * (__data_loc) fields is copied up to TB_TP_MAX bytes, and if that read
  * fails (the entry ends near an unmapped page) only its fixed part, marked
  * truncated. */
@@ -342,7 +343,18 @@ int tb_tp(void *ctx)
 		if (bpf_probe_read_kernel((void *)(rec + 1), len, ctx))
 			return 0;
 	}
-	rec->id = *(__u16 *)(rec + 1);   /* common_type */
+	rec->id = cookie >> 40;
+	/* Syscall tracepoints hand BPF a pt_regs pointer where the common
+	 * fields are: put back what ftrace would have (and leak no kernel
+	 * address into the file). */
+	if (len >= 8 && *(__u16 *)(rec + 1) != (__u16)rec->id) {
+		struct { __u16 type; __u8 flags, preempt; __s32 pid; } *common = (void *)(rec + 1);
+
+		common->type = rec->id;
+		common->flags = 0;
+		common->preempt = 0;
+		common->pid = (__u32)pid_tgid;
+	}
 	rec->len = len;
 	rec->flags = flags;
 	size = TB_REC_ALIGN(sizeof(*rec) + len);

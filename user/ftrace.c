@@ -350,7 +350,7 @@ static void fmt_tp(struct tb_ftrace *f, struct line *l, const struct tb_rec_tp *
 	prefix(f, l, &r->hdr, flags);
 	put(l, "%s: ", ev->name);
 	/* one line per event: no newline or control character may survive */
-	for (const char *p = f->seq.buffer; p && *p; p++) {
+	for (const char *p = f->seq.buffer + strspn(f->seq.buffer, " "); *p; p++) {
 		char ch = (unsigned char)*p < ' ' || *p == 0x7f ? ' ' : *p;
 
 		put(l, "%c", ch);

@@ -180,10 +180,12 @@ static int load_event(struct tp_event *e)
 	tep_free(tep);
 	if (fixed > 0xffff)
 		fixed = 0xffff;
-	/* cookie: bytes to copy | fixed size << 16 | truncated flag << 32 */
+	/* cookie: bytes to copy | fixed size << 16 | truncated flag << 32 |
+	 * event id << 40 (bpf/sched.bpf.c, tb_tp) */
 	e->cookie = (__u64)(dyn ? TB_TP_MAX : (fixed < TB_TP_MAX ? fixed : TB_TP_MAX)) |
 		    (__u64)fixed << 16 |
-		    (__u64)(!dyn && fixed > TB_TP_MAX ? TB_TPF_TRUNCATED : 0) << 32;
+		    (__u64)(!dyn && fixed > TB_TP_MAX ? TB_TPF_TRUNCATED : 0) << 32 |
+		    (__u64)(e->id & 0xffffff) << 40;
 	return 0;
 }
 
