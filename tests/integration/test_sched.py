@@ -46,7 +46,9 @@ def check_pingpong(t, ping, pong, cpu, n):
     assert blocked[ping] + blocked[pong] >= n // 2, blocked
     assert {s["prev_state"] for s in sw if int(s["prev_pid"]) in (ping, pong)} <= {"S", "R", "R+", "X"}
     # names and tgid from the kernel
-    assert {s["next_comm"] for s in sw if int(s["next_pid"]) == ping} == {"ping"}
+    # (a thread starts with its creator's name, then renames itself)
+    names = [s["next_comm"] for s in sw if int(s["next_pid"]) == ping]
+    assert names[-1] == "ping" and set(names) <= {"ping", "pingpong"}, set(names)
     pid = {l["tgid"] for l in t.systrace if l["tid"] == ping}
     assert len(pid) == 1, pid
     # wakeups naming them, by the other thread, both forms the viewers read
@@ -82,9 +84,10 @@ def test_same_clock_as_trace_events(recorder):
     inside = [s for s in switches(t) if int(s["next_pid"]) == ping and begin <= s["ts_ns"] <= end + 1000]
     assert len(inside) >= ROUNDS - 1, \
         f"{len(inside)} switches into ping inside its slice [{begin}, {end}] ns"
-    # and none of the round trips happened before the slice began
-    before = [s for s in switches(t) if int(s["next_pid"]) == pong and s["ts_ns"] < begin - 1000]
-    assert len(before) <= 1, before[:3]
+    # and (nearly) none of the hand-overs between them fall outside it
+    pair = [s for s in switches(t) if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
+    outside = [s["line"] for s in pair if not begin - 1000 <= s["ts_ns"] <= end + 1000]
+    assert len(outside) <= 5 and len(pair) >= ROUNDS, (len(pair), outside[:5])
 
 
 def test_raw_tp_fallback(recorder, monkeypatch):
