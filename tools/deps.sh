@@ -3,7 +3,7 @@
 # Quick when everything is present (only dpkg is asked). Needs root to install.
 set -euo pipefail
 pkgs=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
-      binutils libcmocka-dev python3 python3-pytest procps util-linux)
+      binutils libcmocka-dev libtraceevent-dev python3 python3-pytest procps util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "convert.h"
+#include "ftrace.h"
 #include "json.h"
 
 #define PFX "tracebpf: convert: "
@@ -216,6 +217,7 @@ struct conv {
 	size_t nout, out_cap;
 
 	const struct tb_rec_stats *stats;
+	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
 };
@@ -847,6 +849,11 @@ static int process(struct conv *c)
 			c->stats = (const void *)h;   /* the last one wins */
 			continue;
 		}
+		/* system-wide kernel events: ftrace text, no M events per task */
+		if (tb_ftrace_is_kernel(h->type)) {
+			err = tb_ftrace_add(c->ftrace, h);
+			continue;
+		}
 		/* every pid and tid seen gets named */
 		if (!get_proc(c, h->pid) || !get_thread(c, h->tid, h->pid))
 			return -ENOMEM;
@@ -1330,6 +1337,10 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 
 	tb_json_kstr(&j, "displayTimeUnit", "ns");
 	tb_json_newline(&j);
+	if (tb_ftrace_text(c->ftrace)) {
+		tb_json_kstr(&j, "systemTraceEvents", tb_ftrace_text(c->ftrace));
+		tb_json_newline(&j);
+	}
 	tb_json_key(&j, "metadata");
 	tb_json_begin_object(&j);
 	tb_json_kstr(&j, "tracebpf_version", TRACEBPF_VERSION);
@@ -1354,6 +1365,8 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_end_array(&j);
 	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
 	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
+	tb_json_kuint(&j, "kernel_events", tb_ftrace_lines(c->ftrace));
+	tb_json_kuint(&j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
 	tb_json_kuint(&j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
 	if (tb_reader_tail_reason(r))
 		tb_json_kstr(&j, "truncated_tail_reason", tb_reader_tail_reason(r));
@@ -1407,6 +1420,7 @@ static void conv_free(struct conv *c)
 	free(c->recs);
 	free(c->sites);
 	free(c->out);
+	tb_ftrace_free(c->ftrace);
 }
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
@@ -1419,7 +1433,9 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 	int err;
 
 	*stage = STAGE_READ;
-	err = load(&c, r);
+	err = tb_ftrace_new(&c.ftrace);
+	if (!err)
+		err = load(&c, r);
 	if (err)
 		goto out;
 	*stage = STAGE_CONVERT;

@@ -22,7 +22,7 @@ static const char top_doc[] =
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
 /* ---- record ---- */
-enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON };
+enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_NO_SCHED, OPT_SCHED };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -35,6 +35,12 @@ static const struct argp_option record_options[] = {
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
 	{ "btf", OPT_BTF, "PATH", 0, "Kernel BTF to require (default /sys/kernel/btf/vmlinux)", 0 },
 	{ "no-json", OPT_NO_JSON, NULL, 0, "Only write the .tbt file (convert it later)", 0 },
+	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler events (on by default: context switches, "
+					       "wakeups, CPU idle of the whole system)", 0 },
+	{ "sched", OPT_SCHED, "SCOPE", 0, "Scheduler events of the whole system (all, default) or "
+					  "only those involving traced processes (traced)", 0 },
+	{ "event", 'e', "SUBSYS:EVENT", 0, "Also record this tracefs tracepoint (repeatable; globs "
+					    "like 'irq:*')", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ 0 },
@@ -128,6 +134,22 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_JSON:
 		o->no_json = true;
+		break;
+	case OPT_NO_SCHED:
+		o->no_sched = true;
+		break;
+	case OPT_SCHED:
+		if (!strcmp(arg, "all"))
+			o->sched_traced = false;
+		else if (!strcmp(arg, "traced"))
+			o->sched_traced = true;
+		else
+			argp_error(state, "invalid --sched scope '%s': give 'all' or 'traced'", arg);
+		break;
+	case 'e':
+		if (o->nevents == TB_MAX_EVENT_SPECS)
+			argp_error(state, "too many -e (at most %d)", TB_MAX_EVENT_SPECS);
+		o->events[o->nevents++] = arg;
 		break;
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */

@@ -26,6 +26,7 @@
 #include "record.skel.h"
 #include "convert.h"
 #include "probes.h"
+#include "sched.h"
 #include "tbfile.h"
 #include "tracebpf.h"
 
@@ -63,6 +64,7 @@ struct recorder {
 	pid_t child;           /* -- CMD */
 	int go_fd;             /* write end: releases the child */
 	int exec_err_fd;       /* read end: the child's exec errno */
+	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -633,6 +635,17 @@ int tb_record(const struct tb_record_opts *o)
 		goto cleanup;
 	}
 
+	{
+		struct tb_sched_opts so = {
+			.sched = !o->no_sched, .traced_only = o->sched_traced,
+			.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
+		};
+
+		err = tb_sched_prepare(&r.sched, &so);
+		if (err)
+			goto cleanup;
+	}
+
 	/* open -> configure -> load */
 	r.skel = record_bpf__open();
 	if (!r.skel) {
@@ -671,6 +684,11 @@ int tb_record(const struct tb_record_opts *o)
 	err = setup_rings(&r);
 	if (err)
 		goto cleanup;
+	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.rings),
+			    bpf_map__fd(r.skel->maps.drops), bpf_map__fd(r.skel->maps.traced),
+			    r.skel->rodata->wakeup_bytes);
+	if (err)
+		goto cleanup;
 
 	/* The file first: nothing the kernel hands us may be lost. */
 	gethostname(info.hostname, sizeof(info.hostname) - 1);
@@ -689,6 +707,11 @@ int tb_record(const struct tb_record_opts *o)
 			goto cleanup;
 		}
 	}
+	err = tb_sched_write_formats(r.sched, r.w, now_ns(CLOCK_MONOTONIC));
+	if (err) {
+		ERR("failed to write '%s': %s", r.tbt_path, strerror(-err));
+		goto cleanup;
+	}
 
 	/* attach: lifecycle tracepoints first, so no fork of a target is missed */
 	err = record_bpf__attach(r.skel);
@@ -696,6 +719,9 @@ int tb_record(const struct tb_record_opts *o)
 		ERR("failed to attach to the sched_process_* tracepoints: %s", strerror(-err));
 		goto cleanup;
 	}
+	err = tb_sched_attach(r.sched);
+	if (err)
+		goto cleanup;
 	if (o->cmd) {
 		err = spawn_child(&r, exe);
 		if (err) {
@@ -846,6 +872,7 @@ cleanup:
 	for (i = 0; i < r.nlinks; i++)
 		bpf_link__destroy(r.links[i]);
 	free(r.links);
+	tb_sched_destroy(r.sched);
 	if (r.skel) {
 		/* nothing stops a process any more: release whoever waits */
 		record_bpf__detach(r.skel);

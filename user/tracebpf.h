@@ -12,6 +12,7 @@
 #endif
 
 #define TB_MAX_TARGETS 64
+#define TB_MAX_EVENT_SPECS 64
 
 struct tb_record_opts {
 	pid_t pids[TB_MAX_TARGETS];      /* -p */
@@ -27,6 +28,10 @@ struct tb_record_opts {
 	bool quiet;                      /* -q: no live status */
 	bool no_json;                    /* --no-json: keep only the .tbt */
 	char *cmdline;                   /* the recorder's own command line */
+	bool no_sched;                   /* --no-sched: no scheduler events */
+	bool sched_traced;               /* --sched=traced: only traced tasks' */
+	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */
+	int nevents;
 };
 
 int tb_record(const struct tb_record_opts *o);

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from systrace import check_system_trace
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 TRACEBPF = str(BUILD / "tracebpf")
@@ -124,6 +126,9 @@ def devtools_check(path):
 def load(path, consumer=True):
     t = Trace(path)
     check_chrome_rules(t)
+    # kernel events: every line against catapult's and Perfetto's grammars
+    t.systrace = check_system_trace(t.doc["systemTraceEvents"]) \
+        if "systemTraceEvents" in t.doc else []
     if consumer:
         t.devtools = devtools_check(path)
     return t
