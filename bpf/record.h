@@ -33,6 +33,7 @@ enum tb_rec_type {
 	TB_REC_CPU     = 12, /* cpu_idle, cpu_frequency */
 	TB_REC_TP      = 13, /* a generic tracepoint (-e): the raw trace entry */
 	TB_REC_FORMAT  = 14, /* user space: a tracepoint's tracefs format file */
+	TB_REC_CMDLINE = 15, /* user space: a process's command line */
 	TB_REC_TYPE_MAX,
 };
 
@@ -255,6 +256,19 @@ struct tb_rec_format {
 	/* char text[len], padded to 8 */
 };
 
+/* TB_REC_CMDLINE: written by user space for a target at the start and for a
+ * traced process after each exec (read while the kernel side holds it
+ * stopped, so it is the new image's). text[len] follows: the arguments
+ * separated by single spaces, NUL-terminated, padded to 8. */
+struct tb_rec_cmdline {
+	struct tb_rec_hdr hdr;
+	__u32 len;         /* bytes of text, NUL included */
+	__u32 pad;
+	/* char text[len] */
+};
+
+#define TB_CMDLINE_MAX 1024
+
 #define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
 
 _Static_assert(sizeof(struct tb_rec_hdr) == 24, "tb_rec_hdr layout");
@@ -272,5 +286,6 @@ _Static_assert(sizeof(struct tb_rec_ktask) == 72, "tb_rec_ktask layout");
 _Static_assert(sizeof(struct tb_rec_cpu) == 40, "tb_rec_cpu layout");
 _Static_assert(sizeof(struct tb_rec_tp) == 32, "tb_rec_tp layout");
 _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
+_Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
 
 #endif /* TRACEBPF_RECORD_H */

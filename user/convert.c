@@ -146,6 +146,7 @@ struct proc {
 	size_t app_name_len;
 	bool has_sort;
 	int64_t sort_index;
+	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
 	struct hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
@@ -318,6 +319,24 @@ static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 
 /* A comm for tid (of process pid): names the thread, and the process when
  * tid is its main thread. */
+/* The command line of a process (at the start, after each exec). */
+static int set_cmdline(struct conv *c, const struct tb_rec_cmdline *rec)
+{
+	struct proc *p = get_proc(c, rec->hdr.pid);
+	size_t room = rec->hdr.size - sizeof(*rec), n;
+	char *s;
+
+	if (!p)
+		return -ENOMEM;
+	n = strnlen((const char *)(rec + 1), rec->len < room ? rec->len : room);
+	s = strndup((const char *)(rec + 1), n);
+	if (!s)
+		return -ENOMEM;
+	free(p->cmdline);
+	p->cmdline = s;
+	return 0;
+}
+
 static int set_name(struct conv *c, uint32_t pid, uint32_t tid, const char *comm)
 {
 	struct thread *t = get_thread(c, tid, pid);
@@ -878,6 +897,9 @@ static int process(struct conv *c)
 			err = set_name(c, h->pid, h->tid,
 				       ((const struct tb_rec_comm *)h)->comm);
 			break;
+		case TB_REC_CMDLINE:
+			err = set_cmdline(c, (const void *)h);
+			break;
 		default:
 			break;
 		}
@@ -1202,6 +1224,15 @@ static void write_sort_index(struct tb_json *j, const char *what, uint64_t pid,
 	tb_json_end_object(j);
 }
 
+static void write_meta_labels(struct tb_json *j, uint64_t pid, uint32_t tid,
+			      const char *labels)
+{
+	write_meta_head(j, "process_labels", pid, tid);
+	tb_json_kstr(j, "labels", labels);
+	tb_json_end_object(j);
+	tb_json_end_object(j);
+}
+
 static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
 			     uint32_t tid, const char *name)
 {
@@ -1311,6 +1342,10 @@ static int render(struct conv *c, struct tb_reader *r, FILE *f)
 					  p->app_name, p->app_name_len);
 		else
 			write_meta_event(&j, "process_name", p->out_pid, p->pid, name);
+		/* catapult shows labels under the process name; Perfetto and
+		 * DevTools ignore this metadata event */
+		if (p->cmdline)
+			write_meta_labels(&j, p->out_pid, p->pid, p->cmdline);
 		if (p->has_sort)
 			write_sort_index(&j, "process_sort_index", p->out_pid, p->pid,
 					 p->sort_index);
@@ -1391,6 +1426,7 @@ static void conv_free(struct conv *c)
 
 		if (p) {
 			hmap_free(&p->sites);
+			free(p->cmdline);
 			free(p);
 		}
 	}
@@ -1405,6 +1441,7 @@ static void conv_free(struct conv *c)
 	}
 	for (i = 0; i < c->nold_procs; i++) {
 		hmap_free(&c->old_procs[i]->sites);
+		free(c->old_procs[i]->cmdline);
 		free(c->old_procs[i]);
 	}
 	for (i = 0; i < c->nold_threads; i++) {

@@ -190,6 +190,41 @@ static void write_comms(struct recorder *r, pid_t pid)
  * into drops_total only (the per-CPU list is cut, never the total). */
 #define TB_STATS_MAX_CPUS ((0xfff8 - sizeof(struct tb_rec_stats)) / sizeof(__u64))
 
+/* The command line of pid as it is now, as a TB_REC_CMDLINE record. */
+static void write_cmdline(struct recorder *r, pid_t pid)
+{
+	char path[64], buf[sizeof(struct tb_rec_cmdline) + TB_CMDLINE_MAX + 8];
+	struct tb_rec_cmdline *rec = (void *)buf;
+	char *text = (char *)(rec + 1);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, TB_CMDLINE_MAX - 1);
+	close(fd);
+	if (n <= 0)
+		return;   /* a kernel thread or a zombie: no command line */
+	while (n > 0 && !text[n - 1])
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!text[i])
+			text[i] = ' ';
+	text[n] = 0;
+	memset(rec, 0, sizeof(*rec));
+	rec->len = n + 1;
+	rec->hdr.type = TB_REC_CMDLINE;
+	rec->hdr.size = TB_REC_ALIGN(sizeof(*rec) + rec->len);
+	memset(text + rec->len, 0, rec->hdr.size - sizeof(*rec) - rec->len);
+	rec->hdr.cpu = ~0u;
+	rec->hdr.ts = now_ns(CLOCK_MONOTONIC);
+	rec->hdr.pid = pid;
+	rec->hdr.tid = pid;
+	tb_writer_append(r->w, &rec->hdr);
+}
+
 static void write_stats(struct recorder *r)
 {
 	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
@@ -447,6 +482,9 @@ static void release_stopped(struct recorder *r, bool attach)
 				attach_object(r, objs.v[k]);
 			tb_paths_free(&objs);
 		}
+		/* still stopped: this is the new image's command line */
+		if (why == TB_STOP_EXEC)
+			write_cmdline(r, pids[i]);
 		bpf_map_delete_elem(fd, &pids[i]);
 		kill(pids[i], SIGCONT);
 	}
@@ -741,6 +779,7 @@ int tb_record(const struct tb_record_opts *o)
 			goto cleanup;
 		}
 		write_comms(&r, o->pids[i]);
+		write_cmdline(&r, o->pids[i]);
 	}
 	for (i = 0; i < objs.n; i++) {
 		err = attach_object(&r, objs.v[i]);

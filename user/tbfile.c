@@ -47,6 +47,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_CPU]    = sizeof(struct tb_rec_cpu),
 	[TB_REC_TP]     = sizeof(struct tb_rec_tp),
 	[TB_REC_FORMAT] = sizeof(struct tb_rec_format),
+	[TB_REC_CMDLINE] = sizeof(struct tb_rec_cmdline),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -61,6 +62,7 @@ int tb_stream_of(uint16_t rec_type)
 	case TB_REC_EXEC:
 	case TB_REC_EXIT:
 	case TB_REC_COMM:
+	case TB_REC_CMDLINE:
 		return TB_STREAM_PROC;
 	case TB_REC_STATS:
 		return TB_STREAM_STATS;

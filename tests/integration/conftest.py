@@ -58,6 +58,10 @@ class Trace:
         return {(e["pid"], e["tid"]): e["args"]["name"]
                 for e in self.events if e["ph"] == "M" and e["name"] == "thread_name"}
 
+    def process_labels(self):
+        return {e["pid"]: e["args"]["labels"]
+                for e in self.events if e["ph"] == "M" and e["name"] == "process_labels"}
+
     def process_names(self):
         return {e["pid"]: e["args"]["name"]
                 for e in self.events if e["ph"] == "M" and e["name"] == "process_name"}
@@ -83,7 +87,7 @@ def check_chrome_rules(t):
                 assert math.isfinite(v) and v >= 0, f"bad {k}: {e}"
         if ph == "M":
             assert e["name"] in ("process_name", "thread_name", "process_sort_index",
-                                 "thread_sort_index"), e
+                                 "thread_sort_index", "process_labels"), e
             continue
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
         # sorted by time
