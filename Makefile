@@ -25,8 +25,8 @@ endif
 
 CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror
 USER_CFLAGS   := $(CFLAGS_COMMON) -I$(OUT) -Ibpf -Iuser -Ilib/include \
-                 -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
-USER_LDLIBS   := -lbpf -lelf -lz
+                 -I/usr/include/traceevent -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
+USER_LDLIBS   := -lbpf -lelf -lz -ltraceevent
 # The host's system include dirs (asm/ comes from the multiarch dir), added
 # after our own so vmlinux.h wins, as libbpf-bootstrap does.
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
@@ -39,19 +39,22 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 
 # The reader side (format, JSON, convert) never links libbpf.
-CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c
-LOAD_SRCS := user/record.c user/probes.c user/main.c user/info.c user/dump.c user/pack.c user/serve.c
+CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c \
+             user/ftrace.c
+LOAD_SRCS := user/record.c user/probes.c user/main.c user/sched.c user/info.c user/dump.c \
+             user/pack.c user/serve.c
 CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
-         dlopen_user thread_churn pid_reuse
+         dlopen_user thread_churn pid_reuse pingpong writer
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
-BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate
+BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
+              $(OUT)/bench/rate2
 
 # keep the BPF objects (bpftool can inspect them)
 .SECONDARY:
@@ -114,7 +117,7 @@ $(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h | $(OUT)/progs
 # ---- unit tests (cmocka) ----
 $(OUT)/unit/%: tests/unit/%.c $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -lz -o $@
+	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -lz -ltraceevent -o $@
 
 # ---- benchmarks ----
 $(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h | $(OUT)/bench
@@ -126,6 +129,10 @@ $(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h | 
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
 
 $(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUT)/bench/rate2: bench/rate2.c lib/include/tracebpf/trace.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
@@ -163,7 +170,7 @@ $(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) user/*.h bpf/reco
 	$(Q)mkdir -p $(OUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Iuser -Ibpf $< $(CORE_SRCS) -lz -o $@
+		-D_GNU_SOURCE -Iuser -Ibpf -I/usr/include/traceevent $< $(CORE_SRCS) -lz -ltraceevent -o $@
 
 .PHONY: fuzz
 fuzz: $(OUT)/fuzz/fuzz_reader

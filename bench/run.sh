@@ -62,3 +62,6 @@ dropped=$(echo "$summary" | sed -n 's/.* \([0-9]*\) dropped.*/\1/p')
 recs=$(echo "$summary" | sed -n 's/.*recorded \([0-9]*\) records.*/\1/p')
 bytes=$(stat -c %s "$out/rate.tbt")
 echo "one thread at $rate ev/s for ${secs}s      : emitted $emitted, records $recs, dropped $dropped, file $bytes bytes"
+
+# ---- scheduler events (issue #5): bench/sched.sh ----
+bash bench/sched.sh

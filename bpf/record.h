@@ -26,6 +26,14 @@ enum tb_rec_type {
 	TB_REC_COMM    = 6,  /* a thread's name (from /proc or the kernel) */
 	TB_REC_STATS   = 7,  /* recorder statistics: drops per CPU, counts */
 	TB_REC_EVENT_ID = 8,  /* an event_id hit: struct tb_rec_event_id [+ strings] */
+	/* Kernel events (bpf/sched.bpf.c), system-wide: TB_STREAM_SCHED. */
+	TB_REC_SWITCH  = 9,  /* sched_switch */
+	TB_REC_WAKE    = 10, /* sched_waking, sched_wakeup, sched_wakeup_new */
+	TB_REC_KTASK   = 11, /* sched_process_fork/exec/exit, task_rename */
+	TB_REC_CPU     = 12, /* cpu_idle, cpu_frequency */
+	TB_REC_TP      = 13, /* a generic tracepoint (-e): the raw trace entry */
+	TB_REC_FORMAT  = 14, /* user space: a tracepoint's tracefs format file */
+	TB_REC_CMDLINE = 15, /* user space: a process's command line */
 	TB_REC_TYPE_MAX,
 };
 
@@ -153,6 +161,114 @@ struct tb_rec_stats {
 	/* __u64 drops[ncpus] */
 };
 
+/* TB_REC_SWITCH: hdr.pid/tid are prev's (tgid, tid), as in every record.
+ * 72 bytes: sched_switch is the hot path system-wide. */
+struct tb_rec_switch {
+	struct tb_rec_hdr hdr;
+	__u32 next_tid;
+	__u32 next_tgid;
+	__s16 prev_prio;   /* task->prio, as ftrace prints it */
+	__s16 next_prio;
+	__u16 prev_state;  /* TB_TASK_* bits as ftrace reports them; 0 = R */
+	__u16 flags;       /* TB_SWF_* */
+	char prev_comm[16];
+	char next_comm[16];
+};
+
+/* prev_state: the kernel's TASK_REPORT bits (S=1, D=2, T=4, t=8, X=16, Z=32,
+ * P=64, I=128); TB_TASK_PREEMPTED is ftrace's "R+" (preempted while
+ * runnable). */
+#define TB_TASK_PREEMPTED 0x100u
+
+/* TB_REC_WAKE: hdr.pid/tid are the waker (current, 0 in interrupts of the
+ * idle task); the target is the woken task. */
+struct tb_rec_wake {
+	struct tb_rec_hdr hdr;
+	__u32 kind;        /* TB_WAKE_* */
+	__u32 tid;         /* the woken task */
+	__u32 tgid;
+	__s32 prio;
+	__u32 target_cpu;
+	__u32 pad;
+	char comm[16];
+};
+
+enum tb_wake_kind {
+	TB_WAKE_WAKING    = 1,  /* sched_waking: try_to_wake_up() started */
+	TB_WAKE_WAKEUP    = 2,  /* sched_wakeup: the task is runnable */
+	TB_WAKE_WAKEUP_NEW = 3, /* sched_wakeup_new: a new task is runnable */
+};
+
+/* TB_REC_KTASK: process and thread lifecycle, system-wide. hdr.pid/tid are
+ * current's (fork: the parent; exec: after exec; exit: the exiting thread;
+ * rename: the renamed task). */
+struct tb_rec_ktask {
+	struct tb_rec_hdr hdr;
+	__u32 kind;        /* TB_KTASK_* */
+	__u32 tid;         /* fork: child tid; exec: old tid; else hdr.tid */
+	__u32 tgid;        /* fork: child tgid; else hdr.pid */
+	__s32 value;       /* exit: exit_code; fork: child prio; else 0 */
+	char comm[16];     /* fork: child; exec, exit: current; rename: old */
+	char comm2[16];    /* rename: new name; else zeros */
+};
+
+enum tb_ktask_kind {
+	TB_KTASK_FORK   = 1,
+	TB_KTASK_EXEC   = 2,
+	TB_KTASK_EXIT   = 3,
+	TB_KTASK_RENAME = 4,
+};
+
+/* TB_REC_CPU: power events, hdr.cpu is the CPU that ran the tracepoint. */
+struct tb_rec_cpu {
+	struct tb_rec_hdr hdr;
+	__u32 kind;        /* TB_CPU_* */
+	__u32 state;       /* idle: state index, 0xffffffff = exit; freq: kHz */
+	__u32 cpu_id;      /* the CPU the event is about */
+	__u32 pad;
+};
+
+enum tb_cpu_kind {
+	TB_CPU_IDLE = 1,
+	TB_CPU_FREQUENCY = 2,
+};
+
+/* TB_REC_TP: a tracefs tracepoint selected with -e. data[] is the raw trace
+ * entry as the kernel builds it (common_type first), decoded in user space
+ * with the event's format (TB_REC_FORMAT with the same id). */
+#define TB_TP_MAX 512   /* bytes of the entry copied at most */
+struct tb_rec_tp {
+	struct tb_rec_hdr hdr;
+	__u32 id;          /* tracefs event id (= common_type) */
+	__u16 len;         /* bytes of data[] */
+	__u16 flags;       /* TB_TPF_* */
+	/* __u8 data[len], padded to 8 */
+};
+
+#define TB_TPF_TRUNCATED  1u  /* the entry may be longer than len */
+
+/* TB_REC_FORMAT: written by user space before the events that use it. text
+ * is "SYSTEM\0" then the tracefs format file ("name: ...\nID: ...\n..."). */
+struct tb_rec_format {
+	struct tb_rec_hdr hdr;
+	__u32 id;          /* tracefs event id */
+	__u32 len;         /* bytes of text[] */
+	/* char text[len], padded to 8 */
+};
+
+/* TB_REC_CMDLINE: written by user space for a target at the start and for a
+ * traced process after each exec (read while the kernel side holds it
+ * stopped, so it is the new image's). text[len] follows: the arguments
+ * separated by single spaces, NUL-terminated, padded to 8. */
+struct tb_rec_cmdline {
+	struct tb_rec_hdr hdr;
+	__u32 len;         /* bytes of text, NUL included */
+	__u32 pad;
+	/* char text[len] */
+};
+
+#define TB_CMDLINE_MAX 1024
+
 #define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
 
 _Static_assert(sizeof(struct tb_rec_hdr) == 24, "tb_rec_hdr layout");
@@ -164,5 +280,12 @@ _Static_assert(sizeof(struct tb_rec_exit) == 48, "tb_rec_exit layout");
 _Static_assert(sizeof(struct tb_rec_comm) == 40, "tb_rec_comm layout");
 _Static_assert(sizeof(struct tb_rec_stats) == 48, "tb_rec_stats layout");
 _Static_assert(sizeof(struct tb_rec_event_id) == 72, "tb_rec_event_id layout");
+_Static_assert(sizeof(struct tb_rec_switch) == 72, "tb_rec_switch layout");
+_Static_assert(sizeof(struct tb_rec_wake) == 64, "tb_rec_wake layout");
+_Static_assert(sizeof(struct tb_rec_ktask) == 72, "tb_rec_ktask layout");
+_Static_assert(sizeof(struct tb_rec_cpu) == 40, "tb_rec_cpu layout");
+_Static_assert(sizeof(struct tb_rec_tp) == 32, "tb_rec_tp layout");
+_Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
+_Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
 
 #endif /* TRACEBPF_RECORD_H */

@@ -5,7 +5,8 @@ set -euo pipefail
 # libclang-rt-14-dev: the libFuzzer and sanitizer runtimes of the fuzz target
 # (clang only recommends it, and recommends are not installed here)
 pkgs=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
-      binutils libcmocka-dev python3 python3-pytest procps util-linux libclang-rt-14-dev)
+      binutils libcmocka-dev libtraceevent-dev python3 python3-pytest procps util-linux
+      libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "convert.h"
+#include "ftrace.h"
 #include "json.h"
 #include "merge.h"
 #include "tbio.h"
@@ -148,6 +149,7 @@ struct proc {
 	size_t app_name_len;
 	bool has_sort;
 	int64_t sort_index;
+	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
 	struct hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
@@ -221,6 +223,7 @@ struct conv {
 	bool json_open;
 
 	struct tb_rec_stats *stats; /* a copy of the last one */
+	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
 };
@@ -321,6 +324,24 @@ static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 
 /* A comm for tid (of process pid): names the thread, and the process when
  * tid is its main thread. */
+/* The command line of a process (at the start, after each exec). */
+static int set_cmdline(struct conv *c, const struct tb_rec_cmdline *rec)
+{
+	struct proc *p = get_proc(c, rec->hdr.pid);
+	size_t room = rec->hdr.size - sizeof(*rec), n;
+	char *s;
+
+	if (!p)
+		return -ENOMEM;
+	n = strnlen((const char *)(rec + 1), rec->len < room ? rec->len : room);
+	s = strndup((const char *)(rec + 1), n);
+	if (!s)
+		return -ENOMEM;
+	free(p->cmdline);
+	p->cmdline = s;
+	return 0;
+}
+
 static int set_name(struct conv *c, uint32_t pid, uint32_t tid, const char *comm)
 {
 	struct thread *t = get_thread(c, tid, pid);
@@ -950,6 +971,11 @@ static int process(struct conv *c, enum stage *stage)
 			c->stats = st;
 			continue;
 		}
+		/* system-wide kernel events: ftrace text, no M events per task */
+		if (tb_ftrace_is_kernel(h->type)) {
+			err = tb_ftrace_add(c->ftrace, h);
+			continue;
+		}
 		/* every pid and tid seen gets named */
 		if (!get_proc(c, h->pid) || !get_thread(c, h->tid, h->pid))
 			return -ENOMEM;
@@ -973,6 +999,9 @@ static int process(struct conv *c, enum stage *stage)
 		case TB_REC_COMM:
 			err = set_name(c, h->pid, h->tid,
 				       ((const struct tb_rec_comm *)h)->comm);
+			break;
+		case TB_REC_CMDLINE:
+			err = set_cmdline(c, (const void *)h);
 			break;
 		default:
 			break;
@@ -1302,6 +1331,15 @@ static void write_sort_index(struct tb_json *j, const char *what, uint64_t pid,
 	tb_json_end_object(j);
 }
 
+static void write_meta_labels(struct tb_json *j, uint64_t pid, uint32_t tid,
+			      const char *labels)
+{
+	write_meta_head(j, "process_labels", pid, tid);
+	tb_json_kstr(j, "labels", labels);
+	tb_json_end_object(j);
+	tb_json_end_object(j);
+}
+
 static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
 			     uint32_t tid, const char *name)
 {
@@ -1420,6 +1458,10 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 					  p->app_name, p->app_name_len);
 		else
 			write_meta_event(&j, "process_name", p->out_pid, p->pid, name);
+		/* catapult shows labels under the process name; Perfetto and
+		 * DevTools ignore this metadata event */
+		if (p->cmdline)
+			write_meta_labels(&j, p->out_pid, p->pid, p->cmdline);
 		if (p->has_sort)
 			write_sort_index(&j, "process_sort_index", p->out_pid, p->pid,
 					 p->sort_index);
@@ -1444,6 +1486,10 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 
 	tb_json_kstr(&j, "displayTimeUnit", "ns");
 	tb_json_newline(&j);
+	if (tb_ftrace_text(c->ftrace)) {
+		tb_json_kstr(&j, "systemTraceEvents", tb_ftrace_text(c->ftrace));
+		tb_json_newline(&j);
+	}
 	tb_json_key(&j, "metadata");
 	tb_json_begin_object(&j);
 	tb_json_kstr(&j, "tracebpf_version", TRACEBPF_VERSION);
@@ -1468,6 +1514,8 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_end_array(&j);
 	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
 	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
+	tb_json_kuint(&j, "kernel_events", tb_ftrace_lines(c->ftrace));
+	tb_json_kuint(&j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
 	tb_json_kuint(&j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
 	if (tb_reader_tail_reason(r))
 		tb_json_kstr(&j, "truncated_tail_reason", tb_reader_tail_reason(r));
@@ -1488,6 +1536,7 @@ static void free_proc(struct proc *p)
 {
 	hmap_free(&p->sites);
 	free(p->app_name);
+	free(p->cmdline);
 	free(p);
 }
 
@@ -1528,6 +1577,7 @@ static void conv_free(struct conv *c)
 	free(c->out);
 	free(c->stats);
 	tb_merge_free(c->merge);
+	tb_ftrace_free(c->ftrace);
 }
 
 static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
@@ -1538,6 +1588,9 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 	int err;
 
 	*stage = STAGE_CONVERT;
+	err = tb_ftrace_new(&c.ftrace);
+	if (err)
+		goto out;
 	err = tb_merge_new(&c.merge, r, rank_of, MERGE_MAX);
 	if (err)
 		goto out;

@@ -26,7 +26,8 @@ static const char top_doc[] =
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
 /* ---- record ---- */
-enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG };
+enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
+       OPT_SCHED };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -43,6 +44,12 @@ static const struct argp_option record_options[] = {
 					   "('dump/convert --connect SOCKET') get the file so far, then live chunks", 0 },
 	{ "serve-max-lag", OPT_SERVE_LAG, "SIZE", 0, "Disconnect a client more than SIZE "
 						     "bytes behind (default 64M)", 0 },
+	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler events (on by default: context switches, "
+					       "wakeups, CPU idle of the whole system)", 0 },
+	{ "sched", OPT_SCHED, "SCOPE", 0, "Scheduler events of the whole system (all, default) or "
+					  "only those involving traced processes (traced)", 0 },
+	{ "event", 'e', "SUBSYS:EVENT", 0, "Also record this tracefs tracepoint (repeatable; globs "
+					    "like 'irq:*')", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ 0 },
@@ -143,6 +150,22 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_SERVE_LAG:
 		if (parse_size(arg, &o->serve_max_lag) || !o->serve_max_lag)
 			argp_error(state, "invalid lag '%s': give a size, e.g. 64M", arg);
+		break;
+	case OPT_NO_SCHED:
+		o->no_sched = true;
+		break;
+	case OPT_SCHED:
+		if (!strcmp(arg, "all"))
+			o->sched_traced = false;
+		else if (!strcmp(arg, "traced"))
+			o->sched_traced = true;
+		else
+			argp_error(state, "invalid --sched scope '%s': give 'all' or 'traced'", arg);
+		break;
+	case 'e':
+		if (o->nevents == TB_MAX_EVENT_SPECS)
+			argp_error(state, "too many -e (at most %d)", TB_MAX_EVENT_SPECS);
+		o->events[o->nevents++] = arg;
 		break;
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */

@@ -26,6 +26,7 @@
 #include "record.skel.h"
 #include "convert.h"
 #include "probes.h"
+#include "sched.h"
 #include "serve.h"
 #include "tbfile.h"
 #include "tracebpf.h"
@@ -65,6 +66,7 @@ struct recorder {
 	int go_fd;             /* write end: releases the child */
 	int exec_err_fd;       /* read end: the child's exec errno */
 	struct tb_server *server;  /* --serve */
+	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -194,6 +196,41 @@ static void write_comms(struct recorder *r, pid_t pid)
 /* A record's size is a u16: past this many CPUs the per-CPU drops are summed
  * into drops_total only (the per-CPU list is cut, never the total). */
 #define TB_STATS_MAX_CPUS ((0xfff8 - sizeof(struct tb_rec_stats)) / sizeof(__u64))
+
+/* The command line of pid as it is now, as a TB_REC_CMDLINE record. */
+static void write_cmdline(struct recorder *r, pid_t pid)
+{
+	char path[64], buf[sizeof(struct tb_rec_cmdline) + TB_CMDLINE_MAX + 8];
+	struct tb_rec_cmdline *rec = (void *)buf;
+	char *text = (char *)(rec + 1);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, TB_CMDLINE_MAX - 1);
+	close(fd);
+	if (n <= 0)
+		return;   /* a kernel thread or a zombie: no command line */
+	while (n > 0 && !text[n - 1])
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!text[i])
+			text[i] = ' ';
+	text[n] = 0;
+	memset(rec, 0, sizeof(*rec));
+	rec->len = n + 1;
+	rec->hdr.type = TB_REC_CMDLINE;
+	rec->hdr.size = TB_REC_ALIGN(sizeof(*rec) + rec->len);
+	memset(text + rec->len, 0, rec->hdr.size - sizeof(*rec) - rec->len);
+	rec->hdr.cpu = ~0u;
+	rec->hdr.ts = now_ns(CLOCK_MONOTONIC);
+	rec->hdr.pid = pid;
+	rec->hdr.tid = pid;
+	tb_writer_append(r->w, &rec->hdr);
+}
 
 static void write_stats(struct recorder *r)
 {
@@ -452,6 +489,9 @@ static void release_stopped(struct recorder *r, bool attach)
 				attach_object(r, objs.v[k]);
 			tb_paths_free(&objs);
 		}
+		/* still stopped: this is the new image's command line */
+		if (why == TB_STOP_EXEC)
+			write_cmdline(r, pids[i]);
 		bpf_map_delete_elem(fd, &pids[i]);
 		kill(pids[i], SIGCONT);
 	}
@@ -644,6 +684,17 @@ int tb_record(const struct tb_record_opts *o)
 		goto cleanup;
 	}
 
+	{
+		struct tb_sched_opts so = {
+			.sched = !o->no_sched, .traced_only = o->sched_traced,
+			.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
+		};
+
+		err = tb_sched_prepare(&r.sched, &so);
+		if (err)
+			goto cleanup;
+	}
+
 	/* open -> configure -> load */
 	r.skel = record_bpf__open();
 	if (!r.skel) {
@@ -682,6 +733,11 @@ int tb_record(const struct tb_record_opts *o)
 	err = setup_rings(&r);
 	if (err)
 		goto cleanup;
+	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.rings),
+			    bpf_map__fd(r.skel->maps.drops), bpf_map__fd(r.skel->maps.traced),
+			    r.skel->rodata->wakeup_bytes);
+	if (err)
+		goto cleanup;
 
 	/* The file first: nothing the kernel hands us may be lost. */
 	gethostname(info.hostname, sizeof(info.hostname) - 1);
@@ -700,6 +756,11 @@ int tb_record(const struct tb_record_opts *o)
 			goto cleanup;
 		}
 	}
+	err = tb_sched_write_formats(r.sched, r.w, now_ns(CLOCK_MONOTONIC));
+	if (err) {
+		ERR("failed to write '%s': %s", r.tbt_path, strerror(-err));
+		goto cleanup;
+	}
 	if (o->serve) {
 		err = tb_serve_open(&r.server, o->serve, r.tbt_path, o->serve_max_lag);
 		if (err) {
@@ -717,6 +778,9 @@ int tb_record(const struct tb_record_opts *o)
 		ERR("failed to attach to the sched_process_* tracepoints: %s", strerror(-err));
 		goto cleanup;
 	}
+	err = tb_sched_attach(r.sched);
+	if (err)
+		goto cleanup;
 	if (o->cmd) {
 		err = spawn_child(&r, exe);
 		if (err) {
@@ -736,6 +800,7 @@ int tb_record(const struct tb_record_opts *o)
 			goto cleanup;
 		}
 		write_comms(&r, o->pids[i]);
+		write_cmdline(&r, o->pids[i]);
 	}
 	for (i = 0; i < objs.n; i++) {
 		err = attach_object(&r, objs.v[i]);
@@ -880,6 +945,7 @@ cleanup:
 	for (i = 0; i < r.nlinks; i++)
 		bpf_link__destroy(r.links[i]);
 	free(r.links);
+	tb_sched_destroy(r.sched);
 	if (r.skel) {
 		/* nothing stops a process any more: release whoever waits */
 		record_bpf__detach(r.skel);

@@ -43,6 +43,13 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_COMM]  = sizeof(struct tb_rec_comm),
 	[TB_REC_STATS] = sizeof(struct tb_rec_stats),
 	[TB_REC_EVENT_ID] = sizeof(struct tb_rec_event_id),
+	[TB_REC_SWITCH] = sizeof(struct tb_rec_switch),
+	[TB_REC_WAKE]   = sizeof(struct tb_rec_wake),
+	[TB_REC_KTASK]  = sizeof(struct tb_rec_ktask),
+	[TB_REC_CPU]    = sizeof(struct tb_rec_cpu),
+	[TB_REC_TP]     = sizeof(struct tb_rec_tp),
+	[TB_REC_FORMAT] = sizeof(struct tb_rec_format),
+	[TB_REC_CMDLINE] = sizeof(struct tb_rec_cmdline),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -57,9 +64,17 @@ int tb_stream_of(uint16_t rec_type)
 	case TB_REC_EXEC:
 	case TB_REC_EXIT:
 	case TB_REC_COMM:
+	case TB_REC_CMDLINE:
 		return TB_STREAM_PROC;
 	case TB_REC_STATS:
 		return TB_STREAM_STATS;
+	case TB_REC_SWITCH:
+	case TB_REC_WAKE:
+	case TB_REC_KTASK:
+	case TB_REC_CPU:
+	case TB_REC_TP:
+	case TB_REC_FORMAT:
+		return TB_STREAM_SCHED;
 	default:
 		return -EINVAL;
 	}

@@ -12,6 +12,7 @@
 #endif
 
 #define TB_MAX_TARGETS 64
+#define TB_MAX_EVENT_SPECS 64
 
 struct tb_record_opts {
 	pid_t pids[TB_MAX_TARGETS];      /* -p */
@@ -29,6 +30,10 @@ struct tb_record_opts {
 	char *cmdline;                   /* the recorder's own command line */
 	const char *serve;               /* --serve: Unix socket path */
 	size_t serve_max_lag;            /* --serve-max-lag: bytes */
+	bool no_sched;                   /* --no-sched: no scheduler events */
+	bool sched_traced;               /* --sched=traced: only traced tasks' */
+	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */
+	int nevents;
 };
 
 int tb_record(const struct tb_record_opts *o);

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from systrace import check_system_trace
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 TRACEBPF = str(BUILD / "tracebpf")
@@ -56,6 +58,10 @@ class Trace:
         return {(e["pid"], e["tid"]): e["args"]["name"]
                 for e in self.events if e["ph"] == "M" and e["name"] == "thread_name"}
 
+    def process_labels(self):
+        return {e["pid"]: e["args"]["labels"]
+                for e in self.events if e["ph"] == "M" and e["name"] == "process_labels"}
+
     def process_names(self):
         return {e["pid"]: e["args"]["name"]
                 for e in self.events if e["ph"] == "M" and e["name"] == "process_name"}
@@ -81,7 +87,7 @@ def check_chrome_rules(t):
                 assert math.isfinite(v) and v >= 0, f"bad {k}: {e}"
         if ph == "M":
             assert e["name"] in ("process_name", "thread_name", "process_sort_index",
-                                 "thread_sort_index"), e
+                                 "thread_sort_index", "process_labels"), e
             continue
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
         # sorted by time
@@ -124,6 +130,9 @@ def devtools_check(path):
 def load(path, consumer=True):
     t = Trace(path)
     check_chrome_rules(t)
+    # kernel events: every line against catapult's and Perfetto's grammars
+    t.systrace = check_system_trace(t.doc["systemTraceEvents"]) \
+        if "systemTraceEvents" in t.doc else []
     if consumer:
         t.devtools = devtools_check(path)
     return t

@@ -73,6 +73,8 @@ def test_exec_into_another_instrumented_program(recorder):
     first = t.named("target_first")[0]
     assert chain[0]["ts"] + chain[0]["dur"] <= first["ts"]
     check_exec_target(t, pid)
+    # the command line after exec is the new image's
+    assert t.process_labels()[pid] == prog("exec_target"), t.process_labels()
 
 
 def test_sh_c_records_the_program(recorder):

@@ -67,6 +67,7 @@ def test_multithreaded_exact_counts(recorder):
     assert sorted(names[(pid, tid)] for tid in per_tid_work) == \
         [f"worker-{i}" for i in range(nthreads)]
     assert t.process_names()[pid] == "mt_events"
+    assert t.process_labels()[pid] == f"{prog('mt_events')} {nthreads} {nevents}"
     assert t.meta["events"] >= nthreads * nevents * 3
     assert t.meta["drops_total"] == 0
     assert "\x1b[K" not in rec.stderr, "no live status when stderr is not a terminal"
@@ -162,6 +163,7 @@ def test_attach_to_running_pid(recorder, spawn):
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "gap in an attached recording"
     assert app.poll() is None, "the target keeps running after we detach"
     assert t.process_names()[pid] == "loop_events"
+    assert t.process_labels()[pid] == f"{prog('loop_events')} 0"   # read at attach
 
 
 def test_cmd_records_first_hit_and_shared_library(recorder):

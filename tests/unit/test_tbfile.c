@@ -367,6 +367,8 @@ static void test_stream_map(void **state)
 	assert_int_equal(tb_stream_of(TB_REC_STATS), TB_STREAM_STATS);
 	assert_int_equal(tb_stream_of(TB_REC_EVENT_ID), TB_STREAM_USER);
 	assert_int_equal(tb_rec_min_size(TB_REC_EVENT_ID), sizeof(struct tb_rec_event_id));
+	for (int t = TB_REC_SWITCH; t <= TB_REC_FORMAT; t++)
+		assert_int_equal(tb_stream_of(t), TB_STREAM_SCHED);
 	assert_int_equal(tb_stream_of(0), -EINVAL);
 	assert_int_equal(tb_stream_of(TB_REC_TYPE_MAX), -EINVAL);
 	assert_int_equal(tb_rec_min_size(TB_REC_EXEC), sizeof(struct tb_rec_exec));

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ring.bpf.h - the maps and helpers a BPF object needs to write records into
+ * tracebpf's per-CPU rings, for objects loaded beside record.bpf.c.
+ *
+ * The maps are declared exactly as record.bpf.c declares them; user space
+ * points them at record.bpf.c's maps with bpf_map__reuse_fd before loading
+ * (user/sched.c), so there is one set of rings, one drop counter and one
+ * traced set. The helpers follow record.bpf.c's policies: count every lost
+ * record, submit without a wakeup unless the ring crosses wakeup_bytes.
+ */
+#ifndef TRACEBPF_RING_BPF_H
+#define TRACEBPF_RING_BPF_H
+
+/* Set between open and load, like record.bpf.c's. */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+struct tb_proc_gen {
+	__u64 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);           /* tgid */
+	__type(value, struct tb_proc_gen);
+} traced SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);       /* reused: record.bpf.c's, one per CPU */
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_RINGBUF);
+		__uint(max_entries, 256 * 1024);
+	});
+} rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+static __always_inline void count_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
+
+	if (d)
+		*d += 1;
+}
+
+static __always_inline void *cpu_ring(__u32 cpu)
+{
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
+
+/* Wake the consumer only when this record makes the ring cross the
+ * threshold; the recorder's timer bounds the latency otherwise. */
+static __always_inline __u64 wake_flags(void *rb, __u64 size)
+{
+	__u64 avail = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA);
+
+	if (avail < wakeup_bytes && avail + size >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 size,
+				     __u32 cpu, __u64 ts, __u64 pid_tgid)
+{
+	h->type = type;
+	h->size = size;
+	h->cpu = cpu;
+	h->ts = ts;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+}
+
+/* Reserve a fixed-size record on this CPU's ring, counting a failure. */
+static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
+{
+	void *rb, *rec;
+
+	*cpu = bpf_get_smp_processor_id();
+	rb = cpu_ring(*cpu);
+	*rbp = rb;
+	if (!rb) {
+		count_drop();
+		return NULL;
+	}
+	rec = bpf_ringbuf_reserve(rb, size, 0);
+	if (!rec)
+		count_drop();
+	return rec;
+}
+
+#endif /* TRACEBPF_RING_BPF_H */

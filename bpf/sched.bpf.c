@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sched.bpf.c - scheduler, power and generic tracepoints for `tracebpf
+ * record` (on by default, --no-sched turns it off).
+ *
+ * A second BPF object beside record.bpf.c: user space (user/sched.c) makes
+ * its `rings`, `drops` and `traced` maps share record.bpf.c's with
+ * bpf_map__reuse_fd, so both objects write to the same per-CPU rings and
+ * count losses in the same counter. See docs/design.md, "Scheduler events".
+ *
+ * Every program exists twice: SEC("?tp_btf/X") and SEC("?raw_tp/X"). Both
+ * are off by default ("?"); user space turns one of each pair on after
+ * probing vmlinux BTF for btf_trace_X (never a kernel version). Their bodies
+ * are shared and read kernel memory with BPF_CORE_READ, which both program
+ * types allow.
+ *
+ * sched_switch runs system-wide on every context switch: its record is 72
+ * bytes reserved in place and submitted without a wakeup (wake_flags()).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "record.h"
+#include "ring.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* --sched=traced: keep only events that involve a traced process. */
+const volatile bool traced_only = false;
+
+static __always_inline bool is_traced(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+/* The task state as ftrace reports it in prev_state (the kernel's
+ * __trace_sched_switch_state): preempted -> "R+", else the TASK_REPORT bits
+ * of __state | exit_state, TASK_IDLE reported as I, RT-lock waits as D. */
+#define TASK_REPORT         0x7f
+#define TASK_IDLE_STATE     0x402    /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+#define TASK_RTLOCK_WAIT    0x1000
+#define TASK_REPORT_IDLE    0x80
+
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u16 switch_state(bool preempt, struct task_struct *prev)
+{
+	unsigned int st, ex;
+
+	if (preempt)
+		return TB_TASK_PREEMPTED;
+	if (bpf_core_field_exists(prev->__state))
+		st = BPF_CORE_READ(prev, __state);
+	else
+		st = BPF_CORE_READ((struct task_struct___old *)prev, state);
+	ex = BPF_CORE_READ(prev, exit_state);
+	if (st == TASK_IDLE_STATE)
+		return TASK_REPORT_IDLE;
+	if (st == TASK_RTLOCK_WAIT)
+		return 2;
+	return (st | ex) & TASK_REPORT;
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next)
+{
+	__u32 prev_tgid = BPF_CORE_READ(prev, tgid);
+	__u32 next_tgid = BPF_CORE_READ(next, tgid);
+	struct tb_rec_switch *rec;
+	__u32 cpu;
+	void *rb;
+
+	if (traced_only && !is_traced(prev_tgid) && !is_traced(next_tgid))
+		return 0;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_SWITCH, sizeof(*rec), cpu, bpf_ktime_get_ns(),
+		 ((__u64)prev_tgid << 32) | (__u32)BPF_CORE_READ(prev, pid));
+	rec->next_tid = BPF_CORE_READ(next, pid);
+	rec->next_tgid = next_tgid;
+	rec->prev_prio = BPF_CORE_READ(prev, prio);
+	rec->next_prio = BPF_CORE_READ(next, prio);
+	rec->prev_state = switch_state(preempt, prev);
+	rec->flags = 0;
+	BPF_CORE_READ_INTO(&rec->prev_comm, prev, comm);
+	BPF_CORE_READ_INTO(&rec->next_comm, next, comm);
+	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	return 0;
+}
+
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(tb_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+SEC("?raw_tp/sched_switch")
+int BPF_PROG(tb_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+static __always_inline int on_wake(__u32 kind, struct task_struct *p)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct tb_rec_wake *rec;
+	__u32 cpu;
+	void *rb;
+
+	if (traced_only && !is_traced(tgid) && !is_traced(pid_tgid >> 32))
+		return 0;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_WAKE, sizeof(*rec), cpu, bpf_ktime_get_ns(), pid_tgid);
+	rec->kind = kind;
+	rec->tid = BPF_CORE_READ(p, pid);
+	rec->tgid = tgid;
+	rec->prio = BPF_CORE_READ(p, prio);
+	/* task_cpu(p), what ftrace prints as target_cpu */
+	rec->target_cpu = BPF_CORE_READ(p, thread_info.cpu);
+	rec->pad = 0;
+	BPF_CORE_READ_INTO(&rec->comm, p, comm);
+	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	return 0;
+}
+
+SEC("?tp_btf/sched_waking")
+int BPF_PROG(tb_waking_btf, struct task_struct *p) { return on_wake(TB_WAKE_WAKING, p); }
+SEC("?raw_tp/sched_waking")
+int BPF_PROG(tb_waking_raw, struct task_struct *p) { return on_wake(TB_WAKE_WAKING, p); }
+SEC("?tp_btf/sched_wakeup")
+int BPF_PROG(tb_wakeup_btf, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP, p); }
+SEC("?raw_tp/sched_wakeup")
+int BPF_PROG(tb_wakeup_raw, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP, p); }
+SEC("?tp_btf/sched_wakeup_new")
+int BPF_PROG(tb_wakeup_new_btf, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP_NEW, p); }
+SEC("?raw_tp/sched_wakeup_new")
+int BPF_PROG(tb_wakeup_new_raw, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP_NEW, p); }
+
+/* Process lifecycle, system-wide. current is the parent (fork), the task
+ * after exec, the exiting thread, or the renaming task. */
+static __always_inline int emit_ktask(__u32 kind, struct task_struct *cur, __u32 tid,
+				      __u32 tgid, __s32 value, struct task_struct *named,
+				      const char *comm2)
+{
+	__u32 cur_tgid = BPF_CORE_READ(cur, tgid);
+	struct tb_rec_ktask *rec;
+	__u32 cpu;
+	void *rb;
+
+	if (traced_only && !is_traced(cur_tgid) && !is_traced(tgid))
+		return 0;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_KTASK, sizeof(*rec), cpu, bpf_ktime_get_ns(),
+		 ((__u64)cur_tgid << 32) | (__u32)BPF_CORE_READ(cur, pid));
+	rec->kind = kind;
+	rec->tid = tid;
+	rec->tgid = tgid;
+	rec->value = value;
+	BPF_CORE_READ_INTO(&rec->comm, named, comm);
+	__builtin_memset(rec->comm2, 0, sizeof(rec->comm2));
+	if (comm2)
+		bpf_probe_read_kernel_str(rec->comm2, sizeof(rec->comm2), comm2);
+	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	return 0;
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	return emit_ktask(TB_KTASK_FORK, parent, BPF_CORE_READ(child, pid),
+			  BPF_CORE_READ(child, tgid), BPF_CORE_READ(child, prio), child, NULL);
+}
+
+SEC("?tp_btf/sched_process_fork")
+int BPF_PROG(tb_kfork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("?raw_tp/sched_process_fork")
+int BPF_PROG(tb_kfork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+static __always_inline int on_exec(struct task_struct *p, pid_t old_pid)
+{
+	return emit_ktask(TB_KTASK_EXEC, p, old_pid, BPF_CORE_READ(p, tgid), 0, p, NULL);
+}
+
+SEC("?tp_btf/sched_process_exec")
+int BPF_PROG(tb_kexec_btf, struct task_struct *p, pid_t old_pid) { return on_exec(p, old_pid); }
+SEC("?raw_tp/sched_process_exec")
+int BPF_PROG(tb_kexec_raw, struct task_struct *p, pid_t old_pid) { return on_exec(p, old_pid); }
+
+static __always_inline int on_exit_(struct task_struct *p)
+{
+	return emit_ktask(TB_KTASK_EXIT, p, BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid),
+			  BPF_CORE_READ(p, exit_code), p, NULL);
+}
+
+SEC("?tp_btf/sched_process_exit")
+int BPF_PROG(tb_kexit_btf, struct task_struct *p) { return on_exit_(p); }
+SEC("?raw_tp/sched_process_exit")
+int BPF_PROG(tb_kexit_raw, struct task_struct *p) { return on_exit_(p); }
+
+/* task_rename fires before the copy: task->comm is still the old name. The
+ * COMM record that names traced threads comes from record.bpf.c's tb_rename
+ * (loaded even with --no-sched); this one only feeds the scheduler view. */
+static __always_inline int on_rename(struct task_struct *task, const char *comm)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tid = BPF_CORE_READ(task, pid);
+
+	emit_ktask(TB_KTASK_RENAME, task, tid, tgid, 0, task, comm);
+	return 0;
+}
+
+SEC("?tp_btf/task_rename")
+int BPF_PROG(tb_rename_btf, struct task_struct *task, const char *comm)
+{
+	return on_rename(task, comm);
+}
+
+SEC("?raw_tp/task_rename")
+int BPF_PROG(tb_rename_raw, struct task_struct *task, const char *comm)
+{
+	return on_rename(task, comm);
+}
+
+/* Power events: system-wide only (they belong to no process). */
+static __always_inline int on_cpu(__u32 kind, unsigned int state, unsigned int cpu_id)
+{
+	struct tb_rec_cpu *rec;
+	__u32 cpu;
+	void *rb;
+
+	if (traced_only)
+		return 0;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_CPU, sizeof(*rec), cpu, bpf_ktime_get_ns(),
+		 bpf_get_current_pid_tgid());
+	rec->kind = kind;
+	rec->state = state;
+	rec->cpu_id = cpu_id;
+	rec->pad = 0;
+	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	return 0;
+}
+
+SEC("?tp_btf/cpu_idle")
+int BPF_PROG(tb_idle_btf, unsigned int state, unsigned int cpu_id)
+{
+	return on_cpu(TB_CPU_IDLE, state, cpu_id);
+}
+
+SEC("?raw_tp/cpu_idle")
+int BPF_PROG(tb_idle_raw, unsigned int state, unsigned int cpu_id)
+{
+	return on_cpu(TB_CPU_IDLE, state, cpu_id);
+}
+
+SEC("?tp_btf/cpu_frequency")
+int BPF_PROG(tb_freq_btf, unsigned int state, unsigned int cpu_id)
+{
+	return on_cpu(TB_CPU_FREQUENCY, state, cpu_id);
+}
+
+SEC("?raw_tp/cpu_frequency")
+int BPF_PROG(tb_freq_raw, unsigned int state, unsigned int cpu_id)
+{
+	return on_cpu(TB_CPU_FREQUENCY, state, cpu_id);
+}
+
+/* -e SUBSYS:EVENT: one program attached to every selected tracefs event.
+ * The BPF cookie (user/sched.c, load_event) holds how many bytes of the
+ * raw entry to copy (bits 0-15), the event's fixed size (16-31), the
+ * truncated flag (32) and the tracefs event id (40-63): an event with dynamic
+ * (__data_loc) fields is copied up to TB_TP_MAX bytes, and if that read
+ * fails (the entry ends near an unmapped page) only its fixed part, marked
+ * truncated. */
+#define TP_SCRATCH (sizeof(struct tb_rec_tp) + TB_TP_MAX)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[TP_SCRATCH]);
+} tp_scratch SEC(".maps");
+
+SEC("?tracepoint")
+int tb_tp(void *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 len = cookie & 0xffff, fixed = (cookie >> 16) & 0xffff;
+	__u16 flags = (cookie >> 32) & TB_TPF_TRUNCATED;
+	struct tb_rec_tp *rec;
+	__u32 zero = 0, cpu;
+	__u64 size;
+	void *rb;
+
+	if (traced_only && !is_traced(pid_tgid >> 32))
+		return 0;
+	rec = bpf_map_lookup_elem(&tp_scratch, &zero);
+	if (!rec)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	rb = cpu_ring(cpu);
+	if (!rb) {
+		count_drop();
+		return 0;
+	}
+	if (len > TB_TP_MAX)
+		len = TB_TP_MAX;
+	if (bpf_probe_read_kernel((void *)(rec + 1), len, ctx)) {
+		len = fixed < TB_TP_MAX ? fixed : TB_TP_MAX;
+		flags |= TB_TPF_TRUNCATED;
+		if (bpf_probe_read_kernel((void *)(rec + 1), len, ctx))
+			return 0;
+	}
+	rec->id = cookie >> 40;
+	/* Syscall tracepoints hand BPF a pt_regs pointer where the common
+	 * fields are: put back what ftrace would have (and leak no kernel
+	 * address into the file). */
+	if (len >= 8 && *(__u16 *)(rec + 1) != (__u16)rec->id) {
+		struct { __u16 type; __u8 flags, preempt; __s32 pid; } *common = (void *)(rec + 1);
+
+		common->type = rec->id;
+		common->flags = 0;
+		common->preempt = 0;
+		common->pid = (__u32)pid_tgid;
+	}
+	rec->len = len;
+	rec->flags = flags;
+	size = TB_REC_ALIGN(sizeof(*rec) + len);
+	fill_hdr(&rec->hdr, TB_REC_TP, size, cpu, bpf_ktime_get_ns(), pid_tgid);
+	if (size > TP_SCRATCH)
+		return 0;
+	if (bpf_ringbuf_output(rb, rec, size, wake_flags(rb, size)))
+		count_drop();
+	return 0;
+}

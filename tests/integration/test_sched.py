@@ -1,0 +1,188 @@
+"""Scheduler, power and -e tracepoints: real BPF on real processes, asserting
+on the systemTraceEvents each run produces. Every JSON goes through
+conftest.load(): Chrome-JSON rules, both ftrace grammars line by line
+(systrace.py), and the DevTools trace engine."""
+import os
+import re
+from collections import Counter
+
+import pytest
+
+from conftest import load, prog
+from test_errors import check_failed, run
+
+ROUNDS = 500
+
+
+def parse_kv(text):
+    return dict(re.findall(r"(\w+)=(\S+)", text))
+
+
+def pingpong_ids(rec):
+    m = re.search(r"ping=(\d+) pong=(\d+)", rec.stdout)
+    assert m, rec.stdout
+    pinned = int(re.search(r"pinned=(\d+)", rec.stdout).group(1))
+    return int(m.group(1)), int(m.group(2)), pinned
+
+
+def switches(t):
+    return [dict(l, **parse_kv(l["details"])) for l in t.systrace if l["event"] == "sched_switch"]
+
+
+def check_pingpong(t, ping, pong, cpu, n):
+    sw = switches(t)
+    # On one CPU each round needs pong to run after ping wrote and ping to
+    # run after pong wrote: at least n switches into each (more if others
+    # preempt them; never fewer).
+    into = Counter(int(s["next_pid"]) for s in sw if s["cpu"] == cpu)
+    assert into[ping] >= n and into[pong] >= n, \
+        f"expected >= {n} switches into ping {ping} and pong {pong}, got {into[ping]}, {into[pong]}"
+    between = [s for s in sw if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
+    assert len(between) >= n, f"expected >= {n} switches between the two tids, got {len(between)}"
+    # Every hand-over of the CPU between them comes from a block in read()
+    # (prev_state S) or from the wakeup that ends one (the waker is
+    # preempted, R+): at least about n blocks in all, n/2 to be safe.
+    blocked = Counter(int(s["prev_pid"]) for s in sw if s["prev_state"] == "S")
+    assert blocked[ping] + blocked[pong] >= n // 2, blocked
+    assert {s["prev_state"] for s in sw if int(s["prev_pid"]) in (ping, pong)} <= {"S", "R", "R+", "X"}
+    # names and tgid from the kernel
+    # (a thread starts with its creator's name, then renames itself)
+    names = [s["next_comm"] for s in sw if int(s["next_pid"]) == ping]
+    assert names[-1] == "ping" and set(names) <= {"ping", "pingpong"}, set(names)
+    pid = {l["tgid"] for l in t.systrace if l["tid"] == ping}
+    assert len(pid) == 1, pid
+    # wakeups naming them, by the other thread, both forms the viewers read
+    for kind in ("sched_waking", "sched_wakeup"):
+        w = [dict(l, **parse_kv(l["details"])) for l in t.systrace if l["event"] == kind]
+        to_pong = [x for x in w if int(x["pid"]) == pong and x["tid"] == ping]
+        to_ping = [x for x in w if int(x["pid"]) == ping and x["tid"] == pong]
+        # one per block in read()
+        assert len(to_pong) + len(to_ping) >= n // 2 and to_pong and to_ping, \
+            f"{kind}: {len(to_pong)} ping->pong, {len(to_ping)} pong->ping for {n} rounds"
+        assert all(x["comm"] == "pong" and int(x["target_cpu"]) == cpu for x in to_pong)
+        if kind == "sched_wakeup":
+            assert all(x["success"] == "1" for x in w)
+
+
+def test_pingpong_switches_and_wakeups(recorder):
+    rec = recorder("--", prog("pingpong"), ROUNDS).wait()
+    t = rec.trace()
+    ping, pong, cpu = pingpong_ids(rec)
+    check_pingpong(t, ping, pong, cpu, ROUNDS)
+    assert t.meta["kernel_events"] == len(t.systrace)
+    assert t.meta["drops_total"] == 0
+
+
+def test_same_clock_as_trace_events(recorder):
+    """The pingpong slice of ping (traceEvents, us) must contain ping's
+    switches (systemTraceEvents, s): same clock, same units."""
+    rec = recorder("--", prog("pingpong"), ROUNDS).wait()
+    t = rec.trace()
+    ping, pong, cpu = pingpong_ids(rec)
+    (sl,) = [e for e in t.named("pingpong", "X") if e["tid"] == ping]
+    begin, end = sl["ts"] * 1000, (sl["ts"] + sl["dur"]) * 1000
+    inside = [s for s in switches(t) if int(s["next_pid"]) == ping and begin <= s["ts_ns"] <= end + 1000]
+    assert len(inside) >= ROUNDS - 1, \
+        f"{len(inside)} switches into ping inside its slice [{begin}, {end}] ns"
+    # and (nearly) none of the hand-overs between them fall outside it
+    pair = [s for s in switches(t) if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
+    outside = [s["line"] for s in pair if not begin - 1000 <= s["ts_ns"] <= end + 1000]
+    assert len(outside) <= 5 and len(pair) >= ROUNDS, (len(pair), outside[:5])
+
+
+def test_raw_tp_fallback(recorder, monkeypatch):
+    """The raw_tp twins work too (what a kernel without tp_btf gets)."""
+    monkeypatch.setenv("TRACEBPF_FORCE_RAW_TP", "1")
+    rec = recorder("-v", "--", prog("pingpong"), ROUNDS).wait()
+    assert "sched_switch via raw_tp" in rec.stderr, rec.stderr[-2000:]
+    t = rec.trace()
+    check_pingpong(t, *pingpong_ids(rec), ROUNDS)
+
+
+def test_tp_btf_by_default(recorder):
+    rec = recorder("-v", "--", prog("pingpong"), 10).wait()
+    assert "sched_switch via tp_btf" in rec.stderr, rec.stderr[-2000:]
+    assert rec.rc == 0
+
+
+def test_no_sched(recorder):
+    rec = recorder("--no-sched", "--", prog("pingpong"), ROUNDS).wait()
+    t = rec.trace()
+    assert "systemTraceEvents" not in t.doc, t.doc.get("systemTraceEvents", "")[:300]
+    assert t.meta["kernel_events"] == 0
+    # user events still there
+    assert len(t.named("pingpong", "X")) == 1
+
+
+def test_sched_traced_scope(recorder):
+    rec = recorder("--sched=traced", "--", prog("pingpong"), ROUNDS).wait()
+    t = rec.trace()
+    ping, pong, cpu = pingpong_ids(rec)
+    pid = [e["pid"] for e in t.named("pingpong", "X")][0]
+    tids = {tid for (p, tid) in t.thread_names() if p == pid}
+    assert {ping, pong} <= tids
+    sw = switches(t)
+    assert sw, "no switches recorded"
+    stray = [s["line"] for s in sw if s["tgid"] != pid and int(s["next_pid"]) not in tids]
+    assert not stray, f"switches involving no traced thread: {stray[:3]}"
+    check_pingpong(t, ping, pong, cpu, ROUNDS)
+    # no power events in this scope (they belong to no process)
+    assert not [l for l in t.systrace if l["event"] == "cpu_idle"]
+
+
+def test_bad_sched_scope(tmp_path):
+    p = run("record", "--sched=some", "-o", tmp_path / "x.json", "--", prog("pingpong"), 1)
+    assert p.returncode != 0 and "invalid --sched scope 'some'" in p.stderr, p.stderr
+
+
+def write_event():
+    if os.path.exists("/sys/kernel/tracing/events/syscalls/sys_enter_write"):
+        return "syscalls:sys_enter_write"
+    return None
+
+
+def test_event_fields_decoded(recorder):
+    """-e: the fields libtraceevent decodes are the values the program used."""
+    n, count = 7, 123
+    args = ["-e", "signal:signal_generate"]
+    wev = write_event()
+    if wev:
+        args += ["-e", wev]
+    rec = recorder(*args, "--", prog("writer"), n, count).wait()
+    t = rec.trace()
+    pid = int(re.search(r"pid=(\d+)", rec.stdout).group(1))
+    sig = [parse_kv(l["details"]) for l in t.systrace
+           if l["event"] == "signal_generate" and l["tid"] == pid]
+    sig = [s for s in sig if s.get("sig") == "10" and s.get("pid") == str(pid)]
+    assert len(sig) == n, f"expected {n} SIGUSR1 signal_generate lines from {pid}, got {sig}"
+    assert all(s["comm"] == "writer" for s in sig), sig
+    if wev:
+        w = [l["details"] for l in t.systrace if l["event"] == "sys_enter_write" and l["tid"] == pid]
+        # print format "fd: 0x%08lx, buf: 0x%08lx, count: 0x%08lx"
+        vals = [dict((k, int(v, 16)) for k, v in re.findall(r"(\w+): (0x[0-9a-f]+)", d)) for d in w]
+        mine = [v for v in vals if v.get("fd") == 42]
+        assert len(mine) == n, f"expected {n} writes to fd 42, got {w}"
+        assert all(v["count"] == count for v in mine), mine
+    # the formats travel in the trace file: convert works anywhere
+    assert t.meta["tracepoints_truncated"] == 0
+
+
+def test_event_glob(recorder):
+    rec = recorder("-e", "signal:*", "--no-sched", "--", prog("writer"), 3, 1).wait()
+    t = rec.trace()
+    events = Counter(l["event"] for l in t.systrace)
+    assert events["signal_generate"] >= 3, events
+    assert set(events) <= {"signal_generate", "signal_deliver"}, events
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("nosuch:event", "failed to find tracepoint 'nosuch:event': no such tracepoint"),
+    ("bad", "invalid tracepoint 'bad': give SUBSYS:EVENT"),
+    ("nosuch*:*", "the pattern matches no tracepoint"),
+    ("sched:", "invalid tracepoint 'sched:'"),
+    ("../../x:y", "invalid tracepoint '../../x:y'"),
+])
+def test_event_errors(tmp_path, spec, msg):
+    p = run("record", "-e", spec, "-o", tmp_path / "x.json", "--", prog("pingpong"), 1)
+    check_failed(p, msg)
+    assert not (tmp_path / "x.tbt").exists(), "nothing may be written on a bad -e"

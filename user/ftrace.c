@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * ftrace.c - kernel records as ftrace text (systemTraceEvents, dump lines).
+ *
+ * What the viewers need (chrome-json.md), and how it is met here:
+ * - header "# tracer: nop", "# clock_type=LINUX_CLOCK_MONOTONIC" (the
+ *   records' bpf_ktime_get_ns clock, the clock of traceEvents), every line
+ *   ending with '\n';
+ * - "<comm>-<tid> (<tgid>) [<cpu>] <4 flags> <sec>.<usec>: " with one space
+ *   after ')' and exactly 4 flag characters (catapult's [dX.][N.][Hhs.]
+ *   [0-9a-f.]);
+ * - no spaces (nor control characters) in any comm, in the prefix or in the
+ *   fields: Perfetto splits the fields on spaces;
+ * - sched_waking for Perfetto, sched_wakeup with success=1 for catapult;
+ * - prev_state as one letter or "R+" (catapult's (\S\+?|\S\|\S)); the
+ *   states catapult does not know (I for idle kernel threads, P for parked)
+ *   are shown as S, the sleep they are;
+ * - no fork/exec/exit/rename lines (neither viewer reads them; processes
+ *   and threads come from M events and the TGID column).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "ftrace.h"
+
+struct task_info {
+	uint32_t tid, tgid;
+	char comm[16];
+	bool used;
+};
+
+struct tb_ftrace {
+	/* tid -> last known comm and tgid (open addressing) */
+	struct task_info *tasks;
+	size_t cap, n;
+	struct tep_handle *tep;
+	unsigned char *tpbuf;         /* zero-padded copy of a raw entry */
+	size_t tpbuf_dirty;
+	char *text;
+	size_t len, tcap;
+	uint64_t lines, truncated;
+	struct trace_seq seq;
+};
+
+/* Largest offset + length a __data_loc field can describe (16 + 16 bits),
+ * so libtraceevent never reads outside tpbuf whatever a record claims. */
+#define TPBUF_SIZE (0x10000u + 0x10000u + 64u)
+
+bool tb_ftrace_is_kernel(uint16_t type)
+{
+	return type >= TB_REC_SWITCH && type <= TB_REC_FORMAT;
+}
+
+int tb_ftrace_new(struct tb_ftrace **fp)
+{
+	struct tb_ftrace *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->tep = tep_alloc();
+	f->tpbuf = calloc(1, TPBUF_SIZE);
+	if (!f->tep || !f->tpbuf) {
+		tb_ftrace_free(f);
+		return -ENOMEM;
+	}
+	tep_set_long_size(f->tep, 8);
+	tep_set_page_size(f->tep, 4096);
+	trace_seq_init(&f->seq);
+	*fp = f;
+	return 0;
+}
+
+void tb_ftrace_free(struct tb_ftrace *f)
+{
+	if (!f)
+		return;
+	if (f->tep)
+		trace_seq_destroy(&f->seq);
+	if (f->tep)
+		tep_free(f->tep);
+	free(f->tpbuf);
+	free(f->tasks);
+	free(f->text);
+	free(f);
+}
+
+/* ------------------------------------------------------------- names -- */
+
+static size_t hash32(uint32_t k)
+{
+	return (size_t)(k * 0x9e3779b1u);
+}
+
+static struct task_info *task_get(struct tb_ftrace *f, uint32_t tid, bool create)
+{
+	size_t i;
+
+	if (f->cap) {
+		for (i = hash32(tid) & (f->cap - 1); f->tasks[i].used; i = (i + 1) & (f->cap - 1))
+			if (f->tasks[i].tid == tid)
+				return &f->tasks[i];
+	}
+	if (!create)
+		return NULL;
+	if ((f->n + 1) * 2 > f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 256;
+		struct task_info *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		for (size_t j = 0; j < f->cap; j++) {
+			if (!f->tasks[j].used)
+				continue;
+			for (i = hash32(f->tasks[j].tid) & (ncap - 1); nt[i].used; i = (i + 1) & (ncap - 1))
+				;
+			nt[i] = f->tasks[j];
+		}
+		free(f->tasks);
+		f->tasks = nt;
+		f->cap = ncap;
+	}
+	for (i = hash32(tid) & (f->cap - 1); f->tasks[i].used; i = (i + 1) & (f->cap - 1))
+		;
+	f->tasks[i].used = true;
+	f->tasks[i].tid = tid;
+	f->n++;
+	return &f->tasks[i];
+}
+
+static void learn(struct tb_ftrace *f, uint32_t tid, uint32_t tgid, const char *comm)
+{
+	struct task_info *t = task_get(f, tid, true);
+
+	if (!t)
+		return;   /* names are best effort: "<...>" */
+	t->tgid = tgid;
+	if (comm) {
+		memset(t->comm, 0, sizeof(t->comm));
+		memcpy(t->comm, comm, strnlen(comm, 16));
+	}
+}
+
+/* A comm as a single token: printable ASCII, no spaces, never empty. */
+static void clean_comm(char out[17], const char *comm, size_t max)
+{
+	size_t i, n = strnlen(comm, max < 16 ? max : 16);
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = comm[i];
+
+		out[i] = ch > ' ' && ch < 0x7f ? ch : '_';
+	}
+	out[n] = 0;
+	if (!n)
+		strcpy(out, "<...>");
+}
+
+/* ------------------------------------------------------------ output -- */
+
+struct line {
+	char *buf;
+	size_t len, cap;   /* len may exceed cap - 1: truncated */
+};
+
+static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(l->len < l->cap ? l->buf + l->len : NULL,
+		      l->len < l->cap ? l->cap - l->len : 0, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		l->len += n;
+}
+
+static void prefix(struct tb_ftrace *f, struct line *l, const struct tb_rec_hdr *h,
+		   const char *flags)
+{
+	struct task_info *t = task_get(f, h->tid, false);
+	char comm[17];
+
+	if (h->tid == 0)
+		strcpy(comm, "<idle>");
+	else if (t && t->comm[0])
+		clean_comm(comm, t->comm, 16);
+	else
+		strcpy(comm, "<...>");
+	put(l, "%16s-%-7" PRIu32 " (%7" PRIu32 ") [%03" PRIu32 "] %.4s %5" PRIu64 ".%06" PRIu64 ": ",
+	    comm, h->tid, h->pid, h->cpu == ~0u ? 0 : h->cpu, flags,
+	    (uint64_t)(h->ts / 1000000000u), (uint64_t)(h->ts % 1000000000u / 1000u));
+}
+
+static const char *state_str(uint16_t st, bool viewers)
+{
+	static const char letters[] = "SDTtXZPI";
+	static char buf[4];
+	int bit = -1;
+
+	if (st & TB_TASK_PREEMPTED)
+		return "R+";
+	for (int i = 7; i >= 0; i--) {
+		if (st & (1u << i)) {
+			bit = i;
+			break;
+		}
+	}
+	if (bit < 0)
+		return "R";
+	if (viewers && (letters[bit] == 'I' || letters[bit] == 'P'))
+		return "S";
+	buf[0] = letters[bit];
+	buf[1] = 0;
+	return buf;
+}
+
+static void fmt_switch(struct tb_ftrace *f, struct line *l, const struct tb_rec_switch *r,
+		       bool viewers)
+{
+	char pc[17], nc[17];
+
+	clean_comm(pc, r->prev_comm, 16);
+	clean_comm(nc, r->next_comm, 16);
+	prefix(f, l, &r->hdr, "d..2");
+	put(l, "sched_switch: prev_comm=%s prev_pid=%" PRIu32 " prev_prio=%d prev_state=%s ==> "
+	    "next_comm=%s next_pid=%" PRIu32 " next_prio=%d", pc, r->hdr.tid, r->prev_prio,
+	    state_str(r->prev_state, viewers), nc, r->next_tid, r->next_prio);
+}
+
+static void fmt_wake(struct tb_ftrace *f, struct line *l, const struct tb_rec_wake *r,
+		     bool viewers)
+{
+	char c[17];
+
+	clean_comm(c, r->comm, 16);
+	prefix(f, l, &r->hdr, "d...");
+	if (r->kind == TB_WAKE_WAKING)
+		put(l, "sched_waking: comm=%s pid=%" PRIu32 " prio=%d target_cpu=%03" PRIu32,
+		    c, r->tid, r->prio, r->target_cpu);
+	else
+		put(l, "%s: comm=%s pid=%" PRIu32 " prio=%d success=1 target_cpu=%03" PRIu32,
+		    r->kind == TB_WAKE_WAKEUP_NEW && !viewers ? "sched_wakeup_new" : "sched_wakeup",
+		    c, r->tid, r->prio, r->target_cpu);
+}
+
+static void fmt_ktask(struct tb_ftrace *f, struct line *l, const struct tb_rec_ktask *r)
+{
+	char c[17], c2[17];
+
+	clean_comm(c, r->comm, 16);
+	clean_comm(c2, r->comm2, 16);
+	prefix(f, l, &r->hdr, "....");
+	switch (r->kind) {
+	case TB_KTASK_FORK:
+		put(l, "sched_process_fork: pid=%" PRIu32 " child_comm=%s child_pid=%" PRIu32
+		    " child_tgid=%" PRIu32, r->hdr.tid, c, r->tid, r->tgid);
+		break;
+	case TB_KTASK_EXEC:
+		put(l, "sched_process_exec: comm=%s pid=%" PRIu32 " old_pid=%" PRIu32,
+		    c, r->hdr.tid, r->tid);
+		break;
+	case TB_KTASK_EXIT:
+		put(l, "sched_process_exit: comm=%s pid=%" PRIu32 " exit_code=%d",
+		    c, r->tid, r->value);
+		break;
+	default:
+		put(l, "task_rename: pid=%" PRIu32 " oldcomm=%s newcomm=%s", r->tid, c, c2);
+		break;
+	}
+}
+
+static void fmt_cpu(struct tb_ftrace *f, struct line *l, const struct tb_rec_cpu *r)
+{
+	prefix(f, l, &r->hdr, "d...");
+	put(l, "%s: state=%" PRIu32 " cpu_id=%" PRIu32,
+	    r->kind == TB_CPU_FREQUENCY ? "cpu_frequency" : "cpu_idle", r->state, r->cpu_id);
+}
+
+/* Flags from the entry's common_flags and common_preempt_count, as ftrace
+ * prints them (4 characters: irqs-off, need-resched, hard/softirq, depth). */
+static void tp_flags(const unsigned char *data, char out[5])
+{
+	unsigned fl = data[2], pc = data[3] & 0xf;
+
+	out[0] = fl & 0x01 ? 'd' : '.';
+	out[1] = fl & 0x04 ? 'N' : '.';
+	out[2] = (fl & 0x08) && (fl & 0x10) ? 'H' : fl & 0x08 ? 'h' : fl & 0x10 ? 's' : '.';
+	out[3] = pc ? "0123456789abcdef"[pc] : '.';
+	out[4] = 0;
+}
+
+/* Is a dynamic field's data inside the copied bytes? */
+static bool tp_complete(struct tep_event *ev, const unsigned char *data, size_t len)
+{
+	for (struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next) {
+		uint32_t loc, off;
+
+		if (!(fl->flags & TEP_FIELD_IS_DYNAMIC))
+			continue;
+		if ((size_t)fl->offset + 4 > len)
+			return false;
+		memcpy(&loc, data + fl->offset, 4);
+		off = loc & 0xffff;
+		if (fl->flags & TEP_FIELD_IS_RELATIVE)
+			off += fl->offset + fl->size;
+		if ((size_t)off + (loc >> 16) > len)
+			return false;
+	}
+	return true;
+}
+
+static void fmt_tp(struct tb_ftrace *f, struct line *l, const struct tb_rec_tp *r, bool viewers)
+{
+	size_t len = r->len;
+	struct tep_record rec = {};
+	struct tep_event *ev;
+	char flags[5];
+
+	if (len > r->hdr.size - sizeof(*r) || len < 8)
+		return;
+	ev = tep_find_event(f->tep, r->id);
+	if (!ev)
+		return;   /* no format for it: nothing to decode with */
+	/* libtraceevent trusts __data_loc offsets: give it a zero-padded copy
+	 * large enough for any offset a record can claim. */
+	if (f->tpbuf_dirty > len)
+		memset(f->tpbuf + len, 0, f->tpbuf_dirty - len);
+	memcpy(f->tpbuf, r + 1, len);
+	f->tpbuf_dirty = len;
+	rec.ts = r->hdr.ts;
+	rec.cpu = r->hdr.cpu;
+	rec.data = f->tpbuf;
+	rec.size = len;
+	tp_flags(f->tpbuf, flags);
+	trace_seq_reset(&f->seq);
+	if (viewers)
+		/* the event's own print format: the text ftrace shows, which is
+		 * what the viewers' parsers were written for */
+		tep_print_event(f->tep, &f->seq, &rec, "%s", TEP_PRINT_INFO);
+	else
+		tep_print_fields(&f->seq, f->tpbuf, len, ev);
+	trace_seq_terminate(&f->seq);
+	prefix(f, l, &r->hdr, flags);
+	put(l, "%s: ", ev->name);
+	/* one line per event: no newline or control character may survive */
+	for (const char *p = f->seq.buffer + strspn(f->seq.buffer, " "); *p; p++) {
+		char ch = (unsigned char)*p < ' ' || *p == 0x7f ? ' ' : *p;
+
+		put(l, "%c", ch);
+	}
+	while (l->len && l->len <= l->cap && l->buf[l->len - 1] == ' ')
+		l->len--;
+	if ((r->flags & TB_TPF_TRUNCATED) || !tp_complete(ev, f->tpbuf, len))
+		put(l, viewers ? " [truncated]" : " (truncated)");
+}
+
+int tb_ftrace_format_line(struct tb_ftrace *f, const struct tb_rec_hdr *h, bool viewers,
+			  char *buf, size_t len)
+{
+	struct line l = { buf, 0, len };
+
+	if (!len)
+		return 0;
+	buf[0] = 0;
+	if (h->size < tb_rec_min_size(h->type))
+		return 0;
+	switch (h->type) {
+	case TB_REC_SWITCH:
+		fmt_switch(f, &l, (const void *)h, viewers);
+		break;
+	case TB_REC_WAKE:
+		fmt_wake(f, &l, (const void *)h, viewers);
+		break;
+	case TB_REC_KTASK:
+		if (!viewers)
+			fmt_ktask(f, &l, (const void *)h);
+		break;
+	case TB_REC_CPU:
+		fmt_cpu(f, &l, (const void *)h);
+		break;
+	case TB_REC_TP:
+		fmt_tp(f, &l, (const void *)h, viewers);
+		break;
+	default:
+		break;
+	}
+	if (l.len >= len) {
+		l.len = len - 1;
+		buf[l.len] = 0;
+	}
+	buf[l.len] = 0;
+	return (int)l.len;
+}
+
+/* ----------------------------------------------------------- feeding -- */
+
+static void on_format(struct tb_ftrace *f, const struct tb_rec_format *r)
+{
+	const char *text = (const char *)(r + 1);
+	size_t len = r->len, slen;
+
+	if (len > r->hdr.size - sizeof(*r))
+		return;
+	slen = strnlen(text, len);
+	if (!slen || slen >= len)
+		return;
+	if (tep_find_event(f->tep, r->id))
+		return;   /* the same event saved twice */
+	/* A format that does not parse leaves its events undecoded. */
+	tep_parse_event(f->tep, text + slen + 1, len - slen - 1, text);
+}
+
+static int append_text(struct tb_ftrace *f, const char *s, size_t n)
+{
+	if (f->len + n + 1 > f->tcap) {
+		size_t ncap = f->tcap ? f->tcap : 1 << 16;
+		char *nt;
+
+		while (ncap < f->len + n + 1)
+			ncap *= 2;
+		nt = realloc(f->text, ncap);
+		if (!nt)
+			return -ENOMEM;
+		f->text = nt;
+		f->tcap = ncap;
+	}
+	memcpy(f->text + f->len, s, n);
+	f->len += n;
+	f->text[f->len] = 0;
+	return 0;
+}
+
+int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *h)
+{
+	char line[1024];
+	int n, err;
+
+	if (!tb_ftrace_is_kernel(h->type) || h->size < tb_rec_min_size(h->type))
+		return 0;
+	switch (h->type) {
+	case TB_REC_SWITCH: {
+		const struct tb_rec_switch *r = (const void *)h;
+
+		learn(f, r->hdr.tid, r->hdr.pid, r->prev_comm);
+		learn(f, r->next_tid, r->next_tgid, r->next_comm);
+		break;
+	}
+	case TB_REC_WAKE: {
+		const struct tb_rec_wake *r = (const void *)h;
+
+		learn(f, r->tid, r->tgid, r->comm);
+		break;
+	}
+	case TB_REC_KTASK: {
+		const struct tb_rec_ktask *r = (const void *)h;
+
+		if (r->kind == TB_KTASK_FORK)
+			learn(f, r->tid, r->tgid, r->comm);
+		else if (r->kind == TB_KTASK_EXEC)
+			learn(f, r->hdr.tid, r->hdr.pid, r->comm);
+		break;
+	}
+	case TB_REC_FORMAT:
+		on_format(f, (const void *)h);
+		return 0;
+	}
+	n = tb_ftrace_format_line(f, h, true, line, sizeof(line));
+	/* a rename takes effect after its (unrendered) line */
+	if (h->type == TB_REC_KTASK && ((const struct tb_rec_ktask *)h)->kind == TB_KTASK_RENAME)
+		learn(f, h->tid, h->pid, ((const struct tb_rec_ktask *)h)->comm2);
+	if (h->type == TB_REC_TP && (((const struct tb_rec_tp *)h)->flags & TB_TPF_TRUNCATED))
+		f->truncated++;
+	if (n <= 0)
+		return 0;
+	if (!f->len) {
+		static const char hdr[] = "# tracer: nop\n"
+					  "# clock_type=LINUX_CLOCK_MONOTONIC\n";
+
+		err = append_text(f, hdr, sizeof(hdr) - 1);
+		if (err)
+			return err;
+	}
+	err = append_text(f, line, n);
+	if (!err)
+		err = append_text(f, "\n", 1);
+	if (!err)
+		f->lines++;
+	return err;
+}
+
+const char *tb_ftrace_text(struct tb_ftrace *f)
+{
+	return f->lines ? f->text : NULL;
+}
+
+uint64_t tb_ftrace_lines(const struct tb_ftrace *f)
+{
+	return f->lines;
+}
+
+uint64_t tb_ftrace_truncated(const struct tb_ftrace *f)
+{
+	return f->truncated;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ftrace.h - kernel records (scheduler, power, -e tracepoints) as ftrace
+ * text: the "systemTraceEvents" string of Chrome JSON, and one line per
+ * record for a text dump.
+ *
+ * The lines follow /work/shared/docs/chrome-json.md, the form that both
+ * catapult's TGID line parser and Perfetto's systrace tokenizer accept:
+ *   <comm>-<tid> (<tgid>) [<cpu>] <4 flags> <sec>.<usec>: <event>: <fields>
+ * Generic tracepoints are decoded with libtraceevent from the format saved
+ * in the trace (TB_REC_FORMAT). Reading needs no libbpf.
+ */
+#ifndef TRACEBPF_FTRACE_H
+#define TRACEBPF_FTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbfile.h"
+
+struct tb_ftrace;
+
+int tb_ftrace_new(struct tb_ftrace **f);
+void tb_ftrace_free(struct tb_ftrace *f);
+
+/* True for the record types this module renders (TB_REC_SWITCH..FORMAT). */
+bool tb_ftrace_is_kernel(uint16_t type);
+
+/* Feed one record, in time order. Learns names (comm per tid, tgid) and
+ * formats; appends the record's systemTraceEvents line, if it has one.
+ * Returns 0 or -ENOMEM. Malformed records are skipped, never trusted. */
+int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *rec);
+
+/* One line (no newline) for rec into buf, using the names and formats fed
+ * so far. viewers = true gives the systemTraceEvents form, which leaves out
+ * what the viewers reject or misread (fork, exec, exit, rename lines; a new
+ * task's wakeup is shown as sched_wakeup); false gives every kernel record
+ * under its own name with tracepoint fields as name=value (for a dump).
+ * Returns the length (truncated to len-1), 0 when the record has no line. */
+int tb_ftrace_format_line(struct tb_ftrace *f, const struct tb_rec_hdr *rec,
+			  bool viewers, char *buf, size_t len);
+
+/* The systemTraceEvents string ("# tracer: nop\n", the clock line, one line
+ * per event, each ending with "\n"), or NULL when no kernel event produced
+ * a line. Valid until tb_ftrace_free. */
+const char *tb_ftrace_text(struct tb_ftrace *f);
+uint64_t tb_ftrace_lines(const struct tb_ftrace *f);
+/* -e records whose raw entry was cut at TB_TP_MAX bytes. */
+uint64_t tb_ftrace_truncated(const struct tb_ftrace *f);
+
+#endif

@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sched.c - load and attach bpf/sched.bpf.c beside record.bpf.c.
+ *
+ * Why a second object (not programs in record.bpf.c behind autoload
+ * switches): the scheduler side is one concern with its own triplet
+ * (bpf/sched.bpf.c, user/sched.c, user/ftrace.c), it can be turned off
+ * whole (--no-sched) without touching the USDT side, and a verifier
+ * rejection of a scheduler program never prevents user events from being
+ * recorded. The maps that must be shared (rings, drops, traced) are pointed
+ * at record.bpf.c's with bpf_map__reuse_fd before loading.
+ *
+ * Each program exists as a tp_btf/raw_tp pair, both "?" (not loaded by
+ * default). For each tracepoint we turn on one of the two after probing:
+ * the kernel knows BPF_PROG_TYPE_TRACING and vmlinux BTF has
+ * btf_trace_<name> -> tp_btf; otherwise raw_tp if the tracepoint exists;
+ * optional ones (cpu_idle, cpu_frequency) are skipped when absent.
+ * TRACEBPF_FORCE_RAW_TP=1 in the environment forces the fallback (tests).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <event-parse.h>
+
+#include "record.h"
+#include "sched.h"
+#include "sched.skel.h"
+#include "tbfile.h"
+
+#define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
+#define TRACEFS "/sys/kernel/tracing"
+
+struct tp_event {
+	char sys[64], name[128];
+	char *format;           /* "SYS\0" + the format file */
+	size_t format_len;
+	int id;
+	__u64 cookie;
+};
+
+struct tb_sched {
+	struct tb_sched_opts o;
+	struct sched_bpf *skel;
+	struct tp_event *ev;
+	int nev;
+	struct bpf_link **links;
+	int nlinks;
+};
+
+int tb_sched_parse_spec(const char *spec, char *sys, size_t syslen, char *ev, size_t evlen)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n;
+
+	if (!colon || strchr(colon + 1, ':'))
+		return -EINVAL;
+	n = colon - spec;
+	if (!n || n >= syslen || !colon[1] || strlen(colon + 1) >= evlen)
+		return -EINVAL;
+	/* names, '*', '?' and [] globs only: no paths */
+	if (strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-*?[]:!")
+	    != strlen(spec))
+		return -EINVAL;
+	memcpy(sys, spec, n);
+	sys[n] = 0;
+	strcpy(ev, colon + 1);
+	return 0;
+}
+
+static int read_file(const char *path, char **buf, size_t *len, size_t prefix_room)
+{
+	size_t cap = 4096 + prefix_room, n = prefix_room;
+	char *b = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0 || !b) {
+		int err = fd < 0 ? -errno : -ENOMEM;
+
+		if (fd >= 0)
+			close(fd);
+		free(b);
+		return err;
+	}
+	while ((r = read(fd, b + n, cap - n - 1)) > 0) {
+		n += r;
+		if (cap - n < 2) {
+			char *nb = cap > (1 << 20) ? NULL : realloc(b, cap * 2);
+
+			if (!nb) {
+				free(b);
+				close(fd);
+				return -EFBIG;
+			}
+			b = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (r < 0) {
+		free(b);
+		return -errno;
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* tracefs is needed for -e (event ids and formats); mount it like bpftool
+ * does when a fresh machine has not. */
+static int ensure_tracefs(void)
+{
+	struct stat st;
+
+	if (!stat(TRACEFS "/events", &st))
+		return 0;
+	if (mount("tracefs", TRACEFS, "tracefs", 0, NULL)) {
+		int err = -errno;
+
+		ERR("failed to mount tracefs on '%s': %s", TRACEFS, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: -e needs tracefs: mount -t tracefs tracefs %s\n",
+			TRACEFS);
+		return err;
+	}
+	fprintf(stderr, "tracebpf: record: mounted tracefs on %s (needed for -e)\n", TRACEFS);
+	return 0;
+}
+
+/* Read the event's format, learn its id, fixed size and whether it has
+ * dynamic fields, with libtraceevent (the converter decodes with the same
+ * text, saved in the trace). */
+static int load_event(struct tp_event *e)
+{
+	char path[512];
+	struct tep_handle *tep;
+	struct tep_event *te = NULL;
+	struct tep_format_field *f;
+	size_t slen = strlen(e->sys) + 1;
+	int fixed = 0, dyn = 0, err;
+
+	snprintf(path, sizeof(path), TRACEFS "/events/%s/%s/format", e->sys, e->name);
+	err = read_file(path, &e->format, &e->format_len, slen);
+	if (err) {
+		ERR("failed to read the format of tracepoint '%s:%s': %s", e->sys, e->name,
+		    strerror(-err));
+		return err;
+	}
+	memcpy(e->format, e->sys, slen);
+	tep = tep_alloc();
+	if (!tep)
+		return -ENOMEM;
+	if (tep_parse_format(tep, &te, e->format + slen, e->format_len - slen, e->sys) || !te) {
+		ERR("failed to parse the format of tracepoint '%s:%s' (libtraceevent)", e->sys,
+		    e->name);
+		tep_free(tep);
+		return -EINVAL;
+	}
+	e->id = te->id;
+	for (f = te->format.common_fields; f; f = f->next)
+		if (f->offset + f->size > fixed)
+			fixed = f->offset + f->size;
+	for (f = te->format.fields; f; f = f->next) {
+		if (f->offset + f->size > fixed)
+			fixed = f->offset + f->size;
+		if (f->flags & TEP_FIELD_IS_DYNAMIC)
+			dyn = 1;
+	}
+	tep_free(tep);
+	if (fixed > 0xffff)
+		fixed = 0xffff;
+	/* cookie: bytes to copy | fixed size << 16 | truncated flag << 32 |
+	 * event id << 40 (bpf/sched.bpf.c, tb_tp) */
+	e->cookie = (__u64)(dyn ? TB_TP_MAX : (fixed < TB_TP_MAX ? fixed : TB_TP_MAX)) |
+		    (__u64)fixed << 16 |
+		    (__u64)(!dyn && fixed > TB_TP_MAX ? TB_TPF_TRUNCATED : 0) << 32 |
+		    (__u64)(e->id & 0xffffff) << 40;
+	return 0;
+}
+
+static int add_event(struct tb_sched *s, const char *sys, const char *name)
+{
+	struct tp_event *ne;
+
+	for (int i = 0; i < s->nev; i++)
+		if (!strcmp(s->ev[i].sys, sys) && !strcmp(s->ev[i].name, name))
+			return 0;   /* selected twice */
+	ne = realloc(s->ev, (s->nev + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	s->ev = ne;
+	ne = &s->ev[s->nev];
+	memset(ne, 0, sizeof(*ne));
+	if (strlen(sys) >= sizeof(ne->sys) || strlen(name) >= sizeof(ne->name))
+		return -ENAMETOOLONG;
+	memcpy(ne->sys, sys, strlen(sys) + 1);
+	memcpy(ne->name, name, strlen(name) + 1);
+	s->nev++;
+	return load_event(ne);
+}
+
+static bool is_event_dir(const char *sys, const char *name)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), TRACEFS "/events/%s/%s/format", sys, name);
+	return access(path, R_OK) == 0;
+}
+
+static int resolve_spec(struct tb_sched *s, const char *spec)
+{
+	char sys[64], ev[128];
+	struct dirent *ds, *de;
+	DIR *d, *d2;
+	int found = 0, err = 0;
+
+	if (tb_sched_parse_spec(spec, sys, sizeof(sys), ev, sizeof(ev))) {
+		ERR("invalid tracepoint '%s': give SUBSYS:EVENT, e.g. -e sched:sched_migrate_task "
+		    "or -e 'irq:*'", spec);
+		return -EINVAL;
+	}
+	d = opendir(TRACEFS "/events");
+	if (!d) {
+		err = -errno;
+		ERR("failed to list tracepoints in '%s': %s", TRACEFS "/events", strerror(-err));
+		return err;
+	}
+	while (!err && (ds = readdir(d))) {
+		char path[1024];
+
+		if (ds->d_name[0] == '.' || fnmatch(sys, ds->d_name, 0))
+			continue;
+		snprintf(path, sizeof(path), TRACEFS "/events/%s", ds->d_name);
+		d2 = opendir(path);
+		if (!d2)
+			continue;
+		while (!err && (de = readdir(d2))) {
+			if (de->d_name[0] == '.' || fnmatch(ev, de->d_name, 0) ||
+			    !is_event_dir(ds->d_name, de->d_name))
+				continue;
+			err = add_event(s, ds->d_name, de->d_name);
+			found++;
+		}
+		closedir(d2);
+	}
+	closedir(d);
+	if (!err && !found) {
+		ERR("failed to find tracepoint '%s': %s", spec,
+		    strpbrk(spec, "*?[") ? "the pattern matches no tracepoint" : "no such tracepoint");
+		fprintf(stderr, "tracebpf: hint: '%s/available_events' lists them "
+				"(SUBSYS:EVENT)\n", TRACEFS);
+		return -ENOENT;
+	}
+	return err;
+}
+
+int tb_sched_prepare(struct tb_sched **sp, const struct tb_sched_opts *o)
+{
+	struct tb_sched *s = calloc(1, sizeof(*s));
+	int err = 0;
+
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	if (o->nevents)
+		err = ensure_tracefs();
+	for (int i = 0; !err && i < o->nevents; i++)
+		err = resolve_spec(s, o->events[i]);
+	if (err) {
+		tb_sched_destroy(s);
+		return err;
+	}
+	*sp = s;
+	return 0;
+}
+
+/* tp_btf works here: load "return 0" as a BPF_TRACE_RAW_TP tracing program
+ * against btf_trace_sched_switch. A feature probe, not a version check. */
+static bool probe_tp_btf(const struct btf *vmlinux)
+{
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP,
+		    .attach_btf_id = id);
+	int fd;
+
+	if (id < 0)
+		return false;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "tb_probe", "GPL", insns, 2, &opts);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+struct tp_pair {
+	const char *tp;
+	struct bpf_program *btf, *raw;
+	bool optional;
+};
+
+static bool tracefs_has(const char *tp)
+{
+	static const char *const systems[] = { "sched", "power", "task" };
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(systems) / sizeof(systems[0]); i++) {
+		snprintf(path, sizeof(path), TRACEFS "/events/%s/%s", systems[i], tp);
+		if (!access(path, F_OK))
+			return true;
+	}
+	return false;
+}
+
+static int choose_programs(struct tb_sched *s)
+{
+	struct sched_bpf *k = s->skel;
+	struct tp_pair pairs[] = {
+		{ "sched_switch", k->progs.tb_switch_btf, k->progs.tb_switch_raw, false },
+		{ "sched_waking", k->progs.tb_waking_btf, k->progs.tb_waking_raw, false },
+		{ "sched_wakeup", k->progs.tb_wakeup_btf, k->progs.tb_wakeup_raw, false },
+		{ "sched_wakeup_new", k->progs.tb_wakeup_new_btf, k->progs.tb_wakeup_new_raw, false },
+		{ "sched_process_fork", k->progs.tb_kfork_btf, k->progs.tb_kfork_raw, false },
+		{ "sched_process_exec", k->progs.tb_kexec_btf, k->progs.tb_kexec_raw, false },
+		{ "sched_process_exit", k->progs.tb_kexit_btf, k->progs.tb_kexit_raw, false },
+		{ "task_rename", k->progs.tb_rename_btf, k->progs.tb_rename_raw, false },
+		{ "cpu_idle", k->progs.tb_idle_btf, k->progs.tb_idle_raw, true },
+		{ "cpu_frequency", k->progs.tb_freq_btf, k->progs.tb_freq_raw, true },
+	};
+	const char *force = getenv("TRACEBPF_FORCE_RAW_TP");
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool tracing = false;
+
+	if (vmlinux && !(force && *force && strcmp(force, "0")))
+		tracing = probe_tp_btf(vmlinux);
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		char name[64];
+		bool in_btf;
+
+		snprintf(name, sizeof(name), "btf_trace_%s", pairs[i].tp);
+		in_btf = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
+		if (in_btf && tracing) {
+			bpf_program__set_autoload(pairs[i].btf, true);
+		} else if (in_btf || tracefs_has(pairs[i].tp)) {
+			bpf_program__set_autoload(pairs[i].raw, true);
+		} else if (pairs[i].optional) {
+			if (s->o.verbose)
+				fprintf(stderr, "tracebpf: record: no %s tracepoint here, "
+						"skipped\n", pairs[i].tp);
+			continue;
+		} else {
+			ERR("failed to find the %s tracepoint in this kernel", pairs[i].tp);
+			fprintf(stderr, "tracebpf: hint: record without scheduler events: "
+					"--no-sched\n");
+			btf__free(vmlinux);
+			return -ENOENT;
+		}
+		if (s->o.verbose)
+			fprintf(stderr, "tracebpf: record: %s via %s\n", pairs[i].tp,
+				in_btf && tracing ? "tp_btf" : "raw_tp");
+	}
+	btf__free(vmlinux);
+	return 0;
+}
+
+int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
+		  __u64 wakeup_bytes)
+{
+	int err;
+
+	if (!s->o.sched && !s->nev)
+		return 0;
+	s->skel = sched_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		ERR("failed to open the scheduler BPF object: %s", strerror(-err));
+		return err;
+	}
+	if ((err = bpf_map__reuse_fd(s->skel->maps.rings, rings_fd)) ||
+	    (err = bpf_map__reuse_fd(s->skel->maps.drops, drops_fd)) ||
+	    (err = bpf_map__reuse_fd(s->skel->maps.traced, traced_fd))) {
+		ERR("failed to share the ring buffers with the scheduler programs: %s",
+		    strerror(-err));
+		return err;
+	}
+	s->skel->rodata->wakeup_bytes = wakeup_bytes;
+	s->skel->rodata->traced_only = s->o.traced_only;
+	if (s->o.sched) {
+		err = choose_programs(s);
+		if (err)
+			return err;
+	}
+	bpf_program__set_autoload(s->skel->progs.tb_tp, s->nev > 0);
+	err = sched_bpf__load(s->skel);
+	if (err) {
+		ERR("failed to load the scheduler BPF programs: %s", strerror(-err));
+		fprintf(stderr, "tracebpf: hint: run with -v to see the verifier's log, or "
+				"record without scheduler events: --no-sched\n");
+		return err;
+	}
+	return 0;
+}
+
+int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts)
+{
+	for (int i = 0; i < s->nev; i++) {
+		struct tp_event *e = &s->ev[i];
+		size_t size = TB_REC_ALIGN(sizeof(struct tb_rec_format) + e->format_len);
+		struct tb_rec_format *rec;
+		int err;
+
+		if (size > 0xffff) {
+			ERR("failed to save the format of '%s:%s': %zu bytes is too long",
+			    e->sys, e->name, e->format_len);
+			return -EFBIG;
+		}
+		rec = calloc(1, size);
+		if (!rec)
+			return -ENOMEM;
+		rec->hdr.type = TB_REC_FORMAT;
+		rec->hdr.size = size;
+		rec->hdr.cpu = ~0u;
+		rec->hdr.ts = ts;
+		rec->id = e->id;
+		rec->len = e->format_len;
+		memcpy(rec + 1, e->format, e->format_len);
+		err = tb_writer_append(w, &rec->hdr);
+		free(rec);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int add_link(struct tb_sched *s, struct bpf_link *l)
+{
+	struct bpf_link **nl = realloc(s->links, (s->nlinks + 1) * sizeof(*nl));
+
+	if (!nl) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	s->links = nl;
+	s->links[s->nlinks++] = l;
+	return 0;
+}
+
+int tb_sched_attach(struct tb_sched *s)
+{
+	struct bpf_program *prog;
+	struct bpf_link *l;
+	int err;
+
+	if (!s->skel)
+		return 0;
+	bpf_object__for_each_program(prog, s->skel->obj) {
+		if (!bpf_program__autoload(prog) || prog == s->skel->progs.tb_tp)
+			continue;
+		l = bpf_program__attach(prog);
+		if (!l) {
+			err = -errno;
+			ERR("failed to attach '%s' to its tracepoint: %s",
+			    bpf_program__section_name(prog), strerror(-err));
+			return err;
+		}
+		if ((err = add_link(s, l)))
+			return err;
+	}
+	for (int i = 0; i < s->nev; i++) {
+		LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = s->ev[i].cookie);
+
+		l = bpf_program__attach_tracepoint_opts(s->skel->progs.tb_tp, s->ev[i].sys,
+							s->ev[i].name, &opts);
+		if (!l) {
+			err = -errno;
+			ERR("failed to attach to tracepoint '%s:%s': %s", s->ev[i].sys,
+			    s->ev[i].name, strerror(-err));
+			return err;
+		}
+		if ((err = add_link(s, l)))
+			return err;
+	}
+	return 0;
+}
+
+void tb_sched_destroy(struct tb_sched *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	sched_bpf__destroy(s->skel);
+	for (int i = 0; i < s->nev; i++)
+		free(s->ev[i].format);
+	free(s->ev);
+	free(s);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sched.h - scheduler, power and generic (-e) tracepoints for `tracebpf
+ * record`: the user side of bpf/sched.bpf.c.
+ *
+ * Order of calls, inside tb_record's open -> load -> attach:
+ *   tb_sched_prepare   (before anything is loaded: checks -e specs, reads
+ *                       their tracefs formats; the errors a user can fix)
+ *   tb_sched_load      (after record.bpf.c is loaded: shares its maps)
+ *   tb_sched_write_formats, tb_sched_attach
+ *   tb_sched_destroy
+ * Every function returns 0 or a negative errno and prints its own error.
+ */
+#ifndef TRACEBPF_SCHED_H
+#define TRACEBPF_SCHED_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+struct tb_writer;
+struct tb_sched;
+
+struct tb_sched_opts {
+	bool sched;              /* scheduler + power tracepoints (not --no-sched) */
+	bool traced_only;        /* --sched=traced */
+	char **events;           /* -e SUBSYS:EVENT specs (globs allowed) */
+	int nevents;
+	bool verbose;
+};
+
+int tb_sched_prepare(struct tb_sched **s, const struct tb_sched_opts *o);
+/* Loads bpf/sched.bpf.c with its rings, drops and traced maps pointing at
+ * these fds (record.bpf.c's). */
+int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
+		  __u64 wakeup_bytes);
+/* One TB_REC_FORMAT record per -e event, stamped ts. */
+int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts);
+int tb_sched_attach(struct tb_sched *s);
+void tb_sched_destroy(struct tb_sched *s);
+
+/* Parse "SUBSYS:EVENT" (each part a name or an fnmatch glob). 0 or -EINVAL. */
+int tb_sched_parse_spec(const char *spec, char *sys, size_t syslen, char *ev, size_t evlen);
+
+#endif
