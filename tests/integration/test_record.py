@@ -22,13 +22,22 @@ def child_pid_of(rec):
         except OSError:
             return True
 
+    def runs_tracebpf(pid):
+        try:
+            return os.path.realpath(f"/proc/{pid}/exe") == os.path.realpath(TRACEBPF)
+        except OSError:
+            return True
+
     def get():
         try:
             with open(f"/proc/{rec.proc.pid}/task/{rec.proc.pid}/children") as f:
                 kids = [int(k) for k in f.read().split()]
         except OSError:
             return None
-        kids = [k for k in kids if not is_loader_probe(k)]
+        # a child not yet exec'd still runs tracebpf's image (the traced
+        # command is held before exec; the loader probe's environment is
+        # only set by its exec): wait for it to run its own program
+        kids = [k for k in kids if not runs_tracebpf(k) and not is_loader_probe(k)]
         return kids[0] if kids else None
     return wait_for(get, what="the traced child to start")
 
