@@ -1486,8 +1486,11 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 
 	tb_json_kstr(&j, "displayTimeUnit", "ns");
 	tb_json_newline(&j);
-	if (tb_ftrace_text(c->ftrace)) {
-		tb_json_kstr(&j, "systemTraceEvents", tb_ftrace_text(c->ftrace));
+	if (tb_ftrace_lines(c->ftrace)) {
+		tb_json_key(&j, "systemTraceEvents");
+		err = tb_ftrace_write_json(c->ftrace, &j);
+		if (err)
+			return err;
 		tb_json_newline(&j);
 	}
 	tb_json_key(&j, "metadata");

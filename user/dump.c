@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftrace.h"
 #include "tbio.h"
 
 struct dsite {
@@ -170,8 +171,25 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 	}
 }
 
+/* Kernel records (scheduler, power, -e tracepoints) are printed by the
+ * ftrace module, which learns task names and tracepoint formats as it goes. */
+static struct tb_ftrace *kernel;
+
 static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 {
+	if (kernel && tb_ftrace_is_kernel(h->type)) {
+		char line[1024];
+		int n;
+
+		tb_ftrace_add(kernel, h);   /* names and formats; collect is off */
+		n = tb_ftrace_format_line(kernel, h, false, line, sizeof(line));
+		if (n > 0) {
+			fprintf(f, "%" PRIu64 ".%09" PRIu64 " [%3u] %u/%u KERNEL %s\n",
+				(uint64_t)h->ts / 1000000000u, (uint64_t)h->ts % 1000000000u,
+				h->cpu, h->pid, h->tid, line);
+		}
+		return;
+	}
 	fprintf(f, "%" PRIu64 ".%09" PRIu64 " ", (uint64_t)h->ts / 1000000000u,
 		(uint64_t)h->ts % 1000000000u);
 	if (h->cpu == ~0u)
@@ -223,6 +241,14 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		fputs("COMM ", f);
 		comm(f, ((const struct tb_rec_comm *)h)->comm);
 		break;
+	case TB_REC_CMDLINE: {
+		const struct tb_rec_cmdline *x = (const void *)h;
+		size_t room = h->size - sizeof(*x);
+
+		fputs("CMDLINE ", f);
+		put_str(f, (const char *)(x + 1), x->len < room ? x->len : room);
+		break;
+	}
 	case TB_REC_STATS: {
 		const struct tb_rec_stats *s = (const void *)h;
 
@@ -280,6 +306,10 @@ int tb_cmd_dump(int argc, char **argv)
 	int ret;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (tb_ftrace_new(&kernel))
+		kernel = NULL;   /* kernel records then print as type=N */
+	else
+		tb_ftrace_collect(kernel, false);
 	if (a.follow || a.connect)
 		tb_io_catch_signals();
 	if (tb_io_open(&r, "dump", a.in ? a.in : "-", a.connect, a.follow))
@@ -298,5 +328,6 @@ int tb_cmd_dump(int argc, char **argv)
 		tb_io_report_end("dump", r, a.connect != NULL);
 	tb_reader_close(r);
 	free_sites();
+	tb_ftrace_free(kernel);
 	return ret < 0;
 }

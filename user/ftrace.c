@@ -27,6 +27,7 @@
 #include <event-parse.h>
 
 #include "ftrace.h"
+#include "json.h"
 
 struct task_info {
 	uint32_t tid, tgid;
@@ -41,8 +42,10 @@ struct tb_ftrace {
 	struct tep_handle *tep;
 	unsigned char *tpbuf;         /* zero-padded copy of a raw entry */
 	size_t tpbuf_dirty;
-	char *text;
-	size_t len, tcap;
+	FILE *spill;                  /* the systemTraceEvents text so far */
+	uint64_t len;
+	bool no_collect;
+	char *text;                   /* tb_ftrace_text's copy */
 	uint64_t lines, truncated;
 	struct trace_seq seq;
 };
@@ -86,6 +89,8 @@ void tb_ftrace_free(struct tb_ftrace *f)
 	free(f->tpbuf);
 	free(f->tasks);
 	free(f->text);
+	if (f->spill)
+		fclose(f->spill);
 	free(f);
 }
 
@@ -419,22 +424,43 @@ static void on_format(struct tb_ftrace *f, const struct tb_rec_format *r)
 
 static int append_text(struct tb_ftrace *f, const char *s, size_t n)
 {
-	if (f->len + n + 1 > f->tcap) {
-		size_t ncap = f->tcap ? f->tcap : 1 << 16;
-		char *nt;
-
-		while (ncap < f->len + n + 1)
-			ncap *= 2;
-		nt = realloc(f->text, ncap);
-		if (!nt)
-			return -ENOMEM;
-		f->text = nt;
-		f->tcap = ncap;
+	if (!f->spill) {
+		f->spill = tmpfile();
+		if (!f->spill)
+			return -errno;
 	}
-	memcpy(f->text + f->len, s, n);
+	if (fwrite(s, 1, n, f->spill) != n)
+		return -EIO;
 	f->len += n;
-	f->text[f->len] = 0;
 	return 0;
+}
+
+void tb_ftrace_collect(struct tb_ftrace *f, bool on)
+{
+	f->no_collect = !on;
+}
+
+int tb_ftrace_write_json(struct tb_ftrace *f, struct tb_json *j)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int err = 0;
+
+	tb_json_string_begin(j);
+	if (f->spill) {
+		if (fflush(f->spill) || fseeko(f->spill, 0, SEEK_SET))
+			err = -errno;
+		/* whole lines, so no UTF-8 sequence is split between parts */
+		while (!err && (n = getline(&line, &cap, f->spill)) > 0)
+			tb_json_string_part(j, line, n);
+		if (!err && ferror(f->spill))
+			err = -EIO;
+		fseeko(f->spill, 0, SEEK_END);
+	}
+	tb_json_string_end(j);
+	free(line);
+	return err;
 }
 
 int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *h)
@@ -477,7 +503,7 @@ int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *h)
 		learn(f, h->tid, h->pid, ((const struct tb_rec_ktask *)h)->comm2);
 	if (h->type == TB_REC_TP && (((const struct tb_rec_tp *)h)->flags & TB_TPF_TRUNCATED))
 		f->truncated++;
-	if (n <= 0)
+	if (n <= 0 || f->no_collect)
 		return 0;
 	if (!f->len) {
 		static const char hdr[] = "# tracer: nop\n"
@@ -497,7 +523,21 @@ int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *h)
 
 const char *tb_ftrace_text(struct tb_ftrace *f)
 {
-	return f->lines ? f->text : NULL;
+	char *t;
+
+	if (!f->lines || !f->spill)
+		return NULL;
+	t = realloc(f->text, f->len + 1);
+	if (!t)
+		return NULL;
+	f->text = t;
+	fflush(f->spill);
+	if (fseeko(f->spill, 0, SEEK_SET) || fread(t, 1, f->len, f->spill) != f->len)
+		t[0] = 0;
+	else
+		t[f->len] = 0;
+	fseeko(f->spill, 0, SEEK_END);
+	return t;
 }
 
 uint64_t tb_ftrace_lines(const struct tb_ftrace *f)

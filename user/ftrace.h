@@ -41,9 +41,19 @@ int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *rec);
 int tb_ftrace_format_line(struct tb_ftrace *f, const struct tb_rec_hdr *rec,
 			  bool viewers, char *buf, size_t len);
 
-/* The systemTraceEvents string ("# tracer: nop\n", the clock line, one line
- * per event, each ending with "\n"), or NULL when no kernel event produced
- * a line. Valid until tb_ftrace_free. */
+/* With collect off, tb_ftrace_add only learns names and formats (for a
+ * dump, which prints each line itself); on by default. */
+void tb_ftrace_collect(struct tb_ftrace *f, bool on);
+
+/* The systemTraceEvents text ("# tracer: nop\n", the clock line, one line
+ * per event, each ending with "\n") is kept in a temporary file, not in
+ * memory, so it does not grow the converter with the recording's length.
+ * tb_ftrace_write_json writes it as one JSON string value (after the
+ * caller's key); 0 or -errno. */
+struct tb_json;
+int tb_ftrace_write_json(struct tb_ftrace *f, struct tb_json *j);
+/* The whole text read back into memory (tests), or NULL when no kernel
+ * event produced a line. Valid until the next call or tb_ftrace_free. */
 const char *tb_ftrace_text(struct tb_ftrace *f);
 uint64_t tb_ftrace_lines(const struct tb_ftrace *f);
 /* -e records whose raw entry was cut at TB_TP_MAX bytes. */

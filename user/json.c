@@ -224,6 +224,22 @@ void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
 	string_(j, s, n);
 }
 
+void tb_json_string_begin(struct tb_json *j)
+{
+	value_start(j);
+	put(j, "\"", 1);
+}
+
+void tb_json_string_part(struct tb_json *j, const char *s, size_t n)
+{
+	string_body(j, (const unsigned char *)s, n);
+}
+
+void tb_json_string_end(struct tb_json *j)
+{
+	put(j, "\"", 1);
+}
+
 void tb_json_string(struct tb_json *j, const char *s)
 {
 	tb_json_string_n(j, s, strlen(s));

@@ -49,6 +49,12 @@ void tb_json_key(struct tb_json *j, const char *key);
 void tb_json_string(struct tb_json *j, const char *s);
 /* n bytes of s; NUL bytes are written as \u0000. */
 void tb_json_string_n(struct tb_json *j, const char *s, size_t n);
+/* One string value written in parts (for text too large to hold in memory):
+ * begin, any number of parts, end. A part must not split a UTF-8 sequence
+ * (a split one is replaced by U+FFFD like any invalid sequence). */
+void tb_json_string_begin(struct tb_json *j);
+void tb_json_string_part(struct tb_json *j, const char *s, size_t n);
+void tb_json_string_end(struct tb_json *j);
 void tb_json_int(struct tb_json *j, int64_t v);
 void tb_json_uint(struct tb_json *j, uint64_t v);
 /* Shortest text that reads back as v; nan and inf are written as 0: do not

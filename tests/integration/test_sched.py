@@ -4,11 +4,12 @@ conftest.load(): Chrome-JSON rules, both ftrace grammars line by line
 (systrace.py), and the DevTools trace engine."""
 import os
 import re
+import subprocess
 from collections import Counter
 
 import pytest
 
-from conftest import load, prog
+from conftest import TRACEBPF, load, prog
 from test_errors import check_failed, run
 
 ROUNDS = 500
@@ -186,3 +187,24 @@ def test_event_errors(tmp_path, spec, msg):
     p = run("record", "-e", spec, "-o", tmp_path / "x.json", "--", prog("pingpong"), 1)
     check_failed(p, msg)
     assert not (tmp_path / "x.tbt").exists(), "nothing may be written on a bad -e"
+
+
+def test_dump_shows_kernel_records(recorder):
+    """Kernel events are in the trace file's own stream and in `tracebpf dump`."""
+    rec = recorder("-e", "signal:signal_generate", "--", prog("writer"), 3, 5).wait()
+    assert rec.rc == 0, rec.stderr
+    pid = int(re.search(r"pid=(\d+)", rec.stdout).group(1))
+    p = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    kernel = [l for l in p.stdout.splitlines() if " KERNEL " in l]
+    assert not [l for l in p.stdout.splitlines() if re.search(r" type=\d+ size=", l)], \
+        "a record dump could not render"
+    switches = [l for l in kernel if "sched_switch:" in l]
+    assert switches, p.stdout[:2000]
+    sig = [l for l in kernel if "signal_generate:" in l and f"pid={pid}" in l and "sig=10" in l]
+    assert len(sig) == 3, kernel[:20]
+    # the same kernel events as the JSON's systemTraceEvents
+    t = rec.trace()
+    assert len([l for l in t.systrace if l["event"] == "signal_generate"
+                and parse_kv(l["details"]).get("pid") == str(pid)
+                and parse_kv(l["details"]).get("sig") == "10"]) == 3

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "ftrace.h"
+#include "json.h"
 
 static void hdr(struct tb_rec_hdr *h, uint16_t type, uint16_t size, uint64_t ts,
 		uint32_t pid, uint32_t tid, uint32_t cpu)
@@ -71,6 +72,28 @@ static void test_switch_and_wakeups(void **state)
 	assert_non_null(text);
 	assert_true(!strncmp(text, "# tracer: nop\n# clock_type=LINUX_CLOCK_MONOTONIC\n", 49));
 	assert_int_equal(text[strlen(text) - 1], '\n');
+	assert_int_equal(tb_ftrace_lines(f), 2);
+
+	/* the text is kept in a file and streamed into the JSON string */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		struct tb_json j;
+
+		assert_non_null(m);
+		tb_json_init(&j, m);
+		assert_int_equal(tb_ftrace_write_json(f, &j), 0);
+		fclose(m);
+		assert_true(!strncmp(buf, "\"# tracer: nop\\n# clock_type=LINUX_CLOCK_MONOTONIC\\n", 51));
+		assert_non_null(strstr(buf, "sched_wakeup: comm=kid pid=77 prio=120 success=1 target_cpu=001\\n\""));
+		assert_int_equal(buf[len - 1], '"');
+		assert_null(strchr(buf, '\n'));   /* every newline escaped */
+		free(buf);
+	}
+	/* collect off (dump): lines are formatted on demand, not kept */
+	tb_ftrace_collect(f, false);
+	assert_int_equal(tb_ftrace_add(f, &wk.hdr), 0);
 	assert_int_equal(tb_ftrace_lines(f), 2);
 	tb_ftrace_free(f);
 }
