@@ -267,14 +267,18 @@ def test_pack_and_gzip_json(tmp_path):
 
 
 def test_golden_files_convert(tmp_path):
-    for g in sorted((ROOT / "tests" / "data").glob("*.tbt")):
+    golden = sorted((ROOT / "tests" / "data").glob("v*.tbt"))
+    versions = [g.name.split("-")[0][1:] for g in golden]
+    # one per released format version; an empty list must not pass
+    assert {"1.0", "2.0"} <= set(versions), golden
+    for g, version in zip(golden, versions):
         out = tmp_path / (g.stem + ".json")
         c = run("convert", g, "-o", out)
         assert c.returncode == 0, c.stderr
         t = load(out)
         assert len(t.named("work", "X")) == 40
         info = run("info", g)
-        assert info.returncode == 0 and "format:         1.0" in info.stdout
+        assert info.returncode == 0 and f"format:         {version}" in info.stdout
 
 
 def test_info_truncated_and_errors(tmp_path):

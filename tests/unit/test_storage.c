@@ -473,6 +473,35 @@ static void test_golden_v1_0(void **state)
 	tb_reader_close(r);
 }
 
+static void test_golden_v2_0(void **state)
+{
+	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	int ret;
+
+	(void)state;
+	assert_int_equal(tb_reader_open(&r, "tests/data/v2.0-mt_events.tbt"), 0);
+	assert_int_equal(tb_reader_info(r)->major, 2);
+	assert_int_equal(tb_reader_info(r)->minor, 0);
+	while ((ret = tb_reader_next(r, &h)) == 1) {
+		assert_true(h->type < TB_REC_TYPE_MAX);
+		counts[h->type]++;
+	}
+	assert_int_equal(ret, 0);
+	assert_null(tb_reader_tail_reason(r));
+	assert_true(tb_reader_finished(r));    /* 2.0 ends with an index */
+	assert_int_equal(counts[TB_REC_EVENT], 122);
+	assert_int_equal(counts[TB_REC_SITE], 4);
+	assert_int_equal(counts[TB_REC_FORK], 2);
+	assert_int_equal(counts[TB_REC_EXEC], 1);
+	assert_int_equal(counts[TB_REC_EXIT], 3);
+	assert_int_equal(counts[TB_REC_COMM], 3);
+	assert_int_equal(counts[TB_REC_CMDLINE], 1);
+	assert_int_equal(counts[TB_REC_STATS], 1);
+	tb_reader_close(r);
+}
+
 static void test_empty_file(void **state)
 {
 	struct tb_reader *r;
@@ -510,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_packed_prefixes),
 		cmocka_unit_test(test_round_cut),
 		cmocka_unit_test(test_golden_v1_0),
+		cmocka_unit_test(test_golden_v2_0),
 		cmocka_unit_test(test_empty_file),
 	};
 
