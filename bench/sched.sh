@@ -25,11 +25,12 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 secs() { sed -n 's/.*Total time: \([0-9.]*\).*/\1/p'; }
 bench() { perf bench sched pipe -l "$LOOPS" 2>&1 | secs; }
 
+# TB_SCHED_OPTS: extra record options for the tracebpf run (e.g. "-z 0").
 run_tracebpf() {  # prints: seconds records drops recorded_seconds
   local err="$out/tb.err" ready="$out/ready" t
   rm -f "$ready"
   # tracebpf records a target with probes; quiet_thread just waits
-  "$T" record -q --no-json -o "$out/tb.tbt" -- build/progs/quiet_thread >"$ready" 2>"$err" &
+  "$T" record -q --no-json ${TB_SCHED_OPTS:-} -o "$out/tb.tbt" -- build/progs/quiet_thread >"$ready" 2>"$err" &
   local rec=$! child
   until grep -q ready "$ready" 2>/dev/null; do sleep 0.05; done
   child=$(cat "/proc/$rec/task/$rec/children")

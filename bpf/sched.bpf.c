@@ -47,17 +47,31 @@ struct task_struct___old {
 	long state;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u16 switch_state(bool preempt, struct task_struct *prev)
+/* Reads a task field. In tp_btf programs the arguments are trusted BTF
+ * pointers: a plain (CO-RE relocated) load, JIT-ed as one instruction with an
+ * exception-table entry. raw_tp gets untrusted pointers and needs a
+ * bpf_probe_read_kernel call per field. `btf` is a constant at every call
+ * site, so clang keeps only one branch. This is the hot path: it runs on
+ * every context switch and wakeup of the machine. */
+#define RD(btf, p, f)   ((btf) ? (p)->f : BPF_CORE_READ(p, f))
+#define RD_COMM(btf, dst, p) do {					\
+	if (btf)							\
+		__builtin_memcpy(dst, (p)->comm, sizeof(dst));		\
+	else								\
+		BPF_CORE_READ_INTO(&(dst), p, comm);			\
+} while (0)
+
+static __always_inline __u16 switch_state(bool btf, bool preempt, struct task_struct *prev)
 {
 	unsigned int st, ex;
 
 	if (preempt)
 		return TB_TASK_PREEMPTED;
 	if (bpf_core_field_exists(prev->__state))
-		st = BPF_CORE_READ(prev, __state);
+		st = RD(btf, prev, __state);
 	else
 		st = BPF_CORE_READ((struct task_struct___old *)prev, state);
-	ex = BPF_CORE_READ(prev, exit_state);
+	ex = RD(btf, prev, exit_state);
 	if (st == TASK_IDLE_STATE)
 		return TASK_REPORT_IDLE;
 	if (st == TASK_RTLOCK_WAIT)
@@ -65,11 +79,11 @@ static __always_inline __u16 switch_state(bool preempt, struct task_struct *prev
 	return (st | ex) & TASK_REPORT;
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+static __always_inline int on_switch(bool btf, bool preempt, struct task_struct *prev,
 				     struct task_struct *next)
 {
-	__u32 prev_tgid = BPF_CORE_READ(prev, tgid);
-	__u32 next_tgid = BPF_CORE_READ(next, tgid);
+	__u32 prev_tgid = RD(btf, prev, tgid);
+	__u32 next_tgid = RD(btf, next, tgid);
 	struct tb_rec_switch *rec;
 	__u32 cpu;
 	void *rb;
@@ -80,15 +94,15 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!rec)
 		return 0;
 	fill_hdr(&rec->hdr, TB_REC_SWITCH, sizeof(*rec), cpu, bpf_ktime_get_ns(),
-		 ((__u64)prev_tgid << 32) | (__u32)BPF_CORE_READ(prev, pid));
-	rec->next_tid = BPF_CORE_READ(next, pid);
+		 ((__u64)prev_tgid << 32) | (__u32)RD(btf, prev, pid));
+	rec->next_tid = RD(btf, next, pid);
 	rec->next_tgid = next_tgid;
-	rec->prev_prio = BPF_CORE_READ(prev, prio);
-	rec->next_prio = BPF_CORE_READ(next, prio);
-	rec->prev_state = switch_state(preempt, prev);
+	rec->prev_prio = RD(btf, prev, prio);
+	rec->next_prio = RD(btf, next, prio);
+	rec->prev_state = switch_state(btf, preempt, prev);
 	rec->flags = 0;
-	BPF_CORE_READ_INTO(&rec->prev_comm, prev, comm);
-	BPF_CORE_READ_INTO(&rec->next_comm, next, comm);
+	RD_COMM(btf, rec->prev_comm, prev);
+	RD_COMM(btf, rec->next_comm, next);
 	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
 	return 0;
 }
@@ -96,19 +110,19 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 SEC("?tp_btf/sched_switch")
 int BPF_PROG(tb_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(true, preempt, prev, next);
 }
 
 SEC("?raw_tp/sched_switch")
 int BPF_PROG(tb_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(false, preempt, prev, next);
 }
 
-static __always_inline int on_wake(__u32 kind, struct task_struct *p)
+static __always_inline int on_wake(bool btf, __u32 kind, struct task_struct *p)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = RD(btf, p, tgid);
 	struct tb_rec_wake *rec;
 	__u32 cpu;
 	void *rb;
@@ -120,29 +134,29 @@ static __always_inline int on_wake(__u32 kind, struct task_struct *p)
 		return 0;
 	fill_hdr(&rec->hdr, TB_REC_WAKE, sizeof(*rec), cpu, bpf_ktime_get_ns(), pid_tgid);
 	rec->kind = kind;
-	rec->tid = BPF_CORE_READ(p, pid);
+	rec->tid = RD(btf, p, pid);
 	rec->tgid = tgid;
-	rec->prio = BPF_CORE_READ(p, prio);
+	rec->prio = RD(btf, p, prio);
 	/* task_cpu(p), what ftrace prints as target_cpu */
-	rec->target_cpu = BPF_CORE_READ(p, thread_info.cpu);
+	rec->target_cpu = RD(btf, p, thread_info.cpu);
 	rec->pad = 0;
-	BPF_CORE_READ_INTO(&rec->comm, p, comm);
+	RD_COMM(btf, rec->comm, p);
 	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
 	return 0;
 }
 
 SEC("?tp_btf/sched_waking")
-int BPF_PROG(tb_waking_btf, struct task_struct *p) { return on_wake(TB_WAKE_WAKING, p); }
+int BPF_PROG(tb_waking_btf, struct task_struct *p) { return on_wake(true, TB_WAKE_WAKING, p); }
 SEC("?raw_tp/sched_waking")
-int BPF_PROG(tb_waking_raw, struct task_struct *p) { return on_wake(TB_WAKE_WAKING, p); }
+int BPF_PROG(tb_waking_raw, struct task_struct *p) { return on_wake(false, TB_WAKE_WAKING, p); }
 SEC("?tp_btf/sched_wakeup")
-int BPF_PROG(tb_wakeup_btf, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP, p); }
+int BPF_PROG(tb_wakeup_btf, struct task_struct *p) { return on_wake(true, TB_WAKE_WAKEUP, p); }
 SEC("?raw_tp/sched_wakeup")
-int BPF_PROG(tb_wakeup_raw, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP, p); }
+int BPF_PROG(tb_wakeup_raw, struct task_struct *p) { return on_wake(false, TB_WAKE_WAKEUP, p); }
 SEC("?tp_btf/sched_wakeup_new")
-int BPF_PROG(tb_wakeup_new_btf, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP_NEW, p); }
+int BPF_PROG(tb_wakeup_new_btf, struct task_struct *p) { return on_wake(true, TB_WAKE_WAKEUP_NEW, p); }
 SEC("?raw_tp/sched_wakeup_new")
-int BPF_PROG(tb_wakeup_new_raw, struct task_struct *p) { return on_wake(TB_WAKE_WAKEUP_NEW, p); }
+int BPF_PROG(tb_wakeup_new_raw, struct task_struct *p) { return on_wake(false, TB_WAKE_WAKEUP_NEW, p); }
 
 /* Process lifecycle, system-wide. current is the parent (fork), the task
  * after exec, the exiting thread, or the renaming task. */
