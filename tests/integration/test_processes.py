@@ -165,3 +165,23 @@ def test_cxx_exception_unwind_templates_lambdas(recorder):
     dt = t.devtools
     depth = {(s["name"], s.get("depth")) for s in dt["slices"] if s["name"] == "thrower"}
     assert depth == {("thrower", 1), ("thrower", 2), ("thrower", 3)}
+
+
+def test_rename_comes_from_task_rename(recorder):
+    """pthread_setname_np reaches the trace through the kernel's task_rename
+    tracepoint, as a COMM record taken on a CPU, before the thread's events
+    (not only from the exit record or /proc at the end)."""
+    import subprocess
+    from conftest import TRACEBPF
+    rec = recorder("--no-sched", "--", prog("mt_events"), 2, 3).wait()
+    assert rec.rc == 0, rec.stderr
+    p = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    renames = [l for l in lines if re.search(r'\[\s*\d+\] \d+/\d+ COMM "worker-\d"', l)]
+    assert len(renames) == 2, lines
+    for r in renames:
+        tid = re.search(r"\] \d+/(\d+) COMM", r).group(1)
+        first_event = next(i for i, l in enumerate(lines)
+                           if f"/{tid} " in l and re.search(r"/\d+ (B|I|E|C) ", l))
+        assert lines.index(r) < first_event, (r, lines[first_event])
