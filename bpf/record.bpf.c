@@ -19,6 +19,7 @@
 #include <bpf/usdt.bpf.h>
 
 #include "record.h"
+#include "ring.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -35,25 +36,13 @@ struct user_site {
 	__u32 reserved;
 };
 
-/* Set between open and load (see user/record.c). */
-/* Wake the consumer when this many bytes are waiting in a CPU's ring. Below
- * it, records are submitted without a wakeup and user space drains the rings
- * on a timer: a wakeup costs several times the probe itself. */
-const volatile __u64 wakeup_bytes = 1 << 20;
+/* Set between open and load (see user/record.c). wakeup_bytes, the rings,
+ * the drop counter and the traced set come from ring.bpf.h, shared with
+ * sched.bpf.c. */
 /* Stop a traced process at exec and when its dynamic loader maps objects,
  * until user space has attached to the new objects (see `stopped`). */
 const volatile bool stop_for_attach = false;
 
-struct proc {
-	__u64 gen;   /* unique per (process, image): changes on exec */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);           /* tgid */
-	__type(value, struct proc);
-} traced SEC(".maps");
 
 struct site_key {
 	__u64 gen;
@@ -76,26 +65,6 @@ struct {
 	__type(value, struct site_info);
 } sites SEC(".maps");
 
-/* One ring buffer per CPU: a single shared ring serialises all producers on
- * one spinlock. Inner maps are created and inserted by user space, sized by
- * --buffer-size. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);       /* resized to the number of CPUs */
-	__type(key, __u32);
-	__array(values, struct {
-		__uint(type, BPF_MAP_TYPE_RINGBUF);
-		__uint(max_entries, 256 * 1024);  /* resized to --buffer-size */
-	});
-} rings SEC(".maps");
-
-/* Records lost because a ring was full (or missing), per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
 
 #define SCRATCH_SIZE 2048
 _Static_assert(sizeof(struct tb_rec_site) + 2 * TB_SITE_MAX <= SCRATCH_SIZE, "scratch");
@@ -128,42 +97,6 @@ __u64 lost_procs = 0;
  * gives the initial targets (1..N), so (gen, addr) never collides. */
 __u64 next_gen = 1ULL << 32;
 
-static __always_inline void count_drop(void)
-{
-	__u32 zero = 0;
-	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
-
-	if (d)
-		*d += 1;
-}
-
-static __always_inline void *cpu_ring(__u32 cpu)
-{
-	return bpf_map_lookup_elem(&rings, &cpu);
-}
-
-/* Submit flags: wake the consumer only when this record makes the ring cross
- * the threshold. A consumer that is behind is not woken again and again (each
- * wakeup costs microseconds in a VM); the user-space timer bounds latency. */
-static __always_inline __u64 wake_flags(void *rb, __u64 size)
-{
-	__u64 avail = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA);
-
-	if (avail < wakeup_bytes && avail + size >= wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
-
-static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 size,
-				     __u32 cpu, __u64 ts, __u64 pid_tgid)
-{
-	h->type = type;
-	h->size = size;
-	h->cpu = cpu;
-	h->ts = ts;
-	h->pid = pid_tgid >> 32;
-	h->tid = (__u32)pid_tgid;
-}
 
 static __always_inline void *scratch_buf(void)
 {
@@ -317,7 +250,7 @@ static __always_inline int on_hit(struct hit *h)
 	struct tb_rec_event *ev;
 	struct site_info *si;
 	struct site_key key;
-	struct proc *p;
+	struct tb_proc_gen *p;
 	__u64 size;
 	void *rb;
 
@@ -389,23 +322,6 @@ int BPF_USDT(tb_event_id, __u64 site, __u64 id, __u64 name, __u64 a0, __u64 a1)
 	return on_hit(&h);
 }
 
-/* Reserve a fixed-size lifecycle record on this CPU's ring. */
-static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
-{
-	void *rb, *rec;
-
-	*cpu = bpf_get_smp_processor_id();
-	rb = cpu_ring(*cpu);
-	if (!rb) {
-		count_drop();
-		return NULL;
-	}
-	rec = bpf_ringbuf_reserve(rb, size, 0);
-	if (!rec)
-		count_drop();
-	*rbp = rb;
-	return rec;
-}
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
@@ -413,7 +329,7 @@ int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = parent->tgid;
 	__u32 ctgid = child->tgid;
 	struct tb_rec_fork *rec;
-	struct proc np;
+	struct tb_proc_gen np;
 	__u32 cpu;
 	void *rb;
 
@@ -496,7 +412,7 @@ int BPF_PROG(tb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	__u32 tgid = p->tgid;
 	struct tb_rec_exec *rec;
-	struct proc *pr;
+	struct tb_proc_gen *pr;
 	__u32 cpu;
 	void *rb;
 

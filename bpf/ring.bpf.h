@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * ring.bpf.h - the maps and helpers a BPF object needs to write records into
- * tracebpf's per-CPU rings, for objects loaded beside record.bpf.c.
+ * ring.bpf.h - the maps and helpers every tracebpf BPF object uses to write
+ * records: one ring buffer per CPU, the per-CPU drop counter, the set of
+ * traced processes, and the wakeup policy. Included by record.bpf.c and
+ * sched.bpf.c; user space creates the maps with record.bpf.c and points
+ * sched.bpf.c's at them with bpf_map__reuse_fd (user/sched.c), so there is
+ * one set of rings, one drop counter and one traced set.
  *
- * The maps are declared exactly as record.bpf.c declares them; user space
- * points them at record.bpf.c's maps with bpf_map__reuse_fd before loading
- * (user/sched.c), so there is one set of rings, one drop counter and one
- * traced set. The helpers follow record.bpf.c's policies: count every lost
- * record, submit without a wakeup unless the ring crosses wakeup_bytes.
+ * One ring per CPU because a single shared ring serialises all producers on
+ * one spinlock. Every lost record is counted. Records are submitted without
+ * a wakeup unless the ring crosses wakeup_bytes: a wakeup costs several times
+ * the probe itself, and the recorder drains the rings on a timer anyway.
  */
 #ifndef TRACEBPF_RING_BPF_H
 #define TRACEBPF_RING_BPF_H
@@ -16,7 +19,7 @@
 const volatile __u64 wakeup_bytes = 1 << 20;
 
 struct tb_proc_gen {
-	__u64 gen;
+	__u64 gen;   /* unique per (process, image): changes on exec */
 };
 
 struct {
@@ -28,11 +31,11 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);       /* reused: record.bpf.c's, one per CPU */
+	__uint(max_entries, 1);       /* resized to the number of CPUs */
 	__type(key, __u32);
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_RINGBUF);
-		__uint(max_entries, 256 * 1024);
+		__uint(max_entries, 256 * 1024);  /* user space sets --buffer-size */
 	});
 } rings SEC(".maps");
 
