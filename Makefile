@@ -53,8 +53,7 @@ PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
-BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
-              $(OUT)/bench/rate2
+BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate
 
 # keep the BPF objects (bpftool can inspect them)
 .SECONDARY:
@@ -129,10 +128,6 @@ $(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h | 
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
 
 $(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h | $(OUT)/bench
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
-
-$(OUT)/bench/rate2: bench/rate2.c lib/include/tracebpf/trace.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * rate EVENTS_PER_SEC SECONDS - one thread emits
+ * rate EVENTS_PER_SEC SECONDS [NARGS] - one thread emits
  *     TRACE_EVENT_INSTANT1("bench", "rate", thread, "seq", n)
+ * or, with NARGS = 2, a typical two-integer event
+ *     TRACE_EVENT_INSTANT2("bench", "rate2", thread, "seq", n, "len", n % 4096)
  * at the given rate for SECONDS seconds, paced by busy-waiting on
  * CLOCK_MONOTONIC (event n is due at start + n / rate; if emitting falls
  * behind, it catches up without sleeping). Prints "emitted=<n>".
@@ -28,13 +30,15 @@ int main(int argc, char **argv)
 	double rate, seconds;
 	uint64_t start, end, now, n = 0;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: rate EVENTS_PER_SEC SECONDS\n");
+	int nargs = argc > 3 ? atoi(argv[3]) : 1;
+
+	if (argc < 3 || argc > 4) {
+		fprintf(stderr, "usage: rate EVENTS_PER_SEC SECONDS [NARGS]\n");
 		return 2;
 	}
 	rate = strtod(argv[1], NULL);
 	seconds = strtod(argv[2], NULL);
-	if (rate <= 0 || seconds < 0) {
+	if (rate <= 0 || seconds < 0 || nargs < 1 || nargs > 2) {
 		fprintf(stderr, "rate: bad arguments\n");
 		return 2;
 	}
@@ -48,8 +52,12 @@ int main(int argc, char **argv)
 		while (now < due && now < end);
 		if (now >= end)
 			break;
-		TRACE_EVENT_INSTANT1("bench", "rate", TRACE_EVENT_SCOPE_THREAD,
-				     "seq", (int64_t)n);
+		if (nargs == 1)
+			TRACE_EVENT_INSTANT1("bench", "rate", TRACE_EVENT_SCOPE_THREAD,
+					     "seq", (int64_t)n);
+		else
+			TRACE_EVENT_INSTANT2("bench", "rate2", TRACE_EVENT_SCOPE_THREAD,
+					     "seq", (int64_t)n, "len", (int64_t)(n % 4096));
 		n++;
 	}
 	printf("emitted=%llu\n", (unsigned long long)n);
