@@ -191,6 +191,8 @@ struct tb_writer {
 	size_t out_cap;
 	unsigned char *pk;       /* packed payload */
 	size_t pk_cap;
+	z_stream z;              /* reset per chunk: no allocation per chunk */
+	bool z_ready;
 	bool raw, no_index;
 	struct tb_index_entry *idx;
 	size_t nidx, idx_cap;
@@ -324,6 +326,13 @@ static int index_add(struct tb_writer *w, const struct tb_chunk_hdr *ch)
 	return 0;
 }
 
+static bool deflate_ready(struct tb_writer *w)
+{
+	if (!w->z_ready)
+		w->z_ready = deflateInit(&w->z, w->zlevel) == Z_OK;
+	return w->z_ready;   /* else chunks are stored */
+}
+
 /* Writes header ch (lengths, flags and stream set) and payload p as one
  * chunk with a single write(2) when the kernel takes it whole. */
 static int write_chunk(struct tb_writer *w, struct tb_chunk_hdr *ch,
@@ -341,14 +350,18 @@ static int write_chunk(struct tb_writer *w, struct tb_chunk_hdr *ch,
 	err = grow(&w->out, &w->out_cap, need);
 	if (err)
 		return err;
-	if (w->zlevel) {
-		uLongf dlen = (uLongf)(w->out_cap - sizeof(*ch));
-
-		if (compress2(w->out + sizeof(*ch), &dlen, p, (uLong)len,
-			      w->zlevel) == Z_OK && dlen < len) {
+	if (w->zlevel && deflate_ready(w)) {
+		/* one deflate state for the whole file: compress2() would
+		 * allocate and free ~270 KiB per chunk, page faults each time */
+		w->z.next_in = (Bytef *)p;
+		w->z.avail_in = (uInt)len;
+		w->z.next_out = w->out + sizeof(*ch);
+		w->z.avail_out = (uInt)(w->out_cap - sizeof(*ch));
+		if (deflate(&w->z, Z_FINISH) == Z_STREAM_END && w->z.total_out < len) {
 			ch->flags |= TB_CHUNK_ZLIB;
-			stored = dlen;
+			stored = w->z.total_out;
 		}
+		deflateReset(&w->z);
 	}
 	if (!(ch->flags & TB_CHUNK_ZLIB))   /* store: zlib off or no gain */
 		memcpy(w->out + sizeof(*ch), p, len);
@@ -394,9 +407,9 @@ static int flush_stream(struct tb_writer *w, int stream, uint16_t flags)
 		err = grow(&w->pk, &w->pk_cap, tb_pack_bound(s->len));
 		if (err)
 			return err;
-		len = tb_pack(s->buf, s->len, s->first_ts, w->pk);
+		len = tb_pack(s->buf, s->len, s->first_ts, TB_PACK_KERNEL, w->pk);
 		p = w->pk;
-		ch.flags |= TB_CHUNK_PACKED;
+		ch.flags |= TB_CHUNK_PACKED | TB_CHUNK_KPACK;
 	}
 	err = write_chunk(w, &ch, p, len);
 	if (err)
@@ -545,6 +558,8 @@ int tb_writer_close(struct tb_writer *w)
 	free(w->out);
 	free(w->pk);
 	free(w->idx);
+	if (w->z_ready)
+		deflateEnd(&w->z);
 	free(w);
 	return err;
 }
@@ -911,6 +926,8 @@ static bool want_chunk(const struct tb_reader *r, const struct tb_chunk_hdr *ch)
 		return false;   /* unknown stream of a known major: skipped */
 	if (ch->flags & ~TB_CHUNK_KNOWN)
 		return false;   /* an encoding from a newer minor: skipped */
+	if ((ch->flags & TB_CHUNK_KPACK) && !(ch->flags & TB_CHUNK_PACKED))
+		return false;   /* no such encoding */
 	if (r->info.major < 2 && ch->flags & ~TB_CHUNK_ZLIB)
 		return false;   /* 1.x knew no other flag */
 	return ch->stream < 32 && (r->mask & (1u << ch->stream));
@@ -1130,7 +1147,8 @@ again:
 	}
 	r->rlen = ch.raw_len;
 	if (ch.flags & TB_CHUNK_PACKED) {
-		long n = tb_unpack(r->recs, r->rlen, ch.first_ts, ch.nrec,
+		long n = tb_unpack(r->recs, r->rlen, ch.first_ts,
+				   ch.flags & TB_CHUNK_KPACK ? TB_PACK_KERNEL : 0, ch.nrec,
 				   &r->ubuf, &r->ucap, TB_CHUNK_MAX_BYTES);
 
 		if (n == -ENOMEM)

@@ -14,7 +14,7 @@
 #include "../bpf/record.h"
 
 #define TB_FORMAT_MAJOR 2
-#define TB_FORMAT_MINOR 0
+#define TB_FORMAT_MINOR 1
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
@@ -35,7 +35,9 @@ enum tb_stream {
 #define TB_CHUNK_ZLIB      1u /* payload is a zlib stream */
 #define TB_CHUNK_PACKED    2u /* (2.0) records in the compact encoding */
 #define TB_CHUNK_ROUND_END 4u /* (2.0) last chunk of a recorder flush */
-#define TB_CHUNK_KNOWN     (TB_CHUNK_ZLIB | TB_CHUNK_PACKED | TB_CHUNK_ROUND_END)
+#define TB_CHUNK_KPACK     8u /* (2.1) PACKED with the scheduler field codecs */
+#define TB_CHUNK_KNOWN     (TB_CHUNK_ZLIB | TB_CHUNK_PACKED | TB_CHUNK_ROUND_END | \
+			    TB_CHUNK_KPACK)
 
 /* The index chunk's payload: one entry per chunk before it, then this
  * 16-byte trailer, so that the last 16 bytes of a finished file locate it. */

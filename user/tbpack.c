@@ -13,8 +13,18 @@
  * "previous" starts at the chunk's first_ts, pid 0 and zeros for each
  * chunk, so a chunk decodes on its own. The encoding is lossless for any
  * bytes, whatever a record type's layout: it only changes how compact it is.
+ *
+ * TB_PACK_KERNEL (format 2.1, chunk flag TB_CHUNK_KPACK) replaces the
+ * "n, bytes" body of the scheduler records, which are most of a system-wide
+ * trace, by their fields: SWITCH (type 9, 72 bytes), WAKE (10, 64) and CPU
+ * (12, 40) are coded field by field as varints, and each comm as one bit
+ * when it is the comm last coded in the chunk for the same task (a cache of
+ * NCOMM slots that encoder and decoder fill identically). A record of one
+ * of those types with another size keeps the generic body.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +32,36 @@
 
 #define HDR 24u
 #define EV_FIXED 56u
+#define NCOMM 256u      /* comm cache slots (TB_PACK_KERNEL) */
+
+/* TB_PACK_KERNEL: the scheduler records and where their fields are. */
+#define SW_SIZE 72u     /* struct tb_rec_switch */
+#define WK_SIZE 64u     /* struct tb_rec_wake */
+#define CPU_SIZE 40u    /* struct tb_rec_cpu */
+#define PRIO_BASE 120u  /* a normal task's prio: stored as a small delta */
+
+struct comm_slot {
+	uint64_t key;              /* 0: empty (no real key is 0) */
+	unsigned char comm[16];
+};
 
 struct pstate {
 	uint64_t ts;
 	uint32_t pid;
 	uint64_t ev[3];
+	unsigned flags;
+	/* the comm last coded for a task, per chunk: a repeat costs no bytes */
+	struct comm_slot comm[NCOMM];
 };
+
+static void pstate_init(struct pstate *st, uint64_t base_ts, unsigned flags)
+{
+	memset(st, 0, offsetof(struct pstate, comm));
+	st->ts = base_ts;
+	st->flags = flags;
+	if (flags & TB_PACK_KERNEL)
+		memset(st->comm, 0, sizeof(st->comm));
+}
 
 static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
@@ -70,17 +104,225 @@ static uint16_t ld16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); ret
 size_t tb_pack_bound(size_t len)
 {
 	/* per record (>= 24 bytes): at most 6 + 6 varints (10 bytes) + n's
-	 * varint (3) more than the record itself */
+	 * varint (3) more than the record itself; the field codecs stay below
+	 * that (a switch: 1 + 6 varints + 2 x 17 comm bytes for 48 body bytes) */
 	return len + (len / HDR + 1) * (12 * 10 + 3);
 }
 
-size_t tb_pack(const unsigned char *raw, size_t len, uint64_t base_ts,
-	       unsigned char *out)
+static uint64_t comm_key(uint32_t tid, uint32_t cpu)
 {
-	struct pstate st = { .ts = base_ts };
+	/* every CPU's idle task is tid 0, named after its CPU */
+	return tid ? tid : (1ull << 32) | cpu;
+}
+
+static struct comm_slot *comm_slot(struct pstate *st, uint64_t key)
+{
+	return &st->comm[(key * 0x9e3779b97f4a7c15ull) >> 56];
+}
+
+/* Codes the 16-byte comm c of task key: no bytes when cached (returns 0),
+ * else n and the n bytes up to the last non-zero one (returns 1). */
+static int put_comm(struct pstate *st, unsigned char **o, const unsigned char *c,
+		    uint64_t key)
+{
+	struct comm_slot *sl = comm_slot(st, key);
+	size_t n = 16;
+
+	if (sl->key == key && !memcmp(sl->comm, c, 16))
+		return 0;
+	sl->key = key;
+	memcpy(sl->comm, c, 16);
+	while (n && !c[n - 1])
+		n--;
+	*o = put_var(*o, n);
+	memcpy(*o, c, n);
+	*o += n;
+	return 1;
+}
+
+static int get_comm(struct pstate *st, const unsigned char **p, const unsigned char *end,
+		    unsigned char *c, uint64_t key, bool literal)
+{
+	struct comm_slot *sl = comm_slot(st, key);
+	uint64_t n;
+
+	if (!literal) {
+		if (sl->key != key)
+			return -EBADMSG;   /* a cache hit on nothing */
+		memcpy(c, sl->comm, 16);
+		return 0;
+	}
+	if (get_var(p, end, &n) || n > 16 || n > (uint64_t)(end - *p))
+		return -EBADMSG;
+	memcpy(c, *p, n);   /* c is zeroed */
+	*p += n;
+	sl->key = key;
+	memcpy(sl->comm, c, 16);
+	return 0;
+}
+
+static void st16(unsigned char *p, uint16_t v) { memcpy(p, &v, 2); }
+static void st32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* A varint that must fit 32 bits, or a zigzag one that must fit int32. */
+static int get_u32(const unsigned char **p, const unsigned char *end, uint32_t *v)
+{
+	uint64_t x;
+
+	if (get_var(p, end, &x) || x > 0xffffffffull)
+		return -EBADMSG;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int get_s32(const unsigned char **p, const unsigned char *end, int32_t *v)
+{
+	uint64_t x;
+	int64_t s;
+
+	if (get_var(p, end, &x))
+		return -EBADMSG;
+	s = unzz(x);
+	if (s < INT32_MIN || s > INT32_MAX)
+		return -EBADMSG;
+	*v = (int32_t)s;
+	return 0;
+}
+
+/* Field codecs (TB_PACK_KERNEL). put_* return the new output position;
+ * get_* fill the zeroed record r and return 0 or -EBADMSG. */
+static unsigned char *put_switch(struct pstate *st, const unsigned char *r, unsigned char *o)
+{
+	uint32_t cpu = ld32(r + 4), next = ld32(r + 24);
+	unsigned char *m = o++;
+
+	o = put_var(o, next);
+	o = put_var(o, zz((int32_t)(ld32(r + 28) - next)));
+	o = put_var(o, zz((int16_t)(uint16_t)(ld16(r + 32) - PRIO_BASE)));
+	o = put_var(o, zz((int16_t)(uint16_t)(ld16(r + 34) - PRIO_BASE)));
+	o = put_var(o, ld16(r + 36));
+	o = put_var(o, ld16(r + 38));
+	*m = (unsigned char)put_comm(st, &o, r + 40, comm_key(ld32(r + 20), cpu));
+	*m |= (unsigned char)(put_comm(st, &o, r + 56, comm_key(next, cpu)) << 1);
+	return o;
+}
+
+static int get_prio16(const unsigned char **p, const unsigned char *end, unsigned char *dst)
+{
+	int32_t v;
+
+	if (get_s32(p, end, &v) || v < INT16_MIN || v > INT16_MAX)
+		return -EBADMSG;
+	st16(dst, (uint16_t)((uint16_t)v + PRIO_BASE));
+	return 0;
+}
+
+static int get_switch(struct pstate *st, const unsigned char **p, const unsigned char *end,
+		      unsigned char *r)
+{
+	uint32_t next, v;
+	int32_t d;
+	unsigned m;
+
+	if (*p >= end || (m = *(*p)++) > 3)
+		return -EBADMSG;
+	if (get_u32(p, end, &next) || get_s32(p, end, &d))
+		return -EBADMSG;
+	st32(r + 24, next);
+	st32(r + 28, next + (uint32_t)d);
+	if (get_prio16(p, end, r + 32) || get_prio16(p, end, r + 34))
+		return -EBADMSG;
+	if (get_u32(p, end, &v) || v > 0xffff)
+		return -EBADMSG;
+	st16(r + 36, (uint16_t)v);
+	if (get_u32(p, end, &v) || v > 0xffff)
+		return -EBADMSG;
+	st16(r + 38, (uint16_t)v);
+	if (get_comm(st, p, end, r + 40, comm_key(ld32(r + 20), ld32(r + 4)), m & 1) ||
+	    get_comm(st, p, end, r + 56, comm_key(next, ld32(r + 4)), m & 2))
+		return -EBADMSG;
+	return 0;
+}
+
+static unsigned char *put_wake(struct pstate *st, const unsigned char *r, unsigned char *o)
+{
+	uint32_t tid = ld32(r + 28);
+	unsigned char *m = o++;
+
+	o = put_var(o, ld32(r + 24));
+	o = put_var(o, tid);
+	o = put_var(o, zz((int32_t)(ld32(r + 32) - tid)));
+	o = put_var(o, zz((int32_t)(ld32(r + 36) - PRIO_BASE)));
+	o = put_var(o, ld32(r + 40));
+	o = put_var(o, ld32(r + 44));
+	*m = (unsigned char)put_comm(st, &o, r + 48, comm_key(tid, ld32(r + 40)));
+	return o;
+}
+
+static int get_wake(struct pstate *st, const unsigned char **p, const unsigned char *end,
+		    unsigned char *r)
+{
+	uint32_t kind, tid, tcpu, pad;
+	int32_t d, prio;
+	unsigned m;
+
+	if (*p >= end || (m = *(*p)++) > 1)
+		return -EBADMSG;
+	if (get_u32(p, end, &kind) || get_u32(p, end, &tid) || get_s32(p, end, &d) ||
+	    get_s32(p, end, &prio) ||
+	    get_u32(p, end, &tcpu) || get_u32(p, end, &pad))
+		return -EBADMSG;
+	st32(r + 24, kind);
+	st32(r + 28, tid);
+	st32(r + 32, tid + (uint32_t)d);
+	st32(r + 36, (uint32_t)prio + PRIO_BASE);
+	st32(r + 40, tcpu);
+	st32(r + 44, pad);
+	return get_comm(st, p, end, r + 48, comm_key(tid, tcpu), m & 1);
+}
+
+static unsigned char *put_cpu(const unsigned char *r, unsigned char *o)
+{
+	o = put_var(o, ld32(r + 24));
+	o = put_var(o, (uint32_t)(ld32(r + 28) + 1u));   /* idle exit ~0 -> 0 */
+	o = put_var(o, ld32(r + 32));
+	return put_var(o, ld32(r + 36));
+}
+
+static int get_cpu(const unsigned char **p, const unsigned char *end, unsigned char *r)
+{
+	uint32_t v[4];
+	int k;
+
+	for (k = 0; k < 4; k++)
+		if (get_u32(p, end, &v[k]))
+			return -EBADMSG;
+	st32(r + 24, v[0]);
+	st32(r + 28, v[1] - 1u);
+	st32(r + 32, v[2]);
+	st32(r + 36, v[3]);
+	return 0;
+}
+
+/* The field codec for a record, or 0: type 9/10/12 at their exact size. */
+static int kcodec(const struct pstate *st, uint64_t type, size_t size)
+{
+	if (!(st->flags & TB_PACK_KERNEL))
+		return 0;
+	if ((type == 9 && size == SW_SIZE) || (type == 10 && size == WK_SIZE) ||
+	    (type == 12 && size == CPU_SIZE))
+		return (int)type;
+	return 0;
+}
+
+size_t tb_pack(const unsigned char *raw, size_t len, uint64_t base_ts,
+	       unsigned flags, unsigned char *out)
+{
+	struct pstate st;
 	unsigned char *o = out;
 	size_t pos = 0;
 
+	pstate_init(&st, base_ts, flags);
 	while (pos + HDR <= len) {
 		const unsigned char *r = raw + pos;
 		uint16_t type = ld16(r), size = ld16(r + 2);
@@ -99,6 +341,18 @@ size_t tb_pack(const unsigned char *raw, size_t len, uint64_t base_ts,
 		o = put_var(o, zz((int32_t)(tid - pid)));
 		st.ts = ts;
 		st.pid = pid;
+		pos += size;
+		switch (kcodec(&st, type, size)) {
+		case 9:
+			o = put_switch(&st, r, o);
+			continue;
+		case 10:
+			o = put_wake(&st, r, o);
+			continue;
+		case 12:
+			o = put_cpu(r, o);
+			continue;
+		}
 		if (type == 1 && size >= EV_FIXED) {
 			for (k = 0; k < 3; k++) {
 				uint64_t v = ld64(r + 24 + 8 * k);
@@ -117,37 +371,41 @@ size_t tb_pack(const unsigned char *raw, size_t len, uint64_t base_ts,
 		o = put_var(o, end - body);
 		memcpy(o, r + body, end - body);
 		o += end - body;
-		pos += size;
 	}
 	return (size_t)(o - out);
 }
 
-long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts,
+long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts, unsigned flags,
 	       uint32_t nrec, unsigned char **out, size_t *cap, size_t max_out)
 {
 	const unsigned char *p = in, *end = in + len;
-	struct pstate st = { .ts = base_ts };
+	struct pstate *st;
 	size_t olen = 0;
 	uint32_t n = 0;
+	long ret = -EBADMSG;
 
+	st = malloc(sizeof(*st));   /* the comm cache: 6 KiB, off the stack */
+	if (!st)
+		return -ENOMEM;
+	pstate_init(st, base_ts, flags);
 	while (p < end) {
 		uint64_t type, size8, cpu, dts, dpid, dtid, v, nb;
 		size_t size, body = HDR;
 		unsigned char *r;
 		uint32_t pid, tid;
 		uint64_t ts;
-		int k;
+		int k, codec;
 
 		if (get_var(&p, end, &type) || get_var(&p, end, &size8) ||
 		    get_var(&p, end, &cpu) || get_var(&p, end, &dts) ||
 		    get_var(&p, end, &dpid) || get_var(&p, end, &dtid))
-			return -EBADMSG;
+			goto out;
 		if (type > 0xffff || size8 < HDR / 8 || size8 > 0xffff / 8 ||
 		    cpu > 0xffffffffull || dpid > 0xffffffffull || dtid > 0xffffffffull)
-			return -EBADMSG;
+			goto out;
 		size = (size_t)size8 * 8;
 		if (size > max_out - olen || ++n > nrec)
-			return -EBADMSG;
+			goto out;
 		if (olen + size > *cap) {
 			size_t ncap = *cap ? *cap : 4096;
 			unsigned char *np;
@@ -157,18 +415,20 @@ long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts,
 			if (ncap > max_out)
 				ncap = max_out;
 			np = realloc(*out, ncap);
-			if (!np)
-				return -ENOMEM;
+			if (!np) {
+				ret = -ENOMEM;
+				goto out;
+			}
 			*out = np;
 			*cap = ncap;
 		}
 		r = *out + olen;
 		memset(r, 0, size);
-		ts = st.ts + (uint64_t)unzz(dts);
-		pid = st.pid + (uint32_t)unzz(dpid);
+		ts = st->ts + (uint64_t)unzz(dts);
+		pid = st->pid + (uint32_t)unzz(dpid);
 		tid = pid + (uint32_t)unzz(dtid);
-		st.ts = ts;
-		st.pid = pid;
+		st->ts = ts;
+		st->pid = pid;
 		{
 			uint16_t t16 = (uint16_t)type, s16 = (uint16_t)size;
 			uint32_t c32 = (uint32_t)cpu - 1u;
@@ -180,35 +440,45 @@ long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts,
 			memcpy(r + 16, &pid, 4);
 			memcpy(r + 20, &tid, 4);
 		}
+		olen += size;
+		codec = kcodec(st, type, size);
+		if (codec) {
+			if ((codec == 9 && get_switch(st, &p, end, r)) ||
+			    (codec == 10 && get_wake(st, &p, end, r)) ||
+			    (codec == 12 && get_cpu(&p, end, r)))
+				goto out;
+			continue;
+		}
 		if (type == 1 && size >= EV_FIXED) {
 			uint16_t s;
 			uint32_t f;
 
 			for (k = 0; k < 3; k++) {
 				if (get_var(&p, end, &v))
-					return -EBADMSG;
-				st.ev[k] += (uint64_t)unzz(v);
-				memcpy(r + 24 + 8 * k, &st.ev[k], 8);
+					goto out;
+				st->ev[k] += (uint64_t)unzz(v);
+				memcpy(r + 24 + 8 * k, &st->ev[k], 8);
 			}
 			for (k = 0; k < 2; k++) {
 				if (get_var(&p, end, &v) || v > 0xffff)
-					return -EBADMSG;
+					goto out;
 				s = (uint16_t)v;
 				memcpy(r + 48 + 2 * k, &s, 2);
 			}
 			if (get_var(&p, end, &v) || v > 0xffffffffull)
-				return -EBADMSG;
+				goto out;
 			f = (uint32_t)v;
 			memcpy(r + 52, &f, 4);
 			body = EV_FIXED;
 		}
 		if (get_var(&p, end, &nb) || nb > size - body || nb > (uint64_t)(end - p))
-			return -EBADMSG;
+			goto out;
 		memcpy(r + body, p, nb);
 		p += nb;
-		olen += size;
 	}
-	if (n != nrec)
-		return -EBADMSG;
-	return (long)olen;
+	if (n == nrec)
+		ret = (long)olen;
+out:
+	free(st);
+	return ret;
 }

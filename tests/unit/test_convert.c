@@ -457,7 +457,7 @@ static const char py_scenario[] =
 "assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
 "assert md['kernel_release'] == '6.18.0' and md['command_line'] == 'tracebpf record -- ./app \"quoted\"'\n"
 "assert md['realtime_offset_ns'] == 1700000000000000000 and md['start_ts'] == 500\n"
-"assert md['tracebpf_version'] and md['format_version'] == '2.0'\n";
+"assert md['tracebpf_version'] and md['format_version'] == '2.1'\n";
 
 static void test_scenario(void **state)
 {

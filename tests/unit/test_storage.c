@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * test_storage.c - format 2.0: the packed record encoding, the chunk index,
+ * test_storage.c - formats 2.0 and 2.1: the packed record encodings, the chunk index,
  * rounds, prefixes of packed and indexed files, the golden files of every
  * released version (tests/data/).
  */
@@ -77,18 +77,18 @@ static void test_pack_round_trip(void **state)
 		len += mkrec(raw + len, i);
 	pk = malloc(tb_pack_bound(len));
 	assert_non_null(pk);
-	plen = tb_pack(raw, len, 999, pk);
+	plen = tb_pack(raw, len, 999, 0, pk);
 	assert_true(plen <= tb_pack_bound(len));
-	got = tb_unpack(pk, plen, 999, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+	got = tb_unpack(pk, plen, 999, 0, n, &out, &cap, TB_CHUNK_MAX_BYTES);
 	assert_int_equal(got, len);
 	assert_memory_equal(out, raw, len);
 
 	/* wrong record count, wrong cap, every truncation: refused */
-	assert_int_equal(tb_unpack(pk, plen, 999, n - 1, &out, &cap, TB_CHUNK_MAX_BYTES), -EBADMSG);
-	assert_int_equal(tb_unpack(pk, plen, 999, n + 1, &out, &cap, TB_CHUNK_MAX_BYTES), -EBADMSG);
-	assert_int_equal(tb_unpack(pk, plen, 999, n, &out, &cap, len - 8), -EBADMSG);
+	assert_int_equal(tb_unpack(pk, plen, 999, 0, n - 1, &out, &cap, TB_CHUNK_MAX_BYTES), -EBADMSG);
+	assert_int_equal(tb_unpack(pk, plen, 999, 0, n + 1, &out, &cap, TB_CHUNK_MAX_BYTES), -EBADMSG);
+	assert_int_equal(tb_unpack(pk, plen, 999, 0, n, &out, &cap, len - 8), -EBADMSG);
 	for (cut = 0; cut < plen; cut += 1 + cut / 64) {
-		got = tb_unpack(pk, cut, 999, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		got = tb_unpack(pk, cut, 999, 0, n, &out, &cap, TB_CHUNK_MAX_BYTES);
 		assert_int_equal(got, -EBADMSG);
 	}
 	/* bit flips: decoded or refused, never a crash (ASan in make fuzz) */
@@ -96,7 +96,7 @@ static void test_pack_round_trip(void **state)
 		size_t bit = rnd() % (plen * 8);
 
 		pk[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-		got = tb_unpack(pk, plen, 999, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		got = tb_unpack(pk, plen, 999, 0, n, &out, &cap, TB_CHUNK_MAX_BYTES);
 		assert_true(got == -EBADMSG || (got > 0 && got % 8 == 0));
 		pk[bit / 8] ^= (unsigned char)(1u << (bit % 8));
 	}
@@ -110,7 +110,7 @@ static void test_pack_round_trip(void **state)
 
 			memcpy(bomb + k, r, 8);
 		}
-		got = tb_unpack(bomb, sizeof(bomb) / 8 * 8, 0, sizeof(bomb) / 8, &out,
+		got = tb_unpack(bomb, sizeof(bomb) / 8 * 8, 0, 0, sizeof(bomb) / 8, &out,
 				&cap, 1 << 20);
 		assert_int_equal(got, -EBADMSG);
 		assert_true(cap <= 1 << 20);
@@ -187,6 +187,122 @@ static size_t check_read(const char *p, uint32_t mask, bool use_index,
 		*finished = tb_reader_finished(r);
 	tb_reader_close(r);
 	return n;
+}
+
+/* Scheduler records as a ping-pong on two CPUs makes them (comms repeat,
+ * the idle task is tid 0 with one name per CPU), then hostile ones: random
+ * bytes in every field, bytes after a comm's NUL, extreme prios, and types
+ * 9/10/12 at other sizes. */
+static size_t mksched(unsigned char *buf, unsigned i, bool hostile)
+{
+	struct tb_rec_hdr *h = (void *)buf;
+	unsigned kind = i % 3, cpu = (i / 3) % 2;
+	uint32_t a = 15549 + cpu * 2;
+	size_t size, k;
+
+	if (kind == 0) {
+		struct tb_rec_switch *s = (void *)buf;
+
+		size = sizeof(*s) + (hostile && i % 7 == 0 ? 8 : 0);
+		memset(buf, 0, size);
+		s->hdr.tid = s->hdr.pid = i % 2 ? a : 0;
+		s->next_tid = s->next_tgid = i % 2 ? 0 : a;
+		s->prev_prio = s->next_prio = 120;
+		s->prev_state = i % 2;
+		snprintf(s->prev_comm, 16, i % 2 ? "sched-pipe" : "swapper/%u", cpu);
+		snprintf(s->next_comm, 16, i % 2 ? "swapper/%u" : "sched-pipe", cpu);
+		h->type = TB_REC_SWITCH;
+	} else if (kind == 1) {
+		struct tb_rec_wake *w = (void *)buf;
+
+		size = sizeof(*w) + (hostile && i % 5 == 0 ? 16 : 0);
+		memset(buf, 0, size);
+		w->hdr.tid = w->hdr.pid = a;
+		w->kind = 1 + i % 3;
+		w->tid = w->tgid = a + 1;
+		w->prio = 120;
+		w->target_cpu = !cpu;
+		strcpy(w->comm, "sched-pipe");
+		h->type = TB_REC_WAKE;
+	} else {
+		struct tb_rec_cpu *c = (void *)buf;
+
+		size = sizeof(*c) + (hostile && i % 11 == 0 ? 8 : 0);
+		memset(buf, 0, size);
+		c->kind = TB_CPU_IDLE;
+		c->state = i % 2 ? ~0u : 1;
+		c->cpu_id = cpu;
+		h->type = TB_REC_CPU;
+	}
+	h->size = (uint16_t)size;
+	h->cpu = cpu;
+	h->ts = 1000000 + i * 1500;
+	if (hostile) {
+		for (k = sizeof(*h); k < size; k++)
+			if (rnd() % 4 == 0)
+				buf[k] = (unsigned char)rnd();
+		if (i % 9 == 0 && kind == 1)
+			((struct tb_rec_wake *)buf)->prio = INT32_MIN + (int32_t)(rnd() % 200);
+		if (i % 9 == 0 && kind == 0)
+			((struct tb_rec_switch *)buf)->prev_prio = INT16_MIN + (int16_t)(rnd() % 200);
+	}
+	return size;
+}
+
+static void test_kpack_round_trip(void **state)
+{
+	unsigned char *raw = malloc(1 << 20), *pk, *out = NULL;
+	size_t len, plen, plain, cap = 0, cut;
+	unsigned i, n = 6000, pass;
+	long got;
+
+	(void)state;
+	assert_non_null(raw);
+	pk = malloc(tb_pack_bound(1 << 20));
+	assert_non_null(pk);
+	for (pass = 0; pass < 2; pass++) {
+		for (len = 0, i = 0; i < n; i++)
+			len += mksched(raw + len, i, pass == 1);
+		plen = tb_pack(raw, len, 999, TB_PACK_KERNEL, pk);
+		assert_true(plen <= tb_pack_bound(len));
+		got = tb_unpack(pk, plen, 999, TB_PACK_KERNEL, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_int_equal(got, len);
+		assert_memory_equal(out, raw, len);
+		/* decoding with the other flags is refused or gives other bytes */
+		got = tb_unpack(pk, plen, 999, 0, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_true(got < 0 || (size_t)got != len || memcmp(out, raw, len));
+		if (pass == 0) {
+			plain = tb_pack(raw, len, 999, 0, pk);
+			plen = tb_pack(raw, len, 999, TB_PACK_KERNEL, pk);
+			/* the point of the codecs: a ping-pong's records shrink
+			 * to less than half the generic encoding */
+			assert_true(plen * 2 <= plain);
+			assert_true(plen <= n * 16);
+		}
+	}
+	for (cut = 0; cut < plen; cut += 1 + cut / 64) {
+		got = tb_unpack(pk, cut, 999, TB_PACK_KERNEL, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_int_equal(got, -EBADMSG);
+	}
+	for (i = 0; i < 2000; i++) {
+		size_t bit = rnd() % (plen * 8);
+
+		pk[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		got = tb_unpack(pk, plen, 999, TB_PACK_KERNEL, n, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_true(got == -EBADMSG || (got > 0 && got % 8 == 0));
+		pk[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+	}
+	/* a cached comm that was never coded: refused */
+	{
+		unsigned char one[16] = { 9, 72 / 8, 1, 0, 0, 0, 0 /* cache bits */,
+					  0, 0, 0, 0, 0, 0 };
+
+		got = tb_unpack(one, 13, 0, TB_PACK_KERNEL, 1, &out, &cap, TB_CHUNK_MAX_BYTES);
+		assert_int_equal(got, -EBADMSG);
+	}
+	free(out);
+	free(pk);
+	free(raw);
 }
 
 static void test_packed_file(void **state)
@@ -502,6 +618,51 @@ static void test_golden_v2_0(void **state)
 	tb_reader_close(r);
 }
 
+/* 2.1: the scheduler records in KPACK chunks, their comms from the cache. */
+static void test_golden_v2_1(void **state)
+{
+	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	int ret;
+
+	(void)state;
+	assert_int_equal(tb_reader_open(&r, "tests/data/v2.1-mt_events.tbt"), 0);
+	assert_int_equal(tb_reader_info(r)->major, 2);
+	assert_int_equal(tb_reader_info(r)->minor, 1);
+	while ((ret = tb_reader_next(r, &h)) == 1) {
+		assert_true(h->type < TB_REC_TYPE_MAX);
+		counts[h->type]++;
+		if (h->type == TB_REC_SWITCH) {
+			const struct tb_rec_switch *s = (const void *)h;
+
+			assert_true(s->prev_comm[0] && s->next_comm[0]);
+			assert_true(s->hdr.tid == 0 || strncmp(s->prev_comm, "swapper", 7));
+		}
+		if (h->type == TB_REC_WAKE) {
+			const struct tb_rec_wake *w = (const void *)h;
+
+			assert_true(w->kind >= TB_WAKE_WAKING && w->kind <= TB_WAKE_WAKEUP_NEW);
+			assert_true(w->comm[0] && w->tgid && w->prio == 120);
+		}
+	}
+	assert_int_equal(ret, 0);
+	assert_null(tb_reader_tail_reason(r));
+	assert_true(tb_reader_finished(r));
+	assert_int_equal(counts[TB_REC_EVENT], 122);
+	assert_int_equal(counts[TB_REC_SITE], 6);
+	assert_int_equal(counts[TB_REC_FORK], 2);
+	assert_int_equal(counts[TB_REC_EXEC], 1);
+	assert_int_equal(counts[TB_REC_EXIT], 3);
+	assert_int_equal(counts[TB_REC_COMM], 3);
+	assert_int_equal(counts[TB_REC_CMDLINE], 1);
+	assert_int_equal(counts[TB_REC_STATS], 1);
+	assert_int_equal(counts[TB_REC_SWITCH], 16);
+	assert_int_equal(counts[TB_REC_WAKE], 20);
+	assert_int_equal(counts[TB_REC_KTASK], 8);
+	tb_reader_close(r);
+}
+
 static void test_empty_file(void **state)
 {
 	struct tb_reader *r;
@@ -534,12 +695,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pack_round_trip),
+		cmocka_unit_test(test_kpack_round_trip),
 		cmocka_unit_test(test_packed_file),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_packed_prefixes),
 		cmocka_unit_test(test_round_cut),
 		cmocka_unit_test(test_golden_v1_0),
 		cmocka_unit_test(test_golden_v2_0),
+		cmocka_unit_test(test_golden_v2_1),
 		cmocka_unit_test(test_empty_file),
 	};
 
