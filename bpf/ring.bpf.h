@@ -46,13 +46,18 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-static __always_inline void count_drop(void)
+static __always_inline void count_drops(__u64 n)
 {
 	__u32 zero = 0;
 	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
 
 	if (d)
-		*d += 1;
+		*d += n;
+}
+
+static __always_inline void count_drop(void)
+{
+	count_drops(1);
 }
 
 static __always_inline void *cpu_ring(__u32 cpu)

@@ -14,8 +14,17 @@
  * are shared and read kernel memory with BPF_CORE_READ, which both program
  * types allow.
  *
- * sched_switch runs system-wide on every context switch: its record is 72
- * bytes reserved in place and submitted without a wakeup (wake_flags()).
+ * The hot programs (sched_switch, the wakeups, cpu_idle/cpu_frequency) run
+ * system-wide on every context switch. Reserving each record in the ring
+ * costs more than the rest of the program (a lock, a cold cache line), so
+ * they stage records in a per-CPU buffer (`stage`) and hand a full buffer to
+ * the ring with one bpf_ringbuf_output(): one ring record holding many
+ * tracebpf records, which user space splits. User space empties every CPU's
+ * buffer before each drain by running tb_stage_flush on that CPU
+ * (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU), so a staged record is as
+ * late as a ring record at most: the recorder's flush interval. A program
+ * that interrupts another one writing the same buffer (`busy`) writes its
+ * record straight to the ring instead. See docs/design.md, "Staging".
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -33,6 +42,88 @@ const volatile bool traced_only = false;
 static __always_inline bool is_traced(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+/* Per-CPU staging buffer. len never exceeds TB_STAGE_BYTES; buf has room for
+ * one more record past it so the verifier can bound a write at any len. */
+#define TB_STAGE_BYTES 4096u
+#define TB_STAGE_MAX_REC 128u
+
+struct tb_stage {
+	__u32 len;         /* bytes staged */
+	__u32 nrec;        /* records staged (counted as drops if they are lost) */
+	__u32 busy;        /* a program on this CPU is between begin and commit */
+	__u32 pad;
+	__u8 buf[TB_STAGE_BYTES + TB_STAGE_MAX_REC];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tb_stage);
+} stage SEC(".maps");
+
+/* Set by user space (before attaching) when it cannot run tb_stage_flush on
+ * each CPU, or when told to (TRACEBPF_NO_STAGE=1): every record then goes
+ * straight to the ring. */
+bool no_stage;
+
+/* Moves this CPU's staged records to its ring as one ring record. */
+static __always_inline void stage_flush(struct tb_stage *st, __u32 cpu)
+{
+	__u32 n = st->len;
+	void *rb;
+
+	if (!n)
+		return;
+	if (n > TB_STAGE_BYTES)
+		n = TB_STAGE_BYTES;   /* cannot happen; bounds the copy */
+	rb = cpu_ring(cpu);
+	if (!rb || bpf_ringbuf_output(rb, st->buf, n, wake_flags(rb, n)))
+		count_drops(st->nrec);
+	st->len = 0;
+	st->nrec = 0;
+}
+
+/* Where a record of a hot program goes: the staging buffer, or (nested in
+ * another program that is writing it, or no buffer) a ring reservation. */
+struct tb_out {
+	struct tb_stage *st;
+	void *rb;
+	__u32 cpu;
+	__u32 size;
+};
+
+static __always_inline void *rec_begin(struct tb_out *o, __u32 size)
+{
+	__u32 zero = 0;
+	struct tb_stage *st = bpf_map_lookup_elem(&stage, &zero);
+
+	o->size = size;
+	if (!no_stage && st && !st->busy) {
+		st->busy = 1;
+		o->st = st;
+		o->cpu = bpf_get_smp_processor_id();
+		if (st->len > TB_STAGE_BYTES - size)
+			stage_flush(st, o->cpu);
+		return st->buf + (st->len & (TB_STAGE_BYTES - 1));
+	}
+	o->st = NULL;
+	return reserve_rec(size, &o->cpu, &o->rb);
+}
+
+static __always_inline void rec_commit(struct tb_out *o, void *rec)
+{
+	struct tb_stage *st = o->st;
+
+	if (st) {
+		st->len += o->size;
+		st->nrec++;
+		st->busy = 0;
+	} else {
+		bpf_ringbuf_submit(rec, wake_flags(o->rb, o->size));
+	}
 }
 
 /* The task state as ftrace reports it in prev_state (the kernel's
@@ -85,15 +176,14 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	__u32 prev_tgid = RD(btf, prev, tgid);
 	__u32 next_tgid = RD(btf, next, tgid);
 	struct tb_rec_switch *rec;
-	__u32 cpu;
-	void *rb;
+	struct tb_out o;
 
 	if (traced_only && !is_traced(prev_tgid) && !is_traced(next_tgid))
 		return 0;
-	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
 		return 0;
-	fill_hdr(&rec->hdr, TB_REC_SWITCH, sizeof(*rec), cpu, bpf_ktime_get_ns(),
+	fill_hdr(&rec->hdr, TB_REC_SWITCH, sizeof(*rec), o.cpu, bpf_ktime_get_ns(),
 		 ((__u64)prev_tgid << 32) | (__u32)RD(btf, prev, pid));
 	rec->next_tid = RD(btf, next, pid);
 	rec->next_tgid = next_tgid;
@@ -103,7 +193,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	rec->flags = 0;
 	RD_COMM(btf, rec->prev_comm, prev);
 	RD_COMM(btf, rec->next_comm, next);
-	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	rec_commit(&o, rec);
 	return 0;
 }
 
@@ -124,15 +214,14 @@ static __always_inline int on_wake(bool btf, __u32 kind, struct task_struct *p)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = RD(btf, p, tgid);
 	struct tb_rec_wake *rec;
-	__u32 cpu;
-	void *rb;
+	struct tb_out o;
 
 	if (traced_only && !is_traced(tgid) && !is_traced(pid_tgid >> 32))
 		return 0;
-	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
 		return 0;
-	fill_hdr(&rec->hdr, TB_REC_WAKE, sizeof(*rec), cpu, bpf_ktime_get_ns(), pid_tgid);
+	fill_hdr(&rec->hdr, TB_REC_WAKE, sizeof(*rec), o.cpu, bpf_ktime_get_ns(), pid_tgid);
 	rec->kind = kind;
 	rec->tid = RD(btf, p, pid);
 	rec->tgid = tgid;
@@ -141,7 +230,7 @@ static __always_inline int on_wake(bool btf, __u32 kind, struct task_struct *p)
 	rec->target_cpu = RD(btf, p, thread_info.cpu);
 	rec->pad = 0;
 	RD_COMM(btf, rec->comm, p);
-	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	rec_commit(&o, rec);
 	return 0;
 }
 
@@ -255,21 +344,20 @@ int BPF_PROG(tb_rename_raw, struct task_struct *task, const char *comm)
 static __always_inline int on_cpu(__u32 kind, unsigned int state, unsigned int cpu_id)
 {
 	struct tb_rec_cpu *rec;
-	__u32 cpu;
-	void *rb;
+	struct tb_out o;
 
 	if (traced_only)
 		return 0;
-	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
 		return 0;
-	fill_hdr(&rec->hdr, TB_REC_CPU, sizeof(*rec), cpu, bpf_ktime_get_ns(),
+	fill_hdr(&rec->hdr, TB_REC_CPU, sizeof(*rec), o.cpu, bpf_ktime_get_ns(),
 		 bpf_get_current_pid_tgid());
 	rec->kind = kind;
 	rec->state = state;
 	rec->cpu_id = cpu_id;
 	rec->pad = 0;
-	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	rec_commit(&o, rec);
 	return 0;
 }
 
@@ -295,6 +383,26 @@ SEC("?raw_tp/cpu_frequency")
 int BPF_PROG(tb_freq_raw, unsigned int state, unsigned int cpu_id)
 {
 	return on_cpu(TB_CPU_FREQUENCY, state, cpu_id);
+}
+
+/* Run by user space on each CPU (BPF_PROG_TEST_RUN, BPF_F_TEST_RUN_ON_CPU:
+ * an IPI, so it cannot interleave with a hot program running with interrupts
+ * off) before each drain. Returns 1 when it interrupted a program writing
+ * the buffer: user space tries again. */
+SEC("?raw_tp")
+int tb_stage_flush(void *ctx)
+{
+	__u32 zero = 0;
+	struct tb_stage *st = bpf_map_lookup_elem(&stage, &zero);
+
+	if (!st)
+		return 0;
+	if (st->busy)
+		return 1;
+	st->busy = 1;
+	stage_flush(st, bpf_get_smp_processor_id());
+	st->busy = 0;
+	return 0;
 }
 
 /* -e SUBSYS:EVENT: one program attached to every selected tracefs event.

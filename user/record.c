@@ -69,18 +69,25 @@ struct recorder {
 	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
 };
 
+/* One ring record holds one tracebpf record, or (staged by the scheduler
+ * programs, bpf/sched.bpf.c) several back to back. */
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
-	const struct tb_rec_hdr *h = data;
+	size_t off = 0;
 	int err;
 
-	if (size < sizeof(*h) || h->size > size)
-		return 0;   /* cannot happen with our programs; never crash */
-	r->events++;
-	err = tb_writer_append(r->w, h);
-	if (err && !r->write_err)
-		r->write_err = err;
+	while (size - off >= sizeof(struct tb_rec_hdr)) {
+		const struct tb_rec_hdr *h = (const void *)((const char *)data + off);
+
+		if (h->size < sizeof(*h) || h->size > size - off)
+			return 0;   /* cannot happen with our programs; never crash */
+		r->events++;
+		err = tb_writer_append(r->w, h);
+		if (err && !r->write_err)
+			r->write_err = err;
+		off += h->size;
+	}
 	return 0;
 }
 
@@ -834,6 +841,9 @@ int tb_record(const struct tb_record_opts *o)
 			ERR("failed to poll ring buffers: %s", strerror(-err));
 			break;
 		}
+		err = tb_sched_flush(r.sched);
+		if (err)
+			break;
 		ring_buffer__consume(r.rb);
 		release_stopped(&r, true);
 		err = tb_writer_flush(r.w);
@@ -862,7 +872,10 @@ int tb_record(const struct tb_record_opts *o)
 	if (tty)
 		fputs("\r\033[K", stderr);
 
-	/* Drain what is left: everything the targets emitted is in the rings. */
+	/* Drain what is left: everything the targets emitted is in the rings
+	 * or staged. */
+	if (tb_sched_flush(r.sched) && !err)
+		err = -EIO;
 	ring_buffer__consume(r.rb);
 	{
 		int fd = bpf_map__fd(r.skel->maps.traced);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -56,6 +57,7 @@ struct tb_sched {
 	int nev;
 	struct bpf_link **links;
 	int nlinks;
+	bool staging;            /* hot programs stage records (bpf/sched.bpf.c) */
 };
 
 int tb_sched_parse_spec(const char *spec, char *sys, size_t syslen, char *ev, size_t evlen)
@@ -377,6 +379,26 @@ static int choose_programs(struct tb_sched *s)
 	return 0;
 }
 
+/* Staging needs tb_stage_flush to run on every CPU (BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_RUN_ON_CPU); without it, records go straight to the rings. */
+static void choose_staging(struct tb_sched *s)
+{
+	const char *env = getenv("TRACEBPF_NO_STAGE");
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = 0);
+	int err = 0;
+
+	if (!(env && *env && strcmp(env, "0")))
+		err = bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.tb_stage_flush),
+					     &opts);
+	s->staging = !(env && *env && strcmp(env, "0")) && !err;
+	s->skel->bss->no_stage = !s->staging;
+	if (s->o.verbose)
+		fprintf(stderr, "tracebpf: record: scheduler records %s\n",
+			s->staging ? "staged per CPU" :
+			err ? "go straight to the rings (cannot run a program on each CPU)" :
+			      "go straight to the rings (TRACEBPF_NO_STAGE)");
+}
+
 int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
 		  __u64 wakeup_bytes)
 {
@@ -405,6 +427,7 @@ int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
 			return err;
 	}
 	bpf_program__set_autoload(s->skel->progs.tb_tp, s->nev > 0);
+	bpf_program__set_autoload(s->skel->progs.tb_stage_flush, s->o.sched);
 	err = sched_bpf__load(s->skel);
 	if (err) {
 		ERR("failed to load the scheduler BPF programs: %s", strerror(-err));
@@ -412,6 +435,8 @@ int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
 				"record without scheduler events: --no-sched\n");
 		return err;
 	}
+	if (s->o.sched)
+		choose_staging(s);
 	return 0;
 }
 
@@ -468,7 +493,8 @@ int tb_sched_attach(struct tb_sched *s)
 	if (!s->skel)
 		return 0;
 	bpf_object__for_each_program(prog, s->skel->obj) {
-		if (!bpf_program__autoload(prog) || prog == s->skel->progs.tb_tp)
+		if (!bpf_program__autoload(prog) || prog == s->skel->progs.tb_tp ||
+		    prog == s->skel->progs.tb_stage_flush)
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l) {
@@ -493,6 +519,38 @@ int tb_sched_attach(struct tb_sched *s)
 		}
 		if ((err = add_link(s, l)))
 			return err;
+	}
+	return 0;
+}
+
+int tb_sched_flush(struct tb_sched *s)
+{
+	int fd, ncpu, err = 0;
+
+	if (!s || !s->skel || !s->staging)
+		return 0;
+	fd = bpf_program__fd(s->skel->progs.tb_stage_flush);
+	ncpu = libbpf_num_possible_cpus();
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		for (int try = 0; try < 100; try++) {
+			LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU,
+				    .cpu = cpu);
+
+			err = bpf_prog_test_run_opts(fd, &opts);
+			if (err == -ENXIO) {   /* an offline CPU: nothing staged */
+				err = 0;
+				break;
+			}
+			if (err) {
+				ERR("failed to flush CPU %d's staged scheduler events: %s",
+				    cpu, strerror(-err));
+				return err;
+			}
+			if (!opts.retval)
+				break;
+			/* a program on that CPU was writing its buffer */
+			nanosleep(&(struct timespec){ .tv_nsec = 10000 }, NULL);
+		}
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
  *                       their tracefs formats; the errors a user can fix)
  *   tb_sched_load      (after record.bpf.c is loaded: shares its maps)
  *   tb_sched_write_formats, tb_sched_attach
+ *   tb_sched_flush     (before each drain of the rings)
  *   tb_sched_destroy
  * Every function returns 0 or a negative errno and prints its own error.
  */
@@ -36,6 +37,9 @@ int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
 /* One TB_REC_FORMAT record per -e event, stamped ts. */
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts);
 int tb_sched_attach(struct tb_sched *s);
+/* Moves the records the hot scheduler programs staged on every CPU into the
+ * ring buffers (bpf/sched.bpf.c, "stage"): call before draining them. */
+int tb_sched_flush(struct tb_sched *s);
 void tb_sched_destroy(struct tb_sched *s);
 
 /* Parse "SUBSYS:EVENT" (each part a name or an fnmatch glob). 0 or -EINVAL. */

@@ -4,12 +4,13 @@ conftest.load(): Chrome-JSON rules, both ftrace grammars line by line
 (systrace.py), and the DevTools trace engine."""
 import os
 import re
+import time
 import subprocess
 from collections import Counter
 
 import pytest
 
-from conftest import TRACEBPF, load, prog
+from conftest import TRACEBPF, load, prog, wait_for
 from test_errors import check_failed, run
 
 ROUNDS = 500
@@ -103,7 +104,55 @@ def test_raw_tp_fallback(recorder, monkeypatch):
 def test_tp_btf_by_default(recorder):
     rec = recorder("-v", "--", prog("pingpong"), 10).wait()
     assert "sched_switch via tp_btf" in rec.stderr, rec.stderr[-2000:]
+    assert "scheduler records staged per CPU" in rec.stderr, rec.stderr[-2000:]
     assert rec.rc == 0
+
+
+def test_unstaged_path(recorder, monkeypatch):
+    """TRACEBPF_NO_STAGE=1: every record goes straight to the rings (what a
+    kernel that cannot run a program on a chosen CPU gets); nothing lost."""
+    monkeypatch.setenv("TRACEBPF_NO_STAGE", "1")
+    rec = recorder("-v", "--", prog("pingpong"), ROUNDS).wait()
+    assert "go straight to the rings (TRACEBPF_NO_STAGE)" in rec.stderr, rec.stderr[-2000:]
+    t = rec.trace()
+    check_pingpong(t, *pingpong_ids(rec), ROUNDS)
+    assert t.meta["drops_total"] == 0
+
+
+def in_poll(pid):
+    """pid is blocked in epoll_wait: tracebpf record is in its loop."""
+    try:
+        nr = open(f"/proc/{pid}/syscall").read().split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return nr in ("232", "281", "441")   # epoll_wait, epoll_pwait, epoll_pwait2
+
+
+def test_staged_records_flushed_at_stop(recorder, spawn):
+    """Records still staged on a CPU when the recorder stops reach the file.
+    With a 10 s flush interval the recorder sleeps in poll() from attach to
+    the SIGINT sent right after an (untraced, system-wide scheduler events)
+    5-round pingpong: no periodic flush runs in between, and 5 rounds are
+    far fewer records than fill a 4 KiB staging buffer, so they reach the
+    rings only through the flush at stop."""
+    target = spawn(prog("quiet_thread"))
+    assert target.stdout.readline().strip() == "ready"
+    rec = recorder("--flush-interval", "10000", "-p", target.pid)
+    wait_for(lambda: in_poll(rec.proc.pid), what="the recorder's poll loop")
+    pp = subprocess.run([prog("pingpong"), "5"], capture_output=True, text=True, timeout=60)
+    assert pp.returncode == 0, pp.stderr
+    rec.stop()
+    t = rec.trace()
+    ping, pong, cpu = pingpong_ids(pp)
+    # the switches of all 5 rounds (check_pingpong's wakeup checks need more
+    # rounds: with 5, a preempted ping may never block, so pong wakes nobody)
+    sw = switches(t)
+    into = Counter(int(s["next_pid"]) for s in sw if s["cpu"] == cpu)
+    assert into[ping] >= 5 and into[pong] >= 5, (into[ping], into[pong])
+    between = [s for s in sw if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
+    assert len(between) >= 5, len(between)
+    wakes = [dict(l, **parse_kv(l["details"])) for l in t.systrace if l["event"] == "sched_waking"]
+    assert [w for w in wakes if int(w["pid"]) == pong and w["tid"] == ping]
 
 
 def test_no_sched(recorder):
