@@ -560,107 +560,92 @@ static void test_round_cut(void **state)
 	unlink(p2);
 }
 
-/* Golden files: what each released version wrote still reads. */
-static void test_golden_v1_0(void **state)
+/* Golden files: what each released version wrote still reads. Reads the
+ * whole file, checks its version and a clean end, counts records by type;
+ * check(h) looks at each record. Returns whether the file had an index. */
+static bool read_golden(const char *file, unsigned major, unsigned minor,
+			unsigned counts[TB_REC_TYPE_MAX], void (*check)(const struct tb_rec_hdr *))
 {
-	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
 	const struct tb_rec_hdr *h;
 	struct tb_reader *r;
+	bool finished;
 	int ret;
 
-	(void)state;
-	assert_int_equal(tb_reader_open(&r, "tests/data/v1.0-mt_events.tbt"), 0);
-	assert_int_equal(tb_reader_info(r)->major, 1);
-	assert_int_equal(tb_reader_info(r)->minor, 0);
+	assert_int_equal(tb_reader_open(&r, file), 0);
+	assert_int_equal(tb_reader_info(r)->major, major);
+	assert_int_equal(tb_reader_info(r)->minor, minor);
 	assert_int_equal(tb_reader_info(r)->clock_id, 1);
 	while ((ret = tb_reader_next(r, &h)) == 1) {
 		assert_true(h->type < TB_REC_TYPE_MAX);
 		counts[h->type]++;
+		if (check)
+			check(h);
 	}
 	assert_int_equal(ret, 0);
 	assert_null(tb_reader_tail_reason(r));
-	assert_false(tb_reader_finished(r));   /* 1.0 had no index */
-	assert_int_equal(counts[TB_REC_EVENT], 122);
-	assert_int_equal(counts[TB_REC_SITE], 4);
-	assert_int_equal(counts[TB_REC_FORK], 2);
-	assert_int_equal(counts[TB_REC_EXEC], 1);
-	assert_int_equal(counts[TB_REC_EXIT], 3);
-	assert_int_equal(counts[TB_REC_STATS], 1);
+	finished = tb_reader_finished(r);
 	tb_reader_close(r);
+	return finished;
+}
+
+static void test_golden_v1_0(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_STATS] = 1,
+	};
+	unsigned c[TB_REC_TYPE_MAX] = { 0 };
+
+	(void)state;
+	/* 1.0 had no index */
+	assert_false(read_golden("tests/data/v1.0-mt_events.tbt", 1, 0, c, NULL));
+	assert_memory_equal(c, want, sizeof(want));
 }
 
 static void test_golden_v2_0(void **state)
 {
-	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
-	const struct tb_rec_hdr *h;
-	struct tb_reader *r;
-	int ret;
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_COMM] = 3,
+		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1,
+	};
+	unsigned c[TB_REC_TYPE_MAX] = { 0 };
 
 	(void)state;
-	assert_int_equal(tb_reader_open(&r, "tests/data/v2.0-mt_events.tbt"), 0);
-	assert_int_equal(tb_reader_info(r)->major, 2);
-	assert_int_equal(tb_reader_info(r)->minor, 0);
-	while ((ret = tb_reader_next(r, &h)) == 1) {
-		assert_true(h->type < TB_REC_TYPE_MAX);
-		counts[h->type]++;
-	}
-	assert_int_equal(ret, 0);
-	assert_null(tb_reader_tail_reason(r));
-	assert_true(tb_reader_finished(r));    /* 2.0 ends with an index */
-	assert_int_equal(counts[TB_REC_EVENT], 122);
-	assert_int_equal(counts[TB_REC_SITE], 4);
-	assert_int_equal(counts[TB_REC_FORK], 2);
-	assert_int_equal(counts[TB_REC_EXEC], 1);
-	assert_int_equal(counts[TB_REC_EXIT], 3);
-	assert_int_equal(counts[TB_REC_COMM], 3);
-	assert_int_equal(counts[TB_REC_CMDLINE], 1);
-	assert_int_equal(counts[TB_REC_STATS], 1);
-	tb_reader_close(r);
+	assert_true(read_golden("tests/data/v2.0-mt_events.tbt", 2, 0, c, NULL));
+	assert_memory_equal(c, want, sizeof(want));
 }
 
 /* 2.1: the scheduler records in KPACK chunks, their comms from the cache. */
+static void check_sched_v2_1(const struct tb_rec_hdr *h)
+{
+	if (h->type == TB_REC_SWITCH) {
+		const struct tb_rec_switch *s = (const void *)h;
+
+		assert_true(s->prev_comm[0] && s->next_comm[0]);
+		assert_true(s->hdr.tid == 0 || strncmp(s->prev_comm, "swapper", 7));
+	}
+	if (h->type == TB_REC_WAKE) {
+		const struct tb_rec_wake *w = (const void *)h;
+
+		assert_true(w->kind >= TB_WAKE_WAKING && w->kind <= TB_WAKE_WAKEUP_NEW);
+		assert_true(w->comm[0] && w->tgid && w->prio == 120);
+	}
+}
+
 static void test_golden_v2_1(void **state)
 {
-	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
-	const struct tb_rec_hdr *h;
-	struct tb_reader *r;
-	int ret;
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 6, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_COMM] = 3,
+		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 16,
+		[TB_REC_WAKE] = 20, [TB_REC_KTASK] = 8,
+	};
+	unsigned c[TB_REC_TYPE_MAX] = { 0 };
 
 	(void)state;
-	assert_int_equal(tb_reader_open(&r, "tests/data/v2.1-mt_events.tbt"), 0);
-	assert_int_equal(tb_reader_info(r)->major, 2);
-	assert_int_equal(tb_reader_info(r)->minor, 1);
-	while ((ret = tb_reader_next(r, &h)) == 1) {
-		assert_true(h->type < TB_REC_TYPE_MAX);
-		counts[h->type]++;
-		if (h->type == TB_REC_SWITCH) {
-			const struct tb_rec_switch *s = (const void *)h;
-
-			assert_true(s->prev_comm[0] && s->next_comm[0]);
-			assert_true(s->hdr.tid == 0 || strncmp(s->prev_comm, "swapper", 7));
-		}
-		if (h->type == TB_REC_WAKE) {
-			const struct tb_rec_wake *w = (const void *)h;
-
-			assert_true(w->kind >= TB_WAKE_WAKING && w->kind <= TB_WAKE_WAKEUP_NEW);
-			assert_true(w->comm[0] && w->tgid && w->prio == 120);
-		}
-	}
-	assert_int_equal(ret, 0);
-	assert_null(tb_reader_tail_reason(r));
-	assert_true(tb_reader_finished(r));
-	assert_int_equal(counts[TB_REC_EVENT], 122);
-	assert_int_equal(counts[TB_REC_SITE], 6);
-	assert_int_equal(counts[TB_REC_FORK], 2);
-	assert_int_equal(counts[TB_REC_EXEC], 1);
-	assert_int_equal(counts[TB_REC_EXIT], 3);
-	assert_int_equal(counts[TB_REC_COMM], 3);
-	assert_int_equal(counts[TB_REC_CMDLINE], 1);
-	assert_int_equal(counts[TB_REC_STATS], 1);
-	assert_int_equal(counts[TB_REC_SWITCH], 16);
-	assert_int_equal(counts[TB_REC_WAKE], 20);
-	assert_int_equal(counts[TB_REC_KTASK], 8);
-	tb_reader_close(r);
+	assert_true(read_golden("tests/data/v2.1-mt_events.tbt", 2, 1, c, check_sched_v2_1));
+	assert_memory_equal(c, want, sizeof(want));
 }
 
 static void test_empty_file(void **state)
