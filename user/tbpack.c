@@ -28,16 +28,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "../bpf/record.h"
 #include "tbpack.h"
 
-#define HDR 24u
-#define EV_FIXED 56u
+#define HDR ((unsigned)sizeof(struct tb_rec_hdr))
+#define EV_FIXED ((unsigned)sizeof(struct tb_rec_event))
 #define NCOMM 256u      /* comm cache slots (TB_PACK_KERNEL) */
 
 /* TB_PACK_KERNEL: the scheduler records and where their fields are. */
-#define SW_SIZE 72u     /* struct tb_rec_switch */
-#define WK_SIZE 64u     /* struct tb_rec_wake */
-#define CPU_SIZE 40u    /* struct tb_rec_cpu */
+/* field offsets, from the layouts in bpf/record.h */
+#define HD(f) offsetof(struct tb_rec_hdr, f)
+#define SW(f) offsetof(struct tb_rec_switch, f)
+#define WK(f) offsetof(struct tb_rec_wake, f)
+#define CP(f) offsetof(struct tb_rec_cpu, f)
 #define PRIO_BASE 120u  /* a normal task's prio: stored as a small delta */
 
 struct comm_slot {
@@ -193,17 +198,17 @@ static int get_s32(const unsigned char **p, const unsigned char *end, int32_t *v
  * get_* fill the zeroed record r and return 0 or -EBADMSG. */
 static unsigned char *put_switch(struct pstate *st, const unsigned char *r, unsigned char *o)
 {
-	uint32_t cpu = ld32(r + 4), next = ld32(r + 24);
+	uint32_t cpu = ld32(r + HD(cpu)), next = ld32(r + SW(next_tid));
 	unsigned char *m = o++;
 
 	o = put_var(o, next);
-	o = put_var(o, zz((int32_t)(ld32(r + 28) - next)));
-	o = put_var(o, zz((int16_t)(uint16_t)(ld16(r + 32) - PRIO_BASE)));
-	o = put_var(o, zz((int16_t)(uint16_t)(ld16(r + 34) - PRIO_BASE)));
-	o = put_var(o, ld16(r + 36));
-	o = put_var(o, ld16(r + 38));
-	*m = (unsigned char)put_comm(st, &o, r + 40, comm_key(ld32(r + 20), cpu));
-	*m |= (unsigned char)(put_comm(st, &o, r + 56, comm_key(next, cpu)) << 1);
+	o = put_var(o, zz((int32_t)(ld32(r + SW(next_tgid)) - next)));
+	o = put_var(o, zz((int16_t)(uint16_t)(ld16(r + SW(prev_prio)) - PRIO_BASE)));
+	o = put_var(o, zz((int16_t)(uint16_t)(ld16(r + SW(next_prio)) - PRIO_BASE)));
+	o = put_var(o, ld16(r + SW(prev_state)));
+	o = put_var(o, ld16(r + SW(flags)));
+	*m = (unsigned char)put_comm(st, &o, r + SW(prev_comm), comm_key(ld32(r + HD(tid)), cpu));
+	*m |= (unsigned char)(put_comm(st, &o, r + SW(next_comm), comm_key(next, cpu)) << 1);
 	return o;
 }
 
@@ -228,34 +233,34 @@ static int get_switch(struct pstate *st, const unsigned char **p, const unsigned
 		return -EBADMSG;
 	if (get_u32(p, end, &next) || get_s32(p, end, &d))
 		return -EBADMSG;
-	st32(r + 24, next);
-	st32(r + 28, next + (uint32_t)d);
-	if (get_prio16(p, end, r + 32) || get_prio16(p, end, r + 34))
+	st32(r + SW(next_tid), next);
+	st32(r + SW(next_tgid), next + (uint32_t)d);
+	if (get_prio16(p, end, r + SW(prev_prio)) || get_prio16(p, end, r + SW(next_prio)))
 		return -EBADMSG;
 	if (get_u32(p, end, &v) || v > 0xffff)
 		return -EBADMSG;
-	st16(r + 36, (uint16_t)v);
+	st16(r + SW(prev_state), (uint16_t)v);
 	if (get_u32(p, end, &v) || v > 0xffff)
 		return -EBADMSG;
-	st16(r + 38, (uint16_t)v);
-	if (get_comm(st, p, end, r + 40, comm_key(ld32(r + 20), ld32(r + 4)), m & 1) ||
-	    get_comm(st, p, end, r + 56, comm_key(next, ld32(r + 4)), m & 2))
+	st16(r + SW(flags), (uint16_t)v);
+	if (get_comm(st, p, end, r + SW(prev_comm), comm_key(ld32(r + HD(tid)), ld32(r + HD(cpu))), m & 1) ||
+	    get_comm(st, p, end, r + SW(next_comm), comm_key(next, ld32(r + HD(cpu))), m & 2))
 		return -EBADMSG;
 	return 0;
 }
 
 static unsigned char *put_wake(struct pstate *st, const unsigned char *r, unsigned char *o)
 {
-	uint32_t tid = ld32(r + 28);
+	uint32_t tid = ld32(r + WK(tid));
 	unsigned char *m = o++;
 
-	o = put_var(o, ld32(r + 24));
+	o = put_var(o, ld32(r + WK(kind)));
 	o = put_var(o, tid);
-	o = put_var(o, zz((int32_t)(ld32(r + 32) - tid)));
-	o = put_var(o, zz((int32_t)(ld32(r + 36) - PRIO_BASE)));
-	o = put_var(o, ld32(r + 40));
-	o = put_var(o, ld32(r + 44));
-	*m = (unsigned char)put_comm(st, &o, r + 48, comm_key(tid, ld32(r + 40)));
+	o = put_var(o, zz((int32_t)(ld32(r + WK(tgid)) - tid)));
+	o = put_var(o, zz((int32_t)(ld32(r + WK(prio)) - PRIO_BASE)));
+	o = put_var(o, ld32(r + WK(target_cpu)));
+	o = put_var(o, ld32(r + WK(pad)));
+	*m = (unsigned char)put_comm(st, &o, r + WK(comm), comm_key(tid, ld32(r + WK(target_cpu))));
 	return o;
 }
 
@@ -272,21 +277,21 @@ static int get_wake(struct pstate *st, const unsigned char **p, const unsigned c
 	    get_s32(p, end, &prio) ||
 	    get_u32(p, end, &tcpu) || get_u32(p, end, &pad))
 		return -EBADMSG;
-	st32(r + 24, kind);
-	st32(r + 28, tid);
-	st32(r + 32, tid + (uint32_t)d);
-	st32(r + 36, (uint32_t)prio + PRIO_BASE);
-	st32(r + 40, tcpu);
-	st32(r + 44, pad);
-	return get_comm(st, p, end, r + 48, comm_key(tid, tcpu), m & 1);
+	st32(r + WK(kind), kind);
+	st32(r + WK(tid), tid);
+	st32(r + WK(tgid), tid + (uint32_t)d);
+	st32(r + WK(prio), (uint32_t)prio + PRIO_BASE);
+	st32(r + WK(target_cpu), tcpu);
+	st32(r + WK(pad), pad);
+	return get_comm(st, p, end, r + WK(comm), comm_key(tid, tcpu), m & 1);
 }
 
 static unsigned char *put_cpu(const unsigned char *r, unsigned char *o)
 {
-	o = put_var(o, ld32(r + 24));
-	o = put_var(o, (uint32_t)(ld32(r + 28) + 1u));   /* idle exit ~0 -> 0 */
-	o = put_var(o, ld32(r + 32));
-	return put_var(o, ld32(r + 36));
+	o = put_var(o, ld32(r + CP(kind)));
+	o = put_var(o, (uint32_t)(ld32(r + CP(state)) + 1u));   /* idle exit ~0 -> 0 */
+	o = put_var(o, ld32(r + CP(cpu_id)));
+	return put_var(o, ld32(r + CP(pad)));
 }
 
 static int get_cpu(const unsigned char **p, const unsigned char *end, unsigned char *r)
@@ -297,20 +302,22 @@ static int get_cpu(const unsigned char **p, const unsigned char *end, unsigned c
 	for (k = 0; k < 4; k++)
 		if (get_u32(p, end, &v[k]))
 			return -EBADMSG;
-	st32(r + 24, v[0]);
-	st32(r + 28, v[1] - 1u);
-	st32(r + 32, v[2]);
-	st32(r + 36, v[3]);
+	st32(r + CP(kind), v[0]);
+	st32(r + CP(state), v[1] - 1u);
+	st32(r + CP(cpu_id), v[2]);
+	st32(r + CP(pad), v[3]);
 	return 0;
 }
 
-/* The field codec for a record, or 0: type 9/10/12 at their exact size. */
+/* The field codec for a record (its type), or 0: SWITCH, WAKE and CPU
+ * records at exactly their struct's size. */
 static int kcodec(const struct pstate *st, uint64_t type, size_t size)
 {
 	if (!(st->flags & TB_PACK_KERNEL))
 		return 0;
-	if ((type == 9 && size == SW_SIZE) || (type == 10 && size == WK_SIZE) ||
-	    (type == 12 && size == CPU_SIZE))
+	if ((type == TB_REC_SWITCH && size == sizeof(struct tb_rec_switch)) ||
+	    (type == TB_REC_WAKE && size == sizeof(struct tb_rec_wake)) ||
+	    (type == TB_REC_CPU && size == sizeof(struct tb_rec_cpu)))
 		return (int)type;
 	return 0;
 }
@@ -343,17 +350,17 @@ size_t tb_pack(const unsigned char *raw, size_t len, uint64_t base_ts,
 		st.pid = pid;
 		pos += size;
 		switch (kcodec(&st, type, size)) {
-		case 9:
+		case TB_REC_SWITCH:
 			o = put_switch(&st, r, o);
 			continue;
-		case 10:
+		case TB_REC_WAKE:
 			o = put_wake(&st, r, o);
 			continue;
-		case 12:
+		case TB_REC_CPU:
 			o = put_cpu(r, o);
 			continue;
 		}
-		if (type == 1 && size >= EV_FIXED) {
+		if (type == TB_REC_EVENT && size >= EV_FIXED) {
 			for (k = 0; k < 3; k++) {
 				uint64_t v = ld64(r + 24 + 8 * k);
 
@@ -443,13 +450,13 @@ long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts, unsigned f
 		olen += size;
 		codec = kcodec(st, type, size);
 		if (codec) {
-			if ((codec == 9 && get_switch(st, &p, end, r)) ||
-			    (codec == 10 && get_wake(st, &p, end, r)) ||
-			    (codec == 12 && get_cpu(&p, end, r)))
+			if ((codec == TB_REC_SWITCH && get_switch(st, &p, end, r)) ||
+			    (codec == TB_REC_WAKE && get_wake(st, &p, end, r)) ||
+			    (codec == TB_REC_CPU && get_cpu(&p, end, r)))
 				goto out;
 			continue;
 		}
-		if (type == 1 && size >= EV_FIXED) {
+		if (type == TB_REC_EVENT && size >= EV_FIXED) {
 			uint16_t s;
 			uint32_t f;
 
