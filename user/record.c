@@ -874,8 +874,12 @@ int tb_record(const struct tb_record_opts *o)
 
 	/* Drain what is left: everything the targets emitted is in the rings
 	 * or staged. */
-	if (tb_sched_flush(r.sched) && !err)
-		err = -EIO;
+	{
+		int ferr = tb_sched_flush(r.sched);
+
+		if (ferr && !err)
+			err = ferr;
+	}
 	ring_buffer__consume(r.rb);
 	{
 		int fd = bpf_map__fd(r.skel->maps.traced);

@@ -385,18 +385,17 @@ static void choose_staging(struct tb_sched *s)
 {
 	const char *env = getenv("TRACEBPF_NO_STAGE");
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = 0);
-	int err = 0;
+	bool forced_off = env && *env && strcmp(env, "0");
+	int err = forced_off ? 0 :
+		  bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.tb_stage_flush), &opts);
 
-	if (!(env && *env && strcmp(env, "0")))
-		err = bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.tb_stage_flush),
-					     &opts);
-	s->staging = !(env && *env && strcmp(env, "0")) && !err;
+	s->staging = !forced_off && !err;
 	s->skel->bss->no_stage = !s->staging;
 	if (s->o.verbose)
 		fprintf(stderr, "tracebpf: record: scheduler records %s\n",
 			s->staging ? "staged per CPU" :
-			err ? "go straight to the rings (cannot run a program on each CPU)" :
-			      "go straight to the rings (TRACEBPF_NO_STAGE)");
+			forced_off ? "go straight to the rings (TRACEBPF_NO_STAGE)" :
+				     "go straight to the rings (cannot run a program on each CPU)");
 }
 
 int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
@@ -544,11 +543,14 @@ int tb_sched_flush(struct tb_sched *s)
 			if (err) {
 				ERR("failed to flush CPU %d's staged scheduler events: %s",
 				    cpu, strerror(-err));
+				fprintf(stderr, "tracebpf: hint: record again with TRACEBPF_NO_STAGE=1 "
+						"(scheduler records straight to the rings)\n");
 				return err;
 			}
 			if (!opts.retval)
 				break;
-			/* a program on that CPU was writing its buffer */
+			/* a program on that CPU was writing its buffer (a window
+			 * of nanoseconds; after 100 tries the next drain has it) */
 			nanosleep(&(struct timespec){ .tv_nsec = 10000 }, NULL);
 		}
 	}
