@@ -109,7 +109,7 @@ $(OUT)/progs/redzone: tests/progs/redzone.c lib/include/tracebpf/trace.h | $(OUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -O2 $< -o $@
 
-$(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
@@ -119,15 +119,15 @@ $(OUT)/unit/%: tests/unit/%.c $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/unit
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -lz -ltraceevent -o $@
 
 # ---- benchmarks ----
-$(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h | $(OUT)/bench
+$(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
-$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h | $(OUT)/bench
+$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
 
-$(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h | $(OUT)/bench
+$(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

@@ -16,14 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "tracebpf/trace.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "../tests/progs/now_ns.h"
 
 int main(int argc, char **argv)
 {

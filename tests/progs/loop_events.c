@@ -13,14 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tracebpf/trace.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "now_ns.h"
 
 int main(int argc, char **argv)
 {
