@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
 #include "../../user/convert.h"
 #include "../../user/tbfile.h"
 
@@ -777,9 +778,8 @@ static void test_hostile(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
+	if (tmpdir_make(dir, in_path, sizeof(in_path), "in.tbt"))
 		return -1;
-	snprintf(in_path, sizeof(in_path), "%s/in.tbt", dir);
 	snprintf(out_path, sizeof(out_path), "%s/out.json", dir);
 	snprintf(err_path, sizeof(err_path), "%s/stderr.txt", dir);
 	snprintf(py_path, sizeof(py_path), "%s/check.py", dir);
@@ -789,11 +789,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(in_path);
-	unlink(out_path);
-	unlink(err_path);
-	unlink(py_path);
-	rmdir(dir);
+	tmpdir_remove(dir);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "../../user/tbfile.h"
+#include "tmpdir.h"
 #include "../../user/tbpack.h"
 
 static char dir[] = "/tmp/test_storage.XXXXXX";
@@ -662,17 +663,13 @@ static void test_empty_file(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/t.tbt", dir);
-	return 0;
+	return tmpdir_make(dir, path, sizeof(path), "t.tbt");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(path);
-	rmdir(dir);
+	tmpdir_remove(dir);
 	return 0;
 }
 

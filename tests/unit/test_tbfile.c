@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "../../user/tbfile.h"
+#include "tmpdir.h"
 
 static char dir[] = "/tmp/test_tbfile.XXXXXX";
 static char path[256];
@@ -1109,17 +1110,13 @@ static void test_read_while_writing(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/t.tbt", dir);
-	return 0;
+	return tmpdir_make(dir, path, sizeof(path), "t.tbt");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(path);
-	rmdir(dir);
+	tmpdir_remove(dir);
 	return 0;
 }
 
