@@ -262,33 +262,6 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 	fputc('\n', f);
 }
 
-struct dump_args {
-	const char *in, *connect;
-	int follow;
-};
-
-static error_t dump_parse(int key, char *arg, struct argp_state *state)
-{
-	struct dump_args *a = state->input;
-
-	switch (key) {
-	case 'f': a->follow = 1; break;
-	case 'c': a->connect = arg; break;
-	case ARGP_KEY_ARG:
-		if (a->in)
-			argp_error(state, "one trace at a time");
-		a->in = arg;
-		break;
-	case ARGP_KEY_END:
-		if (!a->in && !a->connect)
-			argp_error(state, "give the trace file (FILE.tbt, - for stdin) or --connect");
-		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
-	}
-	return 0;
-}
-
 int tb_cmd_dump(int argc, char **argv)
 {
 	static const struct argp_option opts[] = {
@@ -297,10 +270,10 @@ int tb_cmd_dump(int argc, char **argv)
 		{ "connect", 'c', "SOCKET", 0, "Read a live recording from 'record --serve SOCKET'", 0 },
 		{ 0 },
 	};
-	static const struct argp argp = { opts, dump_parse, "FILE.tbt",
+	static const struct argp argp = { opts, tb_io_source_parse, "FILE.tbt",
 		"Print one line per record, in file order:\n"
 		"  <sec.ns> [cpu] pid/tid <phase> cat:name arg=value...", NULL, NULL, NULL };
-	struct dump_args a = { 0 };
+	struct tb_io_source a = { 0 };
 	const struct tb_rec_hdr *h;
 	struct tb_reader *r;
 	int ret;
@@ -312,7 +285,7 @@ int tb_cmd_dump(int argc, char **argv)
 		tb_ftrace_collect(kernel, false);
 	if (a.follow || a.connect)
 		tb_io_catch_signals();
-	if (tb_io_open(&r, "dump", a.in ? a.in : "-", a.connect, a.follow))
+	if (tb_io_open_source(&r, "dump", &a))
 		return 1;
 	for (uint64_t n = 1; (ret = tb_reader_next(r, &h)) > 0; n++) {
 		dump_rec(stdout, h);

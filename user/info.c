@@ -18,41 +18,16 @@ static const char *const stream_names[TB_NSTREAMS] = {
 	[TB_STREAM_STATS] = "stats", [TB_STREAM_INDEX] = "index",
 };
 
-struct info_args {
-	const char *in, *connect;
-};
-
-static error_t info_parse(int key, char *arg, struct argp_state *state)
-{
-	struct info_args *a = state->input;
-
-	switch (key) {
-	case 'c': a->connect = arg; break;
-	case ARGP_KEY_ARG:
-		if (a->in)
-			argp_error(state, "one trace at a time");
-		a->in = arg;
-		break;
-	case ARGP_KEY_END:
-		if (!a->in && !a->connect)
-			argp_error(state, "give the trace file (FILE.tbt, - for stdin)");
-		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
-	}
-	return 0;
-}
-
 int tb_cmd_info(int argc, char **argv)
 {
 	static const struct argp_option opts[] = {
 		{ "connect", 'c', "SOCKET", 0, "Read from a recorder's --serve socket", 0 },
 		{ 0 },
 	};
-	static const struct argp argp = { opts, info_parse, "FILE.tbt",
+	static const struct argp argp = { opts, tb_io_source_parse, "FILE.tbt",
 		"Describe a trace file: version, streams, events, time range, drops, "
 		"size per event, and a torn tail if there is one.", NULL, NULL, NULL };
-	struct info_args a = { 0 };
+	struct tb_io_source a = { 0 };
 	const struct tb_file_info *fi;
 	const struct tb_rec_hdr *h;
 	struct tb_rec_stats *stats = NULL;
@@ -62,7 +37,7 @@ int tb_cmd_info(int argc, char **argv)
 	int ret, any = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
-	if (tb_io_open(&r, "info", a.in ? a.in : "-", a.connect, 0))
+	if (tb_io_open_source(&r, "info", &a))
 		return 1;
 	tb_reader_use_index(r, 0);   /* check every chunk */
 	tb_reader_set_streams(r, 1u << TB_STREAM_STATS);

@@ -141,3 +141,30 @@ FILE *tb_io_gz_wrap(FILE *f)
 		gzclose(gz);
 	return g;
 }
+
+error_t tb_io_source_parse(int key, char *arg, struct argp_state *state)
+{
+	struct tb_io_source *a = state->input;
+
+	switch (key) {
+	case 'f': a->follow = 1; break;
+	case 'c': a->connect = arg; break;
+	case ARGP_KEY_ARG:
+		if (a->in)
+			argp_error(state, "one trace at a time");
+		a->in = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->in && !a->connect)
+			argp_error(state, "give the trace file (FILE.tbt, - for stdin) or --connect SOCKET");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int tb_io_open_source(struct tb_reader **r, const char *cmd, const struct tb_io_source *src)
+{
+	return tb_io_open(r, cmd, src->in ? src->in : "-", src->connect, src->follow);
+}

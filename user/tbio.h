@@ -7,6 +7,7 @@
 #ifndef TRACEBPF_TBIO_H
 #define TRACEBPF_TBIO_H
 
+#include <argp.h>
 #include <stdio.h>
 
 #include "tbfile.h"
@@ -20,6 +21,18 @@ void tb_io_catch_signals(void);
  * Prints "tracebpf: <cmd>: failed to ..." with a hint on failure. */
 int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
 	       const char *connect, int follow);
+
+/* Where dump and info read from: FILE.tbt ("-" = stdin, the default) or
+ * --connect SOCKET, and --follow (dump only). */
+struct tb_io_source {
+	const char *in, *connect;
+	int follow;
+};
+/* The argp parser of those options; state->input is a struct tb_io_source.
+ * A command lists the options it offers: 'c' (connect), 'f' (follow). */
+error_t tb_io_source_parse(int key, char *arg, struct argp_state *state);
+/* tb_io_open of a parsed source. */
+int tb_io_open_source(struct tb_reader **r, const char *cmd, const struct tb_io_source *src);
 
 /* Whether path names a gzip output (ends with .gz). */
 int tb_io_is_gz(const char *path);
