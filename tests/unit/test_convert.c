@@ -777,19 +777,12 @@ static void test_hostile(void **state)
 
 static int setup(void **state)
 {
-	(void)state;
+	*state = dir;
 	if (tmpdir_make(dir, in_path, sizeof(in_path), "in.tbt"))
 		return -1;
 	snprintf(out_path, sizeof(out_path), "%s/out.json", dir);
 	snprintf(err_path, sizeof(err_path), "%s/stderr.txt", dir);
 	snprintf(py_path, sizeof(py_path), "%s/check.py", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	tmpdir_remove(dir);
 	return 0;
 }
 
@@ -806,5 +799,5 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

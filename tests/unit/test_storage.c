@@ -662,15 +662,8 @@ static void test_empty_file(void **state)
 
 static int setup(void **state)
 {
-	(void)state;
+	*state = dir;
 	return tmpdir_make(dir, path, sizeof(path), "t.tbt");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	tmpdir_remove(dir);
-	return 0;
 }
 
 int main(void)
@@ -688,5 +681,5 @@ int main(void)
 		cmocka_unit_test(test_empty_file),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

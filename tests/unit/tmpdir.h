@@ -41,4 +41,11 @@ static inline void tmpdir_remove(const char *dir)
 	rmdir(dir);
 }
 
+/* A cmocka group teardown for a group whose setup set *state = dir. */
+static inline int tmpdir_teardown(void **state)
+{
+	tmpdir_remove(*state);
+	return 0;
+}
+
 #endif
