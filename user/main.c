@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "sched.h"
 #include "tbio.h"
 #include "tracebpf.h"
 
@@ -27,7 +28,7 @@ static const char top_doc[] =
 
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
-       OPT_SCHED };
+       OPT_SCHED, OPT_SCHED_EVENTS };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -48,6 +49,10 @@ static const struct argp_option record_options[] = {
 					       "wakeups, CPU idle of the whole system)", 0 },
 	{ "sched", OPT_SCHED, "SCOPE", 0, "Scheduler events of the whole system (all, default) or "
 					  "only those involving traced processes (traced)", 0 },
+	{ "sched-events", OPT_SCHED_EVENTS, "LIST", 0, "Only these scheduler and power "
+						       "tracepoints (comma-separated: sched_switch, sched_waking, "
+						       "sched_wakeup, sched_wakeup_new, cpu_idle, cpu_frequency; "
+						       "default all). Process fork/exec/exit/rename are always on", 0 },
 	{ "event", 'e', "SUBSYS:EVENT", 0, "Also record this tracefs tracepoint (repeatable; globs "
 					    "like 'irq:*')", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
@@ -162,6 +167,15 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid --sched scope '%s': give 'all' or 'traced'", arg);
 		break;
+	case OPT_SCHED_EVENTS: {
+		const char *bad = NULL;
+
+		if (tb_sched_parse_select(arg, &o->sched_select, &bad))
+			argp_error(state, "unknown scheduler event '%s' in --sched-events: give "
+				   "'all' or a comma-separated list of sched_switch, sched_waking, "
+				   "sched_wakeup, sched_wakeup_new, cpu_idle, cpu_frequency", bad);
+		break;
+	}
 	case 'e':
 		if (o->nevents == TB_MAX_EVENT_SPECS)
 			argp_error(state, "too many -e (at most %d)", TB_MAX_EVENT_SPECS);
@@ -177,6 +191,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "nothing to record: give -p PID or -- COMMAND");
 		if (o->cmd && o->npids)
 			argp_error(state, "give either -p PID or -- COMMAND, not both");
+		if (o->no_sched && o->sched_select)
+			argp_error(state, "--no-sched and --sched-events contradict each other: give one");
 		if (o->serve && !strcmp(o->out, "-"))
 			argp_error(state, "--serve serves the trace file: give -o FILE, not -o -");
 		break;

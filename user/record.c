@@ -693,7 +693,8 @@ int tb_record(const struct tb_record_opts *o)
 
 	{
 		struct tb_sched_opts so = {
-			.sched = !o->no_sched, .traced_only = o->sched_traced,
+			.sched = !o->no_sched, .select = o->sched_select,
+			.traced_only = o->sched_traced,
 			.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
 		};
 

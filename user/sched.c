@@ -60,6 +60,44 @@ struct tb_sched {
 	bool staging;            /* hot programs stage records (bpf/sched.bpf.c) */
 };
 
+const char *const tb_sched_tracepoints[TB_SCHED_NTP] = {
+	"sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new",
+	"sched_process_fork", "sched_process_exec", "sched_process_exit", "task_rename",
+	"cpu_idle", "cpu_frequency",
+};
+
+int tb_sched_parse_select(const char *list, unsigned *select, const char **bad)
+{
+	static char name[64];
+	unsigned sel = TB_SCHED_ALWAYS;
+	const char *p = list;
+
+	if (!strcmp(list, "all")) {
+		*select = TB_SCHED_ALL;
+		return 0;
+	}
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		int i;
+
+		for (i = 0; i < TB_SCHED_NTP; i++)
+			if (strlen(tb_sched_tracepoints[i]) == n &&
+			    !strncmp(p, tb_sched_tracepoints[i], n))
+				break;
+		if (i == TB_SCHED_NTP) {
+			snprintf(name, sizeof(name), "%.*s", (int)(n < 63 ? n : 63), p);
+			*bad = name;
+			return -EINVAL;
+		}
+		sel |= 1u << i;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*select = sel;
+	return 0;
+}
+
 int tb_sched_parse_spec(const char *spec, char *sys, size_t syslen, char *ev, size_t evlen)
 {
 	const char *colon = strchr(spec, ':');
@@ -310,7 +348,6 @@ static bool probe_tp_btf(const struct btf *vmlinux)
 }
 
 struct tp_pair {
-	const char *tp;
 	struct bpf_program *btf, *raw;
 	bool optional;
 };
@@ -331,48 +368,57 @@ static bool tracefs_has(const char *tp)
 static int choose_programs(struct tb_sched *s)
 {
 	struct sched_bpf *k = s->skel;
-	struct tp_pair pairs[] = {
-		{ "sched_switch", k->progs.tb_switch_btf, k->progs.tb_switch_raw, false },
-		{ "sched_waking", k->progs.tb_waking_btf, k->progs.tb_waking_raw, false },
-		{ "sched_wakeup", k->progs.tb_wakeup_btf, k->progs.tb_wakeup_raw, false },
-		{ "sched_wakeup_new", k->progs.tb_wakeup_new_btf, k->progs.tb_wakeup_new_raw, false },
-		{ "sched_process_fork", k->progs.tb_kfork_btf, k->progs.tb_kfork_raw, false },
-		{ "sched_process_exec", k->progs.tb_kexec_btf, k->progs.tb_kexec_raw, false },
-		{ "sched_process_exit", k->progs.tb_kexit_btf, k->progs.tb_kexit_raw, false },
-		{ "task_rename", k->progs.tb_rename_btf, k->progs.tb_rename_raw, false },
-		{ "cpu_idle", k->progs.tb_idle_btf, k->progs.tb_idle_raw, true },
-		{ "cpu_frequency", k->progs.tb_freq_btf, k->progs.tb_freq_raw, true },
+	/* in the order of tb_sched_tracepoints */
+	struct tp_pair pairs[TB_SCHED_NTP] = {
+		{ k->progs.tb_switch_btf, k->progs.tb_switch_raw, false },
+		{ k->progs.tb_waking_btf, k->progs.tb_waking_raw, false },
+		{ k->progs.tb_wakeup_btf, k->progs.tb_wakeup_raw, false },
+		{ k->progs.tb_wakeup_new_btf, k->progs.tb_wakeup_new_raw, false },
+		{ k->progs.tb_kfork_btf, k->progs.tb_kfork_raw, false },
+		{ k->progs.tb_kexec_btf, k->progs.tb_kexec_raw, false },
+		{ k->progs.tb_kexit_btf, k->progs.tb_kexit_raw, false },
+		{ k->progs.tb_rename_btf, k->progs.tb_rename_raw, false },
+		{ k->progs.tb_idle_btf, k->progs.tb_idle_raw, true },
+		{ k->progs.tb_freq_btf, k->progs.tb_freq_raw, true },
 	};
+	unsigned select = s->o.select ? s->o.select | TB_SCHED_ALWAYS : TB_SCHED_ALL;
 	const char *force = getenv("TRACEBPF_FORCE_RAW_TP");
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	bool tracing = false;
 
 	if (vmlinux && !(force && *force && strcmp(force, "0")))
 		tracing = probe_tp_btf(vmlinux);
-	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+	for (size_t i = 0; i < TB_SCHED_NTP; i++) {
+		const char *tp = tb_sched_tracepoints[i];
 		char name[64];
 		bool in_btf;
 
-		snprintf(name, sizeof(name), "btf_trace_%s", pairs[i].tp);
+		if (!(select & (1u << i))) {
+			if (s->o.verbose)
+				fprintf(stderr, "tracebpf: record: %s not selected "
+						"(--sched-events), skipped\n", tp);
+			continue;
+		}
+		snprintf(name, sizeof(name), "btf_trace_%s", tp);
 		in_btf = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 		if (in_btf && tracing) {
 			bpf_program__set_autoload(pairs[i].btf, true);
-		} else if (in_btf || tracefs_has(pairs[i].tp)) {
+		} else if (in_btf || tracefs_has(tp)) {
 			bpf_program__set_autoload(pairs[i].raw, true);
 		} else if (pairs[i].optional) {
 			if (s->o.verbose)
 				fprintf(stderr, "tracebpf: record: no %s tracepoint here, "
-						"skipped\n", pairs[i].tp);
+						"skipped\n", tp);
 			continue;
 		} else {
-			ERR("failed to find the %s tracepoint in this kernel", pairs[i].tp);
+			ERR("failed to find the %s tracepoint in this kernel", tp);
 			fprintf(stderr, "tracebpf: hint: record without scheduler events: "
 					"--no-sched\n");
 			btf__free(vmlinux);
 			return -ENOENT;
 		}
 		if (s->o.verbose)
-			fprintf(stderr, "tracebpf: record: %s via %s\n", pairs[i].tp,
+			fprintf(stderr, "tracebpf: record: %s via %s\n", tp,
 				in_btf && tracing ? "tp_btf" : "raw_tp");
 	}
 	btf__free(vmlinux);

@@ -21,8 +21,19 @@
 struct tb_writer;
 struct tb_sched;
 
+/* The scheduler and power tracepoints `record` attaches, in this order; bit
+ * i of tb_sched_opts.select is tb_sched_tracepoints[i]. The process
+ * lifecycle ones (TB_SCHED_ALWAYS) are rare and name every thread: they are
+ * on whenever scheduler events are. */
+extern const char *const tb_sched_tracepoints[];
+#define TB_SCHED_NTP 10
+#define TB_SCHED_ALL     ((1u << TB_SCHED_NTP) - 1)
+#define TB_SCHED_ALWAYS  0xf0u   /* sched_process_fork/exec/exit, task_rename */
+
 struct tb_sched_opts {
 	bool sched;              /* scheduler + power tracepoints (not --no-sched) */
+	unsigned select;         /* --sched-events: bits of tb_sched_tracepoints
+				  * (0 = all) */
 	bool traced_only;        /* --sched=traced */
 	char **events;           /* -e SUBSYS:EVENT specs (globs allowed) */
 	int nevents;
@@ -41,6 +52,11 @@ int tb_sched_attach(struct tb_sched *s);
  * ring buffers (bpf/sched.bpf.c, "stage"): call before draining them. */
 int tb_sched_flush(struct tb_sched *s);
 void tb_sched_destroy(struct tb_sched *s);
+
+/* Parse --sched-events: "all" or a comma-separated list of names from
+ * tb_sched_tracepoints. Sets *select (TB_SCHED_ALWAYS always included);
+ * -EINVAL with *bad pointing at the first unknown name (a static copy). */
+int tb_sched_parse_select(const char *list, unsigned *select, const char **bad);
 
 /* Parse "SUBSYS:EVENT" (each part a name or an fnmatch glob). 0 or -EINVAL. */
 int tb_sched_parse_spec(const char *spec, char *sys, size_t syslen, char *ev, size_t evlen);

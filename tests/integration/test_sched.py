@@ -185,6 +185,46 @@ def test_bad_sched_scope(tmp_path):
     assert p.returncode != 0 and "invalid --sched scope 'some'" in p.stderr, p.stderr
 
 
+def test_sched_events_selects_tracepoints(recorder):
+    """--sched-events=sched_switch,sched_waking (what trace-cmd records in
+    bench/sched.sh): those two, the process lifecycle ones, nothing else."""
+    rec = recorder("-v", "--sched-events=sched_switch,sched_waking", "--",
+                   prog("pingpong"), ROUNDS).wait()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    for tp in ("sched_wakeup", "sched_wakeup_new", "cpu_idle", "cpu_frequency"):
+        assert f"{tp} not selected (--sched-events), skipped" in rec.stderr, tp
+    for tp in ("sched_switch", "sched_waking", "sched_process_exit", "task_rename"):
+        assert re.search(rf"{tp} via (tp_btf|raw_tp)", rec.stderr), tp
+    t = rec.trace()
+    kinds = Counter(l["event"] for l in t.systrace)
+    ping, pong, cpu = pingpong_ids(rec)
+    into = Counter(int(s["next_pid"]) for s in switches(t) if s["cpu"] == cpu)
+    assert into[ping] >= ROUNDS and into[pong] >= ROUNDS, (into[ping], into[pong])
+    assert kinds["sched_waking"] >= ROUNDS // 2, kinds
+    unexpected = set(kinds) - {"sched_switch", "sched_waking", "sched_process_fork",
+                               "sched_process_exec", "sched_process_exit", "task_rename"}
+    assert not unexpected, kinds
+    assert t.meta["drops_total"] == 0
+
+
+@pytest.mark.parametrize("arg, msg", [
+    ("--sched-events=sched_switch,bogus", "unknown scheduler event 'bogus' in --sched-events"),
+    ("--sched-events=", "unknown scheduler event '' in --sched-events"),
+    ("--sched-events=sched_switch,", "unknown scheduler event '' in --sched-events"),
+])
+def test_bad_sched_events(tmp_path, arg, msg):
+    p = run("record", arg, "-o", tmp_path / "x.json", "--", prog("pingpong"), 1)
+    assert p.returncode != 0 and msg in p.stderr, p.stderr
+    assert "sched_waking" in p.stderr   # the message lists the names
+    assert not (tmp_path / "x.tbt").exists()
+
+
+def test_no_sched_with_sched_events(tmp_path):
+    p = run("record", "--no-sched", "--sched-events=sched_switch", "-o",
+            tmp_path / "x.json", "--", prog("pingpong"), 1)
+    assert p.returncode != 0 and "--no-sched and --sched-events contradict" in p.stderr, p.stderr
+
+
 def write_event():
     if os.path.exists("/sys/kernel/tracing/events/syscalls/sys_enter_write"):
         return "syscalls:sys_enter_write"
