@@ -170,10 +170,16 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_SCHED_EVENTS: {
 		const char *bad = NULL;
 
-		if (tb_sched_parse_select(arg, &o->sched_select, &bad))
+		if (tb_sched_parse_select(arg, &o->sched_select, &bad)) {
+			char names[256] = "";
+
+			for (int i = 0; i < TB_SCHED_NTP; i++)
+				if (!(TB_SCHED_ALWAYS & (1u << i)))
+					snprintf(names + strlen(names), sizeof(names) - strlen(names),
+						 "%s%s", *names ? ", " : "", tb_sched_tracepoints[i]);
 			argp_error(state, "unknown scheduler event '%s' in --sched-events: give "
-				   "'all' or a comma-separated list of sched_switch, sched_waking, "
-				   "sched_wakeup, sched_wakeup_new, cpu_idle, cpu_frequency", bad);
+				   "'all' or a comma-separated list of %s", bad, names);
+		}
 		break;
 	}
 	case 'e':
