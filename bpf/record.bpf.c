@@ -362,13 +362,31 @@ int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
  * SIGCONT user space sends after seeing the entry can never come first (a
  * SIGCONT discards a pending SIGSTOP anyway). The task stops on its way
  * back to user space, before any instruction of the new code. */
-static __always_inline void stop_self(__u32 tgid, __u32 why)
+static __always_inline bool stop_self(__u32 tgid, __u32 why)
 {
 	if (!stop_for_attach)
-		return;
+		return false;
 	if (bpf_send_signal(SIGSTOP))
-		return;
+		return false;
 	bpf_map_update_elem(&stopped, &tgid, &why, BPF_ANY);
+	return true;
+}
+
+/* Wake the recorder now (TB_RING_KICK). Not a trace record: a full ring
+ * loses no event here, and its own threshold wakeup has woken the recorder. */
+static __always_inline void kick_recorder(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	void *rb = cpu_ring(cpu);
+	struct tb_rec_hdr *h;
+
+	if (!rb)
+		return;
+	h = bpf_ringbuf_reserve(rb, sizeof(*h), 0);
+	if (!h)
+		return;
+	fill_hdr(h, TB_RING_KICK, sizeof(*h), cpu, 0, bpf_get_current_pid_tgid());
+	bpf_ringbuf_submit(h, BPF_RB_FORCE_WAKEUP);
 }
 
 /* The dynamic loader calls _dl_debug_state() (the r_brk debugger hook)
@@ -380,7 +398,9 @@ int tb_dlstate(struct pt_regs *ctx)
 
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	stop_self(tgid, TB_STOP_DLOPEN);
+	/* the process waits for user space: wake it now */
+	if (stop_self(tgid, TB_STOP_DLOPEN))
+		kick_recorder();
 	return 0;
 }
 
@@ -460,7 +480,9 @@ int BPF_PROG(tb_exit, struct task_struct *task)
 		rec->flags = group_dead ? TB_EXITF_PROCESS : 0;
 		rec->exit_code = task->exit_code;
 		bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), task->comm);
-		bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+		/* a process is gone: the recorder may be done, tell it now */
+		bpf_ringbuf_submit(rec, group_dead ? BPF_RB_FORCE_WAKEUP :
+				   wake_flags(rb, sizeof(*rec)));
 	}
 	/* After the record: user space sees the map empty only once the last
 	 * exit record is in a ring. */

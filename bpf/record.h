@@ -101,6 +101,13 @@ struct tb_rec_event_id {
 #define TB_STOP_EXEC      1u   /* new image: attach its probes, then SIGCONT */
 #define TB_STOP_DLOPEN    2u   /* the loader mapped objects: rescan maps */
 
+/* A ring-only record: a bare struct tb_rec_hdr submitted with a forced
+ * wakeup when a traced process waits for user space (stopped at dlopen)
+ * and nothing else would wake the recorder before its next
+ * --flush-interval tick. The recorder skips it; it is never stored, so it
+ * is outside enum tb_rec_type. */
+#define TB_RING_KICK      0xffffu
+
 /* TB_REC_SITE: the descriptor bytes exactly as the application holds them
  * (struct tracebpf_site followed by its NUL-separated strings). */
 struct tb_rec_site {

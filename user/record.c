@@ -58,6 +58,7 @@ struct recorder {
 	int *ring_fds;
 	int ncpus;
 	__u64 events;          /* records received */
+	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
 	char json_path[PATH_MAX];
@@ -82,6 +83,10 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		if (h->size < sizeof(*h) || h->size > size - off)
 			return 0;   /* cannot happen with our programs; never crash */
+		if (h->type == TB_RING_KICK) {   /* a wakeup, not a record */
+			off += h->size;
+			continue;
+		}
 		r->events++;
 		err = tb_writer_append(r->w, h);
 		if (err && !r->write_err)
@@ -842,6 +847,10 @@ int tb_record(const struct tb_record_opts *o)
 			ERR("failed to poll ring buffers: %s", strerror(-err));
 			break;
 		}
+		if (err > 0)
+			r.woken++;
+		else
+			r.ticks++;
 		err = tb_sched_flush(r.sched);
 		if (err)
 			break;
@@ -920,6 +929,10 @@ int tb_record(const struct tb_record_opts *o)
 		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %llu dropped, wrote %s (%s)\n",
 			(unsigned long long)r.events, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
 			(unsigned long long)drops, r.tbt_path, bytes);
+		if (o->verbose)
+			fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
+					"--flush-interval timer, %llu times woken by the kernel\n",
+				(unsigned long long)r.ticks, (unsigned long long)r.woken);
 		if (drops)
 			fprintf(stderr, "tracebpf: WARNING: %llu events were LOST because a ring buffer "
 					"was full; record again with a larger --buffer-size\n",

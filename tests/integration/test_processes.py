@@ -98,6 +98,27 @@ def test_dlopen_library_attached_while_recording(recorder):
     assert {e["cat"] for e in ev if e["name"].startswith("dl_")} == {"dl"}
 
 
+def test_dlopen_and_exit_wake_the_recorder(recorder):
+    """A process stopped at dlopen waits for the recorder, and the recorder
+    stops when its target exits: with a 10 s --flush-interval, both must
+    wake it at once (TB_RING_KICK, and the forced wakeup of a process's
+    last exit record) instead of at the next tick. Counted, not timed: the
+    recorder reports how many drains its timer caused (-v)."""
+    rec = recorder("-v", "--flush-interval", "10000", "--",
+                   prog("dlopen_user"), BUILD / "progs" / "libtbdl.so").wait()
+    assert rec.rc == 0 and "dl ok" in rec.stdout, rec.stderr[-2000:]
+    m = re.search(r"drained the rings (\d+) times on the --flush-interval timer, "
+                  r"(\d+) times woken", rec.stderr)
+    assert m, rec.stderr[-2000:]
+    ticks, woken = int(m.group(1)), int(m.group(2))
+    # exec, the two dlopen stops (the loader's hook runs before and after)
+    # and the exit each wake it
+    assert ticks == 0 and woken >= 3, (ticks, woken)
+    ev = user_events(rec.trace())
+    assert [e["name"] for e in ev] == ["before_dlopen", "dl_ctor"] + ["dl_event"] * 5 + \
+        ["after_dl"]
+
+
 def test_thread_churn_1000(recorder):
     n = 1000
     rec = recorder("--", prog("thread_churn"), n).wait(timeout=300)
