@@ -340,14 +340,13 @@ int BPF_PROG(tb_rename_raw, struct task_struct *task, const char *comm)
 	return on_rename(task, comm);
 }
 
-/* Power events: system-wide only (they belong to no process). */
+/* Power events: system-wide only (they belong to no process), so user
+ * space does not attach these programs with --sched=traced. */
 static __always_inline int on_cpu(__u32 kind, unsigned int state, unsigned int cpu_id)
 {
 	struct tb_rec_cpu *rec;
 	struct tb_out o;
 
-	if (traced_only)
-		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
 		return 0;

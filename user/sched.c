@@ -381,7 +381,7 @@ static int choose_programs(struct tb_sched *s)
 		{ k->progs.tb_idle_btf, k->progs.tb_idle_raw, true },
 		{ k->progs.tb_freq_btf, k->progs.tb_freq_raw, true },
 	};
-	unsigned select = s->o.select ? s->o.select | TB_SCHED_ALWAYS : TB_SCHED_ALL;
+	unsigned select = s->o.select ? s->o.select : TB_SCHED_ALL;
 	const char *force = getenv("TRACEBPF_FORCE_RAW_TP");
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	bool tracing = false;
@@ -399,6 +399,14 @@ static int choose_programs(struct tb_sched *s)
 						"(--sched-events), skipped\n", tp);
 			continue;
 		}
+		/* --sched=traced keeps no power events (they belong to no
+		 * process): do not pay for their programs on every idle change */
+		if (s->o.traced_only && (TB_SCHED_POWER & (1u << i))) {
+			if (s->o.verbose)
+				fprintf(stderr, "tracebpf: record: %s not recorded with "
+						"--sched=traced, skipped\n", tp);
+			continue;
+		}
 		snprintf(name, sizeof(name), "btf_trace_%s", tp);
 		in_btf = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 		if (in_btf && tracing) {
@@ -412,8 +420,8 @@ static int choose_programs(struct tb_sched *s)
 			continue;
 		} else {
 			ERR("failed to find the %s tracepoint in this kernel", tp);
-			fprintf(stderr, "tracebpf: hint: record without scheduler events: "
-					"--no-sched\n");
+			fprintf(stderr, "tracebpf: hint: record without it (--sched-events= "
+					"listing the others) or without scheduler events (--no-sched)\n");
 			btf__free(vmlinux);
 			return -ENOENT;
 		}

@@ -29,11 +29,12 @@ extern const char *const tb_sched_tracepoints[];
 #define TB_SCHED_NTP 10
 #define TB_SCHED_ALL     ((1u << TB_SCHED_NTP) - 1)
 #define TB_SCHED_ALWAYS  0xf0u   /* sched_process_fork/exec/exit, task_rename */
+#define TB_SCHED_POWER   0x300u  /* cpu_idle, cpu_frequency: not with --sched=traced */
 
 struct tb_sched_opts {
 	bool sched;              /* scheduler + power tracepoints (not --no-sched) */
-	unsigned select;         /* --sched-events: bits of tb_sched_tracepoints
-				  * (0 = all) */
+	unsigned select;         /* --sched-events: bits of tb_sched_tracepoints,
+				  * TB_SCHED_ALWAYS included (0 = all) */
 	bool traced_only;        /* --sched=traced */
 	char **events;           /* -e SUBSYS:EVENT specs (globs allowed) */
 	int nevents;

@@ -170,7 +170,11 @@ def test_no_sched(recorder):
 
 
 def test_sched_traced_scope(recorder):
-    rec = recorder("--sched=traced", "--", prog("pingpong"), ROUNDS).wait()
+    rec = recorder("-v", "--sched=traced", "--", prog("pingpong"), ROUNDS).wait()
+    # power events belong to no process: their programs are not even attached
+    for tp in ("cpu_idle", "cpu_frequency"):
+        assert f"{tp} not recorded with --sched=traced, skipped" in rec.stderr, tp
+    assert not re.search(r"cpu_idle via (tp_btf|raw_tp)", rec.stderr)
     t = rec.trace()
     ping, pong, cpu = pingpong_ids(rec)
     pid = [e["pid"] for e in t.named("pingpong", "X")][0]
