@@ -245,8 +245,9 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 
 /* ---- convert ---- */
 struct convert_args {
-	const char *in, *out, *connect;
-	bool verbose, follow;
+	struct tb_io_source src;   /* first: tb_io_source_parse's state->input */
+	const char *out;
+	bool verbose;
 };
 
 static const struct argp_option convert_options[] = {
@@ -266,21 +267,8 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'o': a->out = arg; break;
 	case 'v': a->verbose = true; break;
-	case 'f': a->follow = true; break;
-	case 'c': a->connect = arg; break;
-	case ARGP_KEY_ARG:
-		if (a->in)
-			argp_error(state, "one input file at a time");
-		a->in = arg;
-		break;
-	case ARGP_KEY_END:
-		if (a->connect && !a->in)
-			a->in = "-";
-		if (!a->in)
-			argp_error(state, "give the trace file to convert (FILE.tbt)");
-		break;
-	default:
-		return ARGP_ERR_UNKNOWN;
+	default:   /* the trace source: as dump and info */
+		return tb_io_source_parse(key, arg, state);
 	}
 	return 0;
 }
@@ -295,21 +283,23 @@ static int cmd_convert(int argc, char **argv)
 	struct tb_convert_opts co = {};
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (!a.src.in)
+		a.src.in = "-";   /* --connect alone: the output defaults to stdout */
 	if (!a.out) {
-		size_t len = strlen(a.in);
-		int base = len > 4 && !strcmp(a.in + len - 4, ".tbt") ? (int)len - 4 : (int)len;
+		size_t len = strlen(a.src.in);
+		int base = len > 4 && !strcmp(a.src.in + len - 4, ".tbt") ? (int)len - 4 : (int)len;
 
-		if (!strcmp(a.in, "-"))
+		if (!strcmp(a.src.in, "-"))
 			snprintf(out, sizeof(out), "-");
 		else
-			snprintf(out, sizeof(out), "%.*s.json", base, a.in);
+			snprintf(out, sizeof(out), "%.*s.json", base, a.src.in);
 		a.out = out;
 	}
-	co.in = a.in;
+	co.in = a.src.in;
 	co.out = a.out;
 	co.verbose = a.verbose;
-	co.follow = a.follow;
-	co.connect = a.connect;
+	co.follow = a.src.follow;
+	co.connect = a.src.connect;
 	return tb_convert(&co) ? 1 : 0;
 }
 

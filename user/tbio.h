@@ -22,8 +22,9 @@ void tb_io_catch_signals(void);
 int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
 	       const char *connect, int follow);
 
-/* Where dump and info read from: FILE.tbt ("-" = stdin, the default) or
- * --connect SOCKET, and --follow (dump only). */
+/* Where convert, dump and info read from: FILE.tbt ("-" = stdin) or
+ * --connect SOCKET (one of the two is required), and --follow (convert and
+ * dump). */
 struct tb_io_source {
 	const char *in, *connect;
 	int follow;
