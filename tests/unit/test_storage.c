@@ -562,14 +562,16 @@ static void test_round_cut(void **state)
 }
 
 /* Golden files: what each released version wrote still reads. Reads the
- * whole file, checks its version and a clean end, counts records by type;
- * check(h) looks at each record. Returns whether the file had an index. */
-static bool read_golden(const char *file, unsigned major, unsigned minor,
-			unsigned counts[TB_REC_TYPE_MAX], void (*check)(const struct tb_rec_hdr *))
+ * whole file, checks its version, a clean end, whether it has an index
+ * (finished) and its number of records of each type (want); check(h) looks
+ * at each record. */
+static void check_golden(const char *file, unsigned major, unsigned minor, bool finished,
+			 const unsigned want[TB_REC_TYPE_MAX],
+			 void (*check)(const struct tb_rec_hdr *))
 {
+	unsigned counts[TB_REC_TYPE_MAX] = { 0 };
 	const struct tb_rec_hdr *h;
 	struct tb_reader *r;
-	bool finished;
 	int ret;
 
 	assert_int_equal(tb_reader_open(&r, file), 0);
@@ -584,9 +586,9 @@ static bool read_golden(const char *file, unsigned major, unsigned minor,
 	}
 	assert_int_equal(ret, 0);
 	assert_null(tb_reader_tail_reason(r));
-	finished = tb_reader_finished(r);
+	assert_int_equal(tb_reader_finished(r), finished);
 	tb_reader_close(r);
-	return finished;
+	assert_memory_equal(counts, want, sizeof(counts));
 }
 
 static void test_golden_v1_0(void **state)
@@ -595,12 +597,10 @@ static void test_golden_v1_0(void **state)
 		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 2,
 		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_STATS] = 1,
 	};
-	unsigned c[TB_REC_TYPE_MAX] = { 0 };
 
 	(void)state;
 	/* 1.0 had no index */
-	assert_false(read_golden("tests/data/v1.0-mt_events.tbt", 1, 0, c, NULL));
-	assert_memory_equal(c, want, sizeof(want));
+	check_golden("tests/data/v1.0-mt_events.tbt", 1, 0, false, want, NULL);
 }
 
 static void test_golden_v2_0(void **state)
@@ -610,11 +610,9 @@ static void test_golden_v2_0(void **state)
 		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_COMM] = 3,
 		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1,
 	};
-	unsigned c[TB_REC_TYPE_MAX] = { 0 };
 
 	(void)state;
-	assert_true(read_golden("tests/data/v2.0-mt_events.tbt", 2, 0, c, NULL));
-	assert_memory_equal(c, want, sizeof(want));
+	check_golden("tests/data/v2.0-mt_events.tbt", 2, 0, true, want, NULL);
 }
 
 /* 2.1: the scheduler records in KPACK chunks, their comms from the cache. */
@@ -642,11 +640,9 @@ static void test_golden_v2_1(void **state)
 		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 16,
 		[TB_REC_WAKE] = 20, [TB_REC_KTASK] = 8,
 	};
-	unsigned c[TB_REC_TYPE_MAX] = { 0 };
 
 	(void)state;
-	assert_true(read_golden("tests/data/v2.1-mt_events.tbt", 2, 1, c, check_sched_v2_1));
-	assert_memory_equal(c, want, sizeof(want));
+	check_golden("tests/data/v2.1-mt_events.tbt", 2, 1, true, want, check_sched_v2_1);
 }
 
 static void test_empty_file(void **state)
