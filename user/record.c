@@ -218,6 +218,10 @@ static void write_cmdline(struct recorder *r, pid_t pid)
 	ssize_t n;
 	int fd;
 
+	/* A process stopped at exec after the last drain is released at
+	 * cleanup, when the file is closed: nothing to write it to. */
+	if (!r->w)
+		return;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -1,10 +1,13 @@
 """Processes and threads through fork, exec, dlopen, thread churn, pid reuse
 and C++ exceptions: exact JSON events, and what Chrome DevTools' trace engine
 builds from them (slices, threads, processes)."""
+import os
 import re
+import signal
+import subprocess
 from collections import Counter
 
-from conftest import BUILD, prog, user_events
+from conftest import BUILD, prog, user_events, wait_for
 
 STRIP = ("ts", "pid", "tid", "dur")
 
@@ -75,6 +78,43 @@ def test_exec_into_another_instrumented_program(recorder):
     check_exec_target(t, pid)
     # the command line after exec is the new image's
     assert t.process_labels()[pid] == prog("exec_target"), t.process_labels()
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat ('T' = stopped), or None once gone."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return None
+
+
+def test_stop_while_a_process_waits_at_exec(recorder):
+    """Ctrl-C while a traced process is stopped at exec, before the recorder
+    has attached its new image: the recorder releases it and exits cleanly.
+    It used to crash (SIGSEGV), writing that process's command line into the
+    file it had already closed. The recorder is frozen (SIGSTOP) across the
+    exec so that the stop is still pending when it sees the SIGINT."""
+    from test_sched import in_poll
+    target = subprocess.Popen([prog("exec_chain"), prog("quiet_thread")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, EXEC_CHAIN_WAIT="1"))
+    try:
+        pid = int(re.search(r"chain pid=(\d+)", target.stdout.readline()).group(1))
+        rec = recorder("-p", pid)
+        wait_for(lambda: in_poll(rec.proc.pid), what="recorder in its loop")
+        os.kill(rec.proc.pid, signal.SIGSTOP)
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        wait_for(lambda: proc_state(pid) == "T", what="target stopped at exec")
+        os.kill(rec.proc.pid, signal.SIGINT)
+        os.kill(rec.proc.pid, signal.SIGCONT)
+        rec.wait()
+        assert rec.rc == 0, (rec.rc, rec.stderr[-2000:])
+        wait_for(lambda: proc_state(pid) not in ("T", None), what="target released")
+        rec.trace()   # the file and its JSON are whole
+    finally:
+        target.kill()
+        target.wait()
 
 
 def test_sh_c_records_the_program(recorder):
