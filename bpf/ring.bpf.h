@@ -3,9 +3,10 @@
  * ring.bpf.h - the maps and helpers every tracebpf BPF object uses to write
  * records: one ring buffer per CPU, the per-CPU drop counter, the set of
  * traced processes, and the wakeup policy. Included by record.bpf.c and
- * sched.bpf.c; user space creates the maps with record.bpf.c and points
- * sched.bpf.c's at them with bpf_map__reuse_fd (user/sched.c), so there is
- * one set of rings, one drop counter and one traced set.
+ * sched.bpf.c. Each object gets its own rings and drop counter (user space
+ * makes the kernel events' rings small: docs/design.md, "Small rings for
+ * kernel events"); sched.bpf.c's `traced` is pointed at record.bpf.c's with
+ * bpf_map__reuse_fd (user/sched.c), so there is one traced set.
  *
  * One ring per CPU because a single shared ring serialises all producers on
  * one spinlock. Every lost record is counted. Records are submitted without
@@ -35,7 +36,8 @@ struct {
 	__type(key, __u32);
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_RINGBUF);
-		__uint(max_entries, 256 * 1024);  /* user space sets --buffer-size */
+		__uint(max_entries, 256 * 1024);  /* user space: --buffer-size or
+						   * --kernel-buffer-size */
 	});
 } rings SEC(".maps");
 

@@ -4,9 +4,10 @@
  * record` (on by default, --no-sched turns it off).
  *
  * A second BPF object beside record.bpf.c: user space (user/sched.c) makes
- * its `rings`, `drops` and `traced` maps share record.bpf.c's with
- * bpf_map__reuse_fd, so both objects write to the same per-CPU rings and
- * count losses in the same counter. See docs/design.md, "Scheduler events".
+ * its `traced` map share record.bpf.c's with bpf_map__reuse_fd, and gives it
+ * per-CPU rings of its own (--kernel-buffer-size, small so that they stay
+ * warm) with their own `drops` counter. See docs/design.md, "Scheduler
+ * events".
  *
  * Every program exists twice: SEC("?tp_btf/X") and SEC("?raw_tp/X"). Both
  * are off by default ("?"); user space turns one of each pair on after

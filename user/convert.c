@@ -1616,7 +1616,8 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 	if (c.stats && c.stats->drops_total)
 		fprintf(stderr, PFX "warning: %" PRIu64 " events were lost because a "
 			"ring buffer was full (see metadata.drops_per_cpu); record "
-			"again with a larger --buffer-size\n", (uint64_t)c.stats->drops_total);
+			"again with a larger --buffer-size (application events) or "
+			"--kernel-buffer-size (scheduler, -e)\n", (uint64_t)c.stats->drops_total);
 	if (verbose)
 		fprintf(stderr, PFX "%zu records, %" PRIu64 " events, %zu trace events "
 			"written, %" PRIu64 " unresolved sites, %" PRIu64

@@ -28,14 +28,17 @@ static const char top_doc[] =
 
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
-       OPT_SCHED, OPT_SCHED_EVENTS };
+       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
 				     "(default trace.json)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
-	{ "buffer-size", 'b', "SIZE", 0, "Ring buffer per CPU, a power of two (K/M suffix; default 8M)", 0 },
+	{ "buffer-size", 'b', "SIZE", 0, "Ring buffer per CPU for the application's events, a power "
+					  "of two (K/M suffix; default 8M)", 0 },
+	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
+						     "(scheduler, -e), a power of two (default 2M)", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
 						 "milliseconds (default 50)", 0 },
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
@@ -120,11 +123,15 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration '%s': give seconds > 0", arg);
 		break;
 	case 'b':
-		if (parse_size(arg, &o->buffer_size) || o->buffer_size < 4096 ||
-		    (o->buffer_size & (o->buffer_size - 1)) || o->buffer_size > (1ull << 30))
+	case OPT_KBUF: {
+		size_t *size = key == 'b' ? &o->buffer_size : &o->kernel_buffer_size;
+
+		if (parse_size(arg, size) || *size < 4096 || (*size & (*size - 1)) ||
+		    *size > (1ull << 30))
 			argp_error(state, "invalid buffer size '%s': give a power of two from 4K to 1G, "
 				   "e.g. 16M", arg);
 		break;
+	}
 	case OPT_FLUSH:
 		v = strtol(arg, &end, 10);
 		if (*end || v < 1 || v > 10000)
@@ -233,6 +240,7 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 	struct tb_record_opts o = {
 		.out = "trace.json",
 		.buffer_size = 8 << 20,
+		.kernel_buffer_size = 2 << 20,
 		.flush_ms = 50,
 		.zlevel = 1,
 		.cmdline = cmdline,

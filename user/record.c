@@ -26,6 +26,7 @@
 #include "record.skel.h"
 #include "convert.h"
 #include "probes.h"
+#include "rings.h"
 #include "sched.h"
 #include "serve.h"
 #include "tbfile.h"
@@ -55,7 +56,7 @@ struct recorder {
 	struct tb_writer *w;
 	struct bpf_link **links;
 	int nlinks;
-	int *ring_fds;
+	struct tb_rings rings;  /* the application's events (--buffer-size) */
 	int ncpus;
 	__u64 events;          /* records received */
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
@@ -248,44 +249,57 @@ static void write_cmdline(struct recorder *r, pid_t pid)
 	tb_writer_append(r->w, &rec->hdr);
 }
 
+/* Records lost because a ring was full, per CPU into vals[r->ncpus]
+ * (the application's rings and the kernel's summed); the two totals into
+ * *app and *kern. */
+static void read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
+{
+	__u32 zero = 0;
+
+	*app = 0;
+	memset(vals, 0, r->ncpus * sizeof(*vals));
+	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
+		for (int i = 0; i < r->ncpus; i++)
+			*app += vals[i];
+	else
+		memset(vals, 0, r->ncpus * sizeof(*vals));
+	*kern = tb_sched_add_drops(r->sched, vals, r->ncpus);
+}
+
 static void write_stats(struct recorder *r)
 {
 	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
 	size_t sz = sizeof(struct tb_rec_stats) + ncpus * sizeof(__u64);
 	struct tb_rec_stats *st = calloc(1, sz);
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
-	__u64 *drops;
-	__u32 zero = 0;
+	__u64 app, kern;
 
 	if (!st || !vals)
 		goto out;
-	drops = (__u64 *)(st + 1);
-	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
-		memcpy(drops, vals, ncpus * sizeof(__u64));
+	read_drops(r, vals, &app, &kern);
+	memcpy(st + 1, vals, ncpus * sizeof(__u64));
 	st->hdr.type = TB_REC_STATS;
 	st->hdr.size = sz;
 	st->hdr.cpu = ~0u;
 	st->hdr.ts = now_ns(CLOCK_MONOTONIC);
 	st->events = r->events;
 	st->ncpus = ncpus;
-	for (int i = 0; i < r->ncpus; i++)
-		st->drops_total += vals[i];
+	st->drops_total = app + kern;
 	tb_writer_append(r->w, &st->hdr);
 out:
 	free(st);
 	free(vals);
 }
 
-static __u64 total_drops(struct recorder *r)
+static __u64 total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 {
-	__u64 *vals = calloc(r->ncpus, sizeof(__u64)), sum = 0;
-	__u32 zero = 0;
+	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
 
-	if (vals && !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
-		for (int i = 0; i < r->ncpus; i++)
-			sum += vals[i];
+	*app = *kern = 0;
+	if (vals)
+		read_drops(r, vals, app, kern);
 	free(vals);
-	return sum;
+	return *app + *kern;
 }
 
 /* The traced map is empty once every traced process has exited. A pid that
@@ -314,56 +328,6 @@ static int add_traced(struct recorder *r, pid_t pid, __u64 gen)
 
 	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.traced), &key, &val, BPF_ANY))
 		return -errno;
-	return 0;
-}
-
-/* One ring per possible CPU, created before load: ring 0 doubles as the
- * template of the outer map's inner maps. */
-static int create_rings(struct recorder *r)
-{
-	r->ring_fds = calloc(r->ncpus, sizeof(int));
-	if (!r->ring_fds)
-		return -ENOMEM;
-	for (int cpu = 0; cpu < r->ncpus; cpu++) {
-		char name[BPF_OBJ_NAME_LEN];
-		int fd, err;
-
-		snprintf(name, sizeof(name), "tb_ring%u", (unsigned)cpu % 100000u);
-		fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, name, 0, 0, r->o->buffer_size, NULL);
-		if (fd < 0) {
-			err = -errno;
-			ERR("failed to create ring buffer for CPU %d (%zu bytes): %s", cpu,
-			    r->o->buffer_size, strerror(-err));
-			if (err == -ENOMEM)
-				fprintf(stderr, "tracebpf: hint: try a smaller --buffer-size\n");
-			return err;
-		}
-		r->ring_fds[cpu] = fd;
-	}
-	return 0;
-}
-
-static int setup_rings(struct recorder *r)
-{
-	int outer = bpf_map__fd(r->skel->maps.rings);
-	int err;
-
-	for (int cpu = 0; cpu < r->ncpus; cpu++) {
-		__u32 key = cpu;
-		int fd = r->ring_fds[cpu];
-
-		if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY)) {
-			err = -errno;
-			ERR("failed to insert ring buffer for CPU %d: %s", cpu, strerror(-err));
-			return err;
-		}
-		if (!r->rb)
-			r->rb = ring_buffer__new(fd, on_record, r, NULL);
-		else if (ring_buffer__add(r->rb, fd, on_record, r))
-			return -errno;
-		if (!r->rb)
-			return -errno;
-	}
 	return 0;
 }
 
@@ -591,7 +555,7 @@ static void fmt_bytes(char *buf, size_t len, __u64 b)
 static void status_line(struct recorder *r, double elapsed, double rate)
 {
 	char bytes[32];
-	__u64 drops = total_drops(r);
+	__u64 app, kern, drops = total_drops(r, &app, &kern);
 
 	fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
 	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %llu  %s",
@@ -705,6 +669,7 @@ int tb_record(const struct tb_record_opts *o)
 			.sched = !o->no_sched, .select = o->sched_select,
 			.traced_only = o->sched_traced,
 			.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
+			.ring_size = o->kernel_buffer_size,
 		};
 
 		err = tb_sched_prepare(&r.sched, &so);
@@ -727,17 +692,10 @@ int tb_record(const struct tb_record_opts *o)
 	}
 	r.skel->rodata->wakeup_bytes = o->buffer_size / 4;
 	r.skel->rodata->stop_for_attach = true;
-	bpf_map__set_max_entries(r.skel->maps.rings, r.ncpus);
-	err = create_rings(&r);
+	err = tb_rings_create(&r.rings, r.skel->maps.rings, r.ncpus, o->buffer_size, "tb_ring",
+			      "ring buffer", "--buffer-size");
 	if (err)
 		goto cleanup;
-	/* The inner map template must have the size of the rings we insert
-	 * (bpf_map__inner_map() + set_max_entries crashes in libbpf 1.1). */
-	err = bpf_map__set_inner_map_fd(r.skel->maps.rings, r.ring_fds[0]);
-	if (err) {
-		ERR("failed to set the ring buffer template: %s", strerror(-err));
-		goto cleanup;
-	}
 	err = record_bpf__load(r.skel);
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(-err));
@@ -747,12 +705,10 @@ int tb_record(const struct tb_record_opts *o)
 			fprintf(stderr, "tracebpf: hint: run with -v to see the verifier's log\n");
 		goto cleanup;
 	}
-	err = setup_rings(&r);
+	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
 	if (err)
 		goto cleanup;
-	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.rings),
-			    bpf_map__fd(r.skel->maps.drops), bpf_map__fd(r.skel->maps.traced),
-			    r.skel->rodata->wakeup_bytes);
+	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.traced), &r.rb, on_record, &r);
 	if (err)
 		goto cleanup;
 
@@ -925,7 +881,7 @@ int tb_record(const struct tb_record_opts *o)
 		}
 	}
 	{
-		__u64 drops = total_drops(&r);
+		__u64 app, kern, drops = total_drops(&r, &app, &kern);
 		char bytes[32];
 		struct stat st;
 
@@ -937,10 +893,14 @@ int tb_record(const struct tb_record_opts *o)
 			fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 					"--flush-interval timer, %llu times woken by the kernel\n",
 				(unsigned long long)r.ticks, (unsigned long long)r.woken);
-		if (drops)
+		if (app)
 			fprintf(stderr, "tracebpf: WARNING: %llu events were LOST because a ring buffer "
 					"was full; record again with a larger --buffer-size\n",
-				(unsigned long long)drops);
+				(unsigned long long)app);
+		if (kern)
+			fprintf(stderr, "tracebpf: WARNING: %llu kernel events were LOST because a "
+					"kernel ring buffer was full; record again with a larger "
+					"--kernel-buffer-size\n", (unsigned long long)kern);
 	}
 	if (!err && !o->no_json && r.json_path[0]) {
 		struct tb_convert_opts co = { .in = r.tbt_path, .out = r.json_path };
@@ -988,11 +948,7 @@ cleanup:
 	}
 	tb_paths_free(&r.attached);
 	ring_buffer__free(r.rb);
-	if (r.ring_fds)
-		for (i = 0; i < r.ncpus; i++)
-			if (r.ring_fds[i] > 0)
-				close(r.ring_fds[i]);
-	free(r.ring_fds);
+	tb_rings_close(&r.rings);
 	record_bpf__destroy(r.skel);
 	tb_paths_free(&objs);
 	return err;

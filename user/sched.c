@@ -35,6 +35,7 @@
 #include <event-parse.h>
 
 #include "record.h"
+#include "rings.h"
 #include "sched.h"
 #include "sched.skel.h"
 #include "tbfile.h"
@@ -58,6 +59,7 @@ struct tb_sched {
 	struct bpf_link **links;
 	int nlinks;
 	bool staging;            /* hot programs stage records (bpf/sched.bpf.c) */
+	struct tb_rings rings;   /* kernel events' rings (--kernel-buffer-size) */
 };
 
 const char *const tb_sched_tracepoints[TB_SCHED_NTP] = {
@@ -452,10 +454,10 @@ static void choose_staging(struct tb_sched *s)
 				     "go straight to the rings (cannot run a program on each CPU)");
 }
 
-int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
-		  __u64 wakeup_bytes)
+int tb_sched_load(struct tb_sched *s, int traced_fd, struct ring_buffer **rb,
+		  tb_ring_fn fn, void *ctx)
 {
-	int err;
+	int err, ncpus;
 
 	if (!s->o.sched && !s->nev)
 		return 0;
@@ -465,14 +467,24 @@ int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
 		ERR("failed to open the scheduler BPF object: %s", strerror(-err));
 		return err;
 	}
-	if ((err = bpf_map__reuse_fd(s->skel->maps.rings, rings_fd)) ||
-	    (err = bpf_map__reuse_fd(s->skel->maps.drops, drops_fd)) ||
-	    (err = bpf_map__reuse_fd(s->skel->maps.traced, traced_fd))) {
-		ERR("failed to share the ring buffers with the scheduler programs: %s",
+	err = bpf_map__reuse_fd(s->skel->maps.traced, traced_fd);
+	if (err) {
+		ERR("failed to share the traced processes with the scheduler programs: %s",
 		    strerror(-err));
 		return err;
 	}
-	s->skel->rodata->wakeup_bytes = wakeup_bytes;
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		err = ncpus ? ncpus : -EINVAL;
+		ERR("failed to count possible CPUs: %s", strerror(-err));
+		return err;
+	}
+	/* Rings of their own: see bpf/ring.bpf.h on why they are small. */
+	err = tb_rings_create(&s->rings, s->skel->maps.rings, ncpus, s->o.ring_size, "tb_kring",
+			      "kernel ring buffer", "--kernel-buffer-size");
+	if (err)
+		return err;
+	s->skel->rodata->wakeup_bytes = s->o.ring_size / 4;
 	s->skel->rodata->traced_only = s->o.traced_only;
 	if (s->o.sched) {
 		err = choose_programs(s);
@@ -488,9 +500,31 @@ int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
 				"record without scheduler events: --no-sched\n");
 		return err;
 	}
+	err = tb_rings_insert(&s->rings, bpf_map__fd(s->skel->maps.rings), rb, fn, ctx);
+	if (err)
+		return err;
 	if (s->o.sched)
 		choose_staging(s);
 	return 0;
+}
+
+__u64 tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	__u64 *mine, sum = 0;
+	__u32 zero = 0;
+
+	if (!s || !s->skel || ncpus <= 0)
+		return 0;
+	mine = calloc(ncpus, sizeof(*mine));
+	if (mine && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.drops), &zero, mine))
+		for (int i = 0; i < ncpus; i++) {
+			sum += mine[i];
+			if (i < n)
+				vals[i] += mine[i];
+		}
+	free(mine);
+	return sum;
 }
 
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts)
@@ -619,6 +653,7 @@ void tb_sched_destroy(struct tb_sched *s)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
 	sched_bpf__destroy(s->skel);
+	tb_rings_close(&s->rings);
 	for (int i = 0; i < s->nev; i++)
 		free(s->ev[i].format);
 	free(s->ev);

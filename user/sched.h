@@ -6,7 +6,8 @@
  * Order of calls, inside tb_record's open -> load -> attach:
  *   tb_sched_prepare   (before anything is loaded: checks -e specs, reads
  *                       their tracefs formats; the errors a user can fix)
- *   tb_sched_load      (after record.bpf.c is loaded: shares its maps)
+ *   tb_sched_load      (after record.bpf.c is loaded: shares its traced
+ *                       set; creates its own rings and drop counter)
  *   tb_sched_write_formats, tb_sched_attach
  *   tb_sched_flush     (before each drain of the rings)
  *   tb_sched_destroy
@@ -16,7 +17,10 @@
 #define TRACEBPF_SCHED_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <linux/types.h>
+
+#include "rings.h"
 
 struct tb_writer;
 struct tb_sched;
@@ -38,14 +42,19 @@ struct tb_sched_opts {
 	bool traced_only;        /* --sched=traced */
 	char **events;           /* -e SUBSYS:EVENT specs (globs allowed) */
 	int nevents;
+	size_t ring_size;        /* --kernel-buffer-size: bytes per CPU, power of 2 */
 	bool verbose;
 };
 
 int tb_sched_prepare(struct tb_sched **s, const struct tb_sched_opts *o);
-/* Loads bpf/sched.bpf.c with its rings, drops and traced maps pointing at
- * these fds (record.bpf.c's). */
-int tb_sched_load(struct tb_sched *s, int rings_fd, int drops_fd, int traced_fd,
-		  __u64 wakeup_bytes);
+/* Loads bpf/sched.bpf.c with its traced map pointing at traced_fd
+ * (record.bpf.c's), and its own per-CPU rings of ring_size bytes, which it
+ * adds to *rb (created if NULL) with fn(ctx, ...) as callback. */
+int tb_sched_load(struct tb_sched *s, int traced_fd, struct ring_buffer **rb,
+		  tb_ring_fn fn, void *ctx);
+/* Adds the records the kernel rings lost on CPU i to vals[i] (i < n);
+ * returns their total. 0 when nothing is loaded. */
+__u64 tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n);
 /* One TB_REC_FORMAT record per -e event, stamped ts. */
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts);
 int tb_sched_attach(struct tb_sched *s);

@@ -21,6 +21,7 @@ struct tb_record_opts {
 	const char *out;                 /* -o: x.tbt, x.json or a base name */
 	double duration;                 /* --duration, 0 = until targets exit */
 	size_t buffer_size;              /* --buffer-size, per CPU, power of 2 */
+	size_t kernel_buffer_size;       /* --kernel-buffer-size, the same */
 	unsigned flush_ms;               /* drain/flush period */
 	int zlevel;                      /* zlib level for chunks */
 	const char *btf_path;            /* kernel BTF to check (default sysfs) */

@@ -4,6 +4,7 @@ conftest.load(): Chrome-JSON rules, both ftrace grammars line by line
 (systrace.py), and the DevTools trace engine."""
 import os
 import re
+import signal
 import time
 import subprocess
 from collections import Counter
@@ -306,3 +307,70 @@ def test_dump_shows_kernel_records(recorder):
     assert len([l for l in t.systrace if l["event"] == "signal_generate"
                 and parse_kv(l["details"]).get("pid") == str(pid)
                 and parse_kv(l["details"]).get("sig") == "10"]) == 3
+
+
+def possible_cpus():
+    n = 0
+    for part in open("/sys/devices/system/cpu/possible").read().strip().split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def ring_sizes(pid):
+    """max_entries of every BPF ring buffer (map type 27) pid holds open."""
+    sizes = Counter()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            info = open(f"/proc/{pid}/fdinfo/{fd}").read()
+        except OSError:
+            continue
+        if re.search(r"^map_type:\s+27$", info, re.M):
+            sizes[int(re.search(r"^max_entries:\s+(\d+)$", info, re.M).group(1))] += 1
+    return sizes
+
+
+@pytest.mark.parametrize("args, want", [
+    # kernel events get rings of their own, sized apart from the app's
+    (["-b", "4M", "--kernel-buffer-size", "1M"], {4 << 20: 1, 1 << 20: 1}),
+    ([], {8 << 20: 1, 2 << 20: 1}),                       # the defaults
+    (["--no-sched", "--kernel-buffer-size", "1M"], {8 << 20: 1}),  # none unused
+])
+def test_kernel_rings(recorder, args, want):
+    rec = recorder(*args, "--", prog("quiet_thread"))
+    # quiet_thread says "ready" once released, after everything is loaded
+    assert rec.proc.stdout.readline().strip() == "ready"
+    child = int(open(f"/proc/{rec.proc.pid}/task/{rec.proc.pid}/children").read().split()[0])
+    sizes = ring_sizes(rec.proc.pid)
+    rec.proc.send_signal(signal.SIGINT)
+    rec.proc.wait(60)
+    os.kill(child, signal.SIGKILL)   # record leaves its command running
+    rec.wait()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    n = possible_cpus()
+    assert sizes == {size: k * n for size, k in want.items()}, (sizes, n)
+
+
+def test_kernel_ring_drops_counted_apart(recorder):
+    """Full kernel rings lose scheduler records, counted and reported with the
+    option that fixes it; the application's events, in their own rings, are
+    all there."""
+    rec = recorder("--kernel-buffer-size", "4K", "--flush-interval", "200", "--",
+                   prog("pingpong"), ROUNDS).wait()
+    t = rec.trace()
+    drops = t.meta["drops_total"]
+    assert drops > 0, "4 KiB kernel rings under a pingpong must overflow"
+    assert f"{drops} kernel events were LOST" in rec.stderr, rec.stderr[-2000:]
+    assert "--kernel-buffer-size" in rec.stderr
+    # (convert's warning, from the file's total, names both options)
+    assert "events were LOST because a ring buffer" not in rec.stderr, rec.stderr[-2000:]
+    assert sum(t.meta["drops_per_cpu"]) == drops
+    assert len(t.named("pingpong", "X")) == 1
+
+
+@pytest.mark.parametrize("size", ["3000", "2K", "2G", "x"])
+def test_bad_kernel_buffer_size(tmp_path, size):
+    p = run("record", "--kernel-buffer-size", size, "-o", tmp_path / "x.json", "--",
+            prog("pingpong"), 1)
+    assert p.returncode == 64 and f"invalid buffer size '{size}'" in p.stderr, p.stderr
+    assert not (tmp_path / "x.tbt").exists()

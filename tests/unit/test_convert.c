@@ -502,7 +502,8 @@ static void test_scenario(void **state)
 	assert_string_equal(err,
 		"tracebpf: convert: warning: 4 events were lost because a ring "
 		"buffer was full (see metadata.drops_per_cpu); record again with "
-		"a larger --buffer-size\n");
+		"a larger --buffer-size (application events) or "
+		"--kernel-buffer-size (scheduler, -e)\n");
 
 	assert_int_equal(python(PY_PARSE, out), 0);
 	assert_int_equal(py_check(out, py_scenario), 0);

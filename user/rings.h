@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rings.h - a set of per-CPU BPF ring buffers behind an ARRAY_OF_MAPS
+ * (bpf/ring.bpf.h, `rings`). record.c owns one set for the application's
+ * events (--buffer-size), sched.c another for kernel events
+ * (--kernel-buffer-size); both are drained by the recorder's one
+ * ring_buffer manager.
+ *
+ * Order of calls: tb_rings_create (before the object is loaded: sizes the
+ * outer map and gives it its inner template), then after load
+ * tb_rings_insert, and tb_rings_close at the end. 0 or a negative errno;
+ * each prints its own error.
+ */
+#ifndef TRACEBPF_RINGS_H
+#define TRACEBPF_RINGS_H
+
+#include <stddef.h>
+
+struct bpf_map;
+struct ring_buffer;
+typedef int (*tb_ring_fn)(void *ctx, void *data, size_t size);
+
+struct tb_rings {
+	int *fds;            /* one RINGBUF per possible CPU */
+	int n;
+	size_t size;         /* bytes per ring */
+	const char *what;    /* "ring buffer", "kernel ring buffer": for errors */
+	const char *option;  /* the option that sizes it, for hints */
+};
+
+/* n rings of size bytes, named PREFIX<cpu>; outer (unloaded) gets n entries
+ * and ring 0 as its inner template. */
+int tb_rings_create(struct tb_rings *r, struct bpf_map *outer, int n, size_t size,
+		    const char *prefix, const char *what, const char *option);
+/* After load: ring i at index i of outer_fd, each added to *rb (created on
+ * first use) with fn(ctx, ...) as its callback. */
+int tb_rings_insert(struct tb_rings *r, int outer_fd, struct ring_buffer **rb,
+		    tb_ring_fn fn, void *ctx);
+void tb_rings_close(struct tb_rings *r);
+
+#endif
