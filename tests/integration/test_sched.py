@@ -333,7 +333,7 @@ def ring_sizes(pid):
 @pytest.mark.parametrize("args, want", [
     # kernel events get rings of their own, sized apart from the app's
     (["-b", "4M", "--kernel-buffer-size", "1M"], {4 << 20: 1, 1 << 20: 1}),
-    ([], {8 << 20: 1, 1 << 20: 1}),                       # the defaults
+    ([], {8 << 20: 1, 4 << 20: 1}),                       # the defaults
     (["--no-sched", "--kernel-buffer-size", "1M"], {8 << 20: 1}),  # none unused
 ])
 def test_kernel_rings(recorder, args, want):
