@@ -89,19 +89,28 @@ static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 siz
 	h->tid = (__u32)pid_tgid;
 }
 
-/* Reserve a fixed-size record on this CPU's ring, counting a failure. */
+/* Where a record goes when this CPU's ring is full: an object that has
+ * a second ring per CPU defines TB_SPILL_RING(cpu) before including this. */
+#ifndef TB_SPILL_RING
+#define TB_SPILL_RING(cpu) ((void *)0)
+#endif
+
+/* Reserve a fixed-size record on this CPU's ring (or its spill ring),
+ * counting a failure. */
 static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
 {
-	void *rb, *rec;
+	void *rb, *rec = NULL;
 
 	*cpu = bpf_get_smp_processor_id();
 	rb = cpu_ring(*cpu);
-	*rbp = rb;
-	if (!rb) {
-		count_drop();
-		return NULL;
+	if (rb)
+		rec = bpf_ringbuf_reserve(rb, size, 0);
+	if (!rec) {
+		rb = TB_SPILL_RING(*cpu);
+		if (rb)
+			rec = bpf_ringbuf_reserve(rb, size, 0);
 	}
-	rec = bpf_ringbuf_reserve(rb, size, 0);
+	*rbp = rb;
 	if (!rec)
 		count_drop();
 	return rec;

@@ -33,7 +33,44 @@
 #include <bpf/bpf_core_read.h>
 
 #include "record.h"
+
+/* The application's rings (record.bpf.c's `rings`: user space points this
+ * map at them). This object's own rings are small so that they stay warm
+ * (docs/design.md, "Small rings for kernel events"); when one is full, as in
+ * a storm of processes starting and exiting, its records spill into the
+ * application's ring of the same CPU instead of being lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_RINGBUF);
+		__uint(max_entries, 256 * 1024);
+	});
+} spill SEC(".maps");
+
+static __always_inline void *spill_ring(__u32 cpu)
+{
+	return bpf_map_lookup_elem(&spill, &cpu);
+}
+#define TB_SPILL_RING(cpu) spill_ring(cpu)
+
 #include "ring.bpf.h"
+
+/* Hands a whole record (or batch) to this CPU's ring, else to its spill
+ * ring (waking the recorder: the small ring is full); non-zero if both are
+ * full. */
+static __always_inline long output_rec(void *rb, __u32 cpu, void *data, __u64 size)
+{
+	void *sp;
+
+	if (rb && !bpf_ringbuf_output(rb, data, size, wake_flags(rb, size)))
+		return 0;
+	sp = spill_ring(cpu);
+	if (!sp)
+		return -1;
+	return bpf_ringbuf_output(sp, data, size, BPF_RB_FORCE_WAKEUP);
+}
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -81,7 +118,7 @@ static __always_inline void stage_flush(struct tb_stage *st, __u32 cpu)
 	if (n > TB_STAGE_BYTES)
 		n = TB_STAGE_BYTES;   /* cannot happen; bounds the copy */
 	rb = cpu_ring(cpu);
-	if (!rb || bpf_ringbuf_output(rb, st->buf, n, wake_flags(rb, n)))
+	if (output_rec(rb, cpu, st->buf, n))
 		count_drops(st->nrec);
 	st->len = 0;
 	st->nrec = 0;
@@ -105,6 +142,7 @@ static __always_inline void *rec_begin(struct tb_out *o, __u32 size)
 	if (!no_stage && st && !st->busy) {
 		st->busy = 1;
 		o->st = st;
+		o->rb = NULL;   /* unused here; never left undefined for the verifier */
 		o->cpu = bpf_get_smp_processor_id();
 		if (st->len > TB_STAGE_BYTES - size)
 			stage_flush(st, o->cpu);
@@ -440,10 +478,6 @@ int tb_tp(void *ctx)
 		return 0;
 	cpu = bpf_get_smp_processor_id();
 	rb = cpu_ring(cpu);
-	if (!rb) {
-		count_drop();
-		return 0;
-	}
 	if (len > TB_TP_MAX)
 		len = TB_TP_MAX;
 	if (bpf_probe_read_kernel((void *)(rec + 1), len, ctx)) {
@@ -470,7 +504,13 @@ int tb_tp(void *ctx)
 	fill_hdr(&rec->hdr, TB_REC_TP, size, cpu, bpf_ktime_get_ns(), pid_tgid);
 	if (size > TP_SCRATCH)
 		return 0;
-	if (bpf_ringbuf_output(rb, rec, size, wake_flags(rb, size)))
+	if (rb && !bpf_ringbuf_output(rb, rec, size, wake_flags(rb, size)))
+		return 0;
+	/* the spill ring (output_rec, spelled out: the verifier must see the
+	 * bound on size at each call) */
+	rb = spill_ring(cpu);
+	if (size > TP_SCRATCH || !rb ||
+	    bpf_ringbuf_output(rb, rec, size, BPF_RB_FORCE_WAKEUP))
 		count_drop();
 	return 0;
 }

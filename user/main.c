@@ -38,7 +38,7 @@ static const struct argp_option record_options[] = {
 	{ "buffer-size", 'b', "SIZE", 0, "Ring buffer per CPU for the application's events, a power "
 					  "of two (K/M suffix; default 8M)", 0 },
 	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
-						     "(scheduler, -e), a power of two (default 4M)", 0 },
+						     "(scheduler, -e; a full one spills into the other), a power of two (default 1M)", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
 						 "milliseconds (default 50)", 0 },
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
@@ -240,7 +240,7 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 	struct tb_record_opts o = {
 		.out = "trace.json",
 		.buffer_size = 8 << 20,
-		.kernel_buffer_size = 4 << 20,
+		.kernel_buffer_size = 1 << 20,
 		.flush_ms = 50,
 		.zlevel = 1,
 		.cmdline = cmdline,

@@ -708,7 +708,8 @@ int tb_record(const struct tb_record_opts *o)
 	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
 	if (err)
 		goto cleanup;
-	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.traced), &r.rb, on_record, &r);
+	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.traced),
+			    bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
 	if (err)
 		goto cleanup;
 
@@ -899,8 +900,9 @@ int tb_record(const struct tb_record_opts *o)
 				(unsigned long long)app);
 		if (kern)
 			fprintf(stderr, "tracebpf: WARNING: %llu kernel events were LOST because a "
-					"kernel ring buffer was full; record again with a larger "
-					"--kernel-buffer-size\n", (unsigned long long)kern);
+					"kernel ring buffer and the ring buffer it spills into were "
+					"full; record again with a larger --kernel-buffer-size or "
+					"--buffer-size\n", (unsigned long long)kern);
 	}
 	if (!err && !o->no_json && r.json_path[0]) {
 		struct tb_convert_opts co = { .in = r.tbt_path, .out = r.json_path };

@@ -454,7 +454,7 @@ static void choose_staging(struct tb_sched *s)
 				     "go straight to the rings (cannot run a program on each CPU)");
 }
 
-int tb_sched_load(struct tb_sched *s, int traced_fd, struct ring_buffer **rb,
+int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_buffer **rb,
 		  tb_ring_fn fn, void *ctx)
 {
 	int err, ncpus;
@@ -468,9 +468,11 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, struct ring_buffer **rb,
 		return err;
 	}
 	err = bpf_map__reuse_fd(s->skel->maps.traced, traced_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(s->skel->maps.spill, spill_fd);
 	if (err) {
-		ERR("failed to share the traced processes with the scheduler programs: %s",
-		    strerror(-err));
+		ERR("failed to share the traced processes and rings with the scheduler "
+		    "programs: %s", strerror(-err));
 		return err;
 	}
 	ncpus = libbpf_num_possible_cpus();
