@@ -5,8 +5,9 @@
  * traced processes, and the wakeup policy. Included by record.bpf.c and
  * sched.bpf.c. Each object gets its own rings and drop counter (user space
  * makes the kernel events' rings small: docs/design.md, "Small rings for
- * kernel events"); sched.bpf.c's `traced` is pointed at record.bpf.c's with
- * bpf_map__reuse_fd (user/sched.c), so there is one traced set.
+ * kernel events"); sched.bpf.c's `traced`, and its `spill` rings, are
+ * pointed at record.bpf.c's `traced` and `rings` with bpf_map__reuse_fd
+ * (user/sched.c).
  *
  * One ring per CPU because a single shared ring serialises all producers on
  * one spinlock. Every lost record is counted. Records are submitted without

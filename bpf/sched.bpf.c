@@ -6,7 +6,8 @@
  * A second BPF object beside record.bpf.c: user space (user/sched.c) makes
  * its `traced` map share record.bpf.c's with bpf_map__reuse_fd, and gives it
  * per-CPU rings of its own (--kernel-buffer-size, small so that they stay
- * warm) with their own `drops` counter. See docs/design.md, "Scheduler
+ * warm, spilling into record.bpf.c's when full: `spill`) with their own
+ * `drops` counter. See docs/design.md, "Scheduler
  * events".
  *
  * Every program exists twice: SEC("?tp_btf/X") and SEC("?raw_tp/X"). Both
