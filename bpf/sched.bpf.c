@@ -7,8 +7,7 @@
  * its `traced` map share record.bpf.c's with bpf_map__reuse_fd, and gives it
  * per-CPU rings of its own (--kernel-buffer-size, small so that they stay
  * warm, spilling into record.bpf.c's when full: `spill`) with their own
- * `drops` counter. See docs/design.md, "Scheduler
- * events".
+ * `drops` counter. See docs/design.md, "Scheduler events".
  *
  * Every program exists twice: SEC("?tp_btf/X") and SEC("?raw_tp/X"). Both
  * are off by default ("?"); user space turns one of each pair on after

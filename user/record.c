@@ -261,8 +261,6 @@ static void read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
 		for (int i = 0; i < r->ncpus; i++)
 			*app += vals[i];
-	else
-		memset(vals, 0, r->ncpus * sizeof(*vals));
 	*kern = tb_sched_add_drops(r->sched, vals, r->ncpus);
 }
 

@@ -20,8 +20,6 @@ int tb_rings_create(struct tb_rings *r, struct bpf_map *outer, int n, size_t siz
 	int err;
 
 	r->what = what;
-	r->option = option;
-	r->size = size;
 	r->fds = calloc(n, sizeof(int));
 	if (!r->fds)
 		return -ENOMEM;

@@ -23,13 +23,12 @@ typedef int (*tb_ring_fn)(void *ctx, void *data, size_t size);
 struct tb_rings {
 	int *fds;            /* one RINGBUF per possible CPU */
 	int n;
-	size_t size;         /* bytes per ring */
 	const char *what;    /* "ring buffer", "kernel ring buffer": for errors */
-	const char *option;  /* the option that sizes it, for hints */
 };
 
 /* n rings of size bytes, named PREFIX<cpu>; outer (unloaded) gets n entries
- * and ring 0 as its inner template. */
+ * and ring 0 as its inner template. option (the one that sets size) is
+ * named in the hint when the kernel is out of memory. */
 int tb_rings_create(struct tb_rings *r, struct bpf_map *outer, int n, size_t size,
 		    const char *prefix, const char *what, const char *option);
 /* After load: ring i at index i of outer_fd, each added to *rb (created on

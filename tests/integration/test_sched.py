@@ -241,10 +241,17 @@ def write_event():
     return None
 
 
-def test_event_fields_decoded(recorder):
+@pytest.mark.parametrize("ring, n", [
+    ([], 7),
+    # 4 KiB kernel rings: 2 x 500 records of about 100 bytes in a burst
+    # overflow them, and the -e records spill into the application's
+    # rings, none lost
+    (["--no-sched", "--kernel-buffer-size", "4K"], 500),
+])
+def test_event_fields_decoded(recorder, ring, n):
     """-e: the fields libtraceevent decodes are the values the program used."""
-    n, count = 7, 123
-    args = ["-e", "signal:signal_generate"]
+    count = 123
+    args = [*ring, "-e", "signal:signal_generate"]
     wev = write_event()
     if wev:
         args += ["-e", wev]
@@ -265,6 +272,7 @@ def test_event_fields_decoded(recorder):
         assert all(v["count"] == count for v in mine), mine
     # the formats travel in the trace file: convert works anywhere
     assert t.meta["tracepoints_truncated"] == 0
+    assert t.meta["drops_total"] == 0, rec.stderr[-2000:]
 
 
 def test_event_glob(recorder):
