@@ -144,6 +144,53 @@ def test_bad_buffer_size(tmp_path):
     check_failed(p, "power of two")
 
 
+def memory_cgroup(tmp_name, limit):
+    """A memory cgroup limited to `limit` bytes (v1 or v2), or None. BPF maps
+    are charged to the creator's memory cgroup, so rings larger than the
+    limit fail with ENOMEM on any machine, however much RAM it has."""
+    v1 = "/sys/fs/cgroup/memory"
+    v2 = "/sys/fs/cgroup"
+    try:
+        v2_controllers = open(f"{v2}/cgroup.controllers").read().split()
+    except OSError:
+        v2_controllers = []
+    if os.path.exists(f"{v1}/memory.limit_in_bytes"):
+        d, knob = f"{v1}/{tmp_name}", "memory.limit_in_bytes"
+    elif "memory" in v2_controllers:
+        d, knob = f"{v2}/{tmp_name}", "memory.max"
+    else:
+        return None
+    os.makedirs(d, exist_ok=True)
+    try:
+        with open(f"{d}/{knob}", "w") as f:
+            f.write(str(limit))
+    except OSError:   # v2 without memory in the parent's subtree_control
+        os.rmdir(d)
+        return None
+    return d
+
+
+@pytest.mark.parametrize("option", ["--buffer-size", "--kernel-buffer-size"])
+def test_rings_out_of_memory(tmp_path, option):
+    """Rings that cannot be allocated: a clear error naming the option to
+    lower, no crash, nothing left loaded. The recorder runs in a memory
+    cgroup of 256 MiB and asks for 512 MiB rings."""
+    cg = memory_cgroup(f"tracebpf-test-{os.getpid()}", 256 << 20)
+    if cg is None:
+        pytest.skip("no memory cgroup controller on this machine")
+    try:
+        cmd = [TRACEBPF, "record", option, "512M", "-o", str(tmp_path / "x.json"), "--",
+               prog("pingpong"), "1"]
+        p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *cmd],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        os.rmdir(cg)
+    what = "kernel ring buffer" if option == "--kernel-buffer-size" else "ring buffer"
+    check_failed(p, f"failed to create {what} for CPU 0 (536870912 bytes): Cannot allocate memory",
+                 f"hint: try a smaller {option}\n")
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_convert_corrupt_file(tmp_path):
     bad = tmp_path / "bad.tbt"
     bad.write_bytes(b"this is not a trace file at all\n" * 4)
