@@ -162,12 +162,13 @@ class Recording:
 
 @pytest.fixture
 def recorder(tmp_path):
-    """recorder(args..., stdout=...) starts `tracebpf record -q -o tmp/t.json args...`."""
+    """recorder(args...) starts `tracebpf record -q -o tmp/t.json args...`;
+    wrap=[PROGRAM, ARG...] runs it under that program (which execs it)."""
     procs = []
 
-    def start(*args, name="t", cwd=None):
+    def start(*args, name="t", cwd=None, wrap=()):
         out = tmp_path / f"{name}.json"
-        cmd = [TRACEBPF, "record", "-q", "-o", str(out), *map(str, args)]
+        cmd = [*map(str, wrap), TRACEBPF, "record", "-q", "-o", str(out), *map(str, args)]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=cwd)
         procs.append(p)

@@ -120,6 +120,20 @@ def test_unstaged_path(recorder, monkeypatch):
     assert t.meta["drops_total"] == 0
 
 
+def test_staging_refused_by_the_kernel(recorder):
+    """A kernel that refuses BPF_PROG_TEST_RUN (here a seccomp filter: bpf
+    command 10 fails with EPERM) cannot flush a CPU's staged records on
+    demand: the recorder finds out at load time and sends every record
+    straight to the rings; nothing is lost."""
+    rec = recorder("-v", "--", prog("pingpong"), ROUNDS, wrap=[prog("deny_bpf_cmd"), 10]).wait()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert "go straight to the rings (cannot run a program on each CPU)" in rec.stderr, \
+        rec.stderr[-2000:]
+    t = rec.trace()
+    check_pingpong(t, *pingpong_ids(rec), ROUNDS)
+    assert t.meta["drops_total"] == 0
+
+
 def in_poll(pid):
     """pid is blocked in epoll_wait: tracebpf record is in its loop."""
     try:
