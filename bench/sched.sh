@@ -12,8 +12,10 @@
 # and we report each one's time, the slowdown against the baseline, events
 # per second captured and drops: medians of BENCH_SCHED_RUNS runs. The
 # verdict is the median of the per-run ratios tracebpf / trace-cmd (the
-# two ran back to back, so a change in the machine's load hits both): on
-# this shared 2-vCPU VM single runs vary by +-10%, paired ratios by +-3%.
+# two ran back to back, so a change in the machine's load hits both), with
+# its 95% bootstrap interval: on this shared 2-vCPU VM single runs vary by
+# +-10%, paired ratios by +-3%, so only an interval entirely below (or
+# above) 1 says which one is cheaper.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=build/tracebpf
@@ -137,8 +139,31 @@ printf "trace-cmd -e sched_switch -e sched_waking: %.3f s  slowdown %.2fx  %.0f 
   "$tc" "$(awk -v a="$tc" -v b="$base" 'BEGIN {print a / b}')" \
   "$(awk -v e="$tc_ev" -v t="$tc" 'BEGIN {print e / t}')" "$tc_over"
 # paired: each tracebpf run against the trace-cmd run next to it
-paired() { paste -d' ' "$1" "$out/tc" | awk '{print $1 / $5}' | median; }
-printf "tracebpf / trace-cmd, same two events   : %.3f (median of %d paired runs; goal <= 1)\n" \
-  "$(paired "$out/tb2")" "$runs"
-printf "tracebpf / trace-cmd, all sched events  : %.3f (tracebpf records about twice the events)\n" \
-  "$(paired "$out/tb")"
+ratios() { paste -d' ' "$1" "$out/tc" | awk '{print $1 / $5}'; }
+# The median's 95% interval by bootstrap: 2000 resamples (with
+# replacement) of the paired ratios, the 2.5th and 97.5th percentiles of
+# their medians. An interval that contains 1 means this run cannot tell
+# the two apart.
+interval() {
+  awk 'function isort(a, n,   i, j, v) {   # mawk has no asort
+         for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j > 0 && a[j] > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
+       }
+       BEGIN {srand(1)} {r[NR] = $1}
+       END {
+         n = NR
+         for (b = 1; b <= 2000; b++) {
+           for (i = 1; i <= n; i++) s[i] = r[int(rand() * n) + 1]
+           isort(s, n); m[b] = (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+         }
+         isort(m, 2000); printf "%.3f-%.3f", m[50], m[1951]
+       }'
+}
+verdict() {  # interval -> words
+  awk -F- '{ if ($2 <= 1) print "met"; else if ($1 > 1) print "not met";
+             else print "within noise (the interval contains 1)" }' <<<"$1"
+}
+same=$(ratios "$out/tb2" | interval)
+printf "tracebpf / trace-cmd, same two events   : %.3f (median of %d paired runs, 95%% interval %s; goal <= 1: %s)\n" \
+  "$(ratios "$out/tb2" | median)" "$runs" "$same" "$(verdict "$same")"
+printf "tracebpf / trace-cmd, all sched events  : %.3f (95%% interval %s; tracebpf records about twice the events)\n" \
+  "$(ratios "$out/tb" | median)" "$(ratios "$out/tb" | interval)"
