@@ -16,11 +16,25 @@
 # its 95% bootstrap interval: on this shared 2-vCPU VM single runs vary by
 # +-10%, paired ratios by +-3%, so only an interval entirely below (or
 # above) 1 says which one is cheaper.
+#
+# The workload is pinned to CPU 0 (taskset; BENCH_SCHED_PIN= runs it
+# unpinned, BENCH_SCHED_PIN=N on CPU N). Unpinned, the scheduler moves the
+# two tasks between sharing a CPU (about 3 records per round trip, fast)
+# and spreading over both (about 6, with idle switches, 30% slower) within
+# and between runs, and the tracers' own activity shifts the odds: measured
+# here, tracebpf's unstaged path recorded 308,000-599,000 records in
+# runs of the same 100,000 round trips, its staged path 587,000-598,000.
+# Pinned, every run does the same switches (301,000 records), so the ratios
+# compare what each event costs; the tracers' readers are free to use the
+# other CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=build/tracebpf
 LOOPS=${BENCH_SCHED_LOOPS:-100000}
 runs=${BENCH_SCHED_RUNS:-9}
+PIN=${BENCH_SCHED_PIN-0}
+pin=()
+[ -n "$PIN" ] && pin=(taskset -c "$PIN")
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 
 need=()
@@ -32,7 +46,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 secs() { sed -n 's/.*Total time: \([0-9.]*\).*/\1/p'; }
-bench() { perf bench sched pipe -l "$LOOPS" 2>&1 | secs; }
+bench() { "${pin[@]}" perf bench sched pipe -l "$LOOPS" 2>&1 | secs; }
 
 # TB_SCHED_OPTS: extra record options for the tracebpf runs (e.g. "-z 0").
 run_tracebpf() {  # [record options]; prints: seconds records drops recorded_seconds
@@ -53,7 +67,7 @@ run_tracebpf() {  # [record options]; prints: seconds records drops recorded_sec
 run_tracecmd() {  # prints: seconds events overruns
   local t ev over
   t=$(trace-cmd record -e sched_switch -e sched_waking -o "$out/tc.dat" \
-        perf bench sched pipe -l "$LOOPS" 2>"$out/tc.err" | secs || true)
+        "${pin[@]}" perf bench sched pipe -l "$LOOPS" 2>"$out/tc.err" | secs || true)
   if [ -z "$t" ]; then
     # trace-cmd writes "1" to /proc/sys/kernel/ftrace_enabled and opens the
     # function tracer's filter files even for event-only recording; on this
@@ -72,7 +86,7 @@ done
 exec "$@"
 SHIM
     t=$(unshare -m sh "$out/tc_shim.sh" trace-cmd record -e sched_switch -e sched_waking \
-          -o "$out/tc.dat" perf bench sched pipe -l "$LOOPS" 2>"$out/tc.err" | secs || true)
+          -o "$out/tc.dat" "${pin[@]}" perf bench sched pipe -l "$LOOPS" 2>"$out/tc.err" | secs || true)
     [ -n "$t" ] && TC_NOTE="trace-cmd ran in a mount namespace with its ftrace_enabled/filter writes shimmed (refused by this VM)"
   fi
   if [ -z "$t" ]; then
@@ -107,7 +121,7 @@ run_ftrace() {
   rmdir "$inst"
 }
 
-echo "perf bench sched pipe -l $LOOPS, medians of $runs runs (interleaved)"
+echo "${pin[*]}${pin:+ }perf bench sched pipe -l $LOOPS, medians of $runs runs (interleaved)"
 FALLBACK=""
 TC_NOTE=""
 SAME=--sched-events=sched_switch,sched_waking
