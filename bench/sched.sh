@@ -31,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 T=build/tracebpf
 LOOPS=${BENCH_SCHED_LOOPS:-100000}
-runs=${BENCH_SCHED_RUNS:-9}
+runs=${BENCH_SCHED_RUNS:-25}   # about 6 minutes; fewer runs give wide intervals
 PIN=${BENCH_SCHED_PIN-0}
 pin=()
 [ -n "$PIN" ] && pin=(taskset -c "$PIN")
