@@ -2,6 +2,7 @@
 on the systemTraceEvents each run produces. Every JSON goes through
 conftest.load(): Chrome-JSON rules, both ftrace grammars line by line
 (systrace.py), and the DevTools trace engine."""
+import json
 import os
 import re
 import signal
@@ -176,22 +177,29 @@ def test_staged_records_flushed_at_stop(recorder, spawn):
     assert pair, f"no sched_waking between ping {ping} and pong {pong} in {len(wakes)} wakings"
 
 
-def stage_map_id(pid):
-    """The id of the recorder's per-CPU staging map (sched.bpf.c's `stage`),
-    from its open fds: the per-CPU array whose value is a struct tb_stage."""
+def stage_map(pid):
+    """(id, value size) of the recorder's per-CPU staging map, sched.bpf.c's
+    `stage`: the map of that name among its open fds."""
     for fd in os.listdir(f"/proc/{pid}/fdinfo"):
         try:
             info = parse_kv(open(f"/proc/{pid}/fdinfo/{fd}").read().replace(":\t", "="))
         except OSError:
             continue
-        if info.get("map_type") == "6" and info.get("value_size") == "4240":
-            return int(info["map_id"])
+        if "map_id" not in info:
+            continue
+        p = subprocess.run(["bpftool", "-j", "map", "show", "id", info["map_id"]],
+                           capture_output=True, text=True)
+        m = json.loads(p.stdout or "{}")
+        if p.returncode == 0 and m.get("name") == "stage" and m.get("type") == "percpu_array":
+            return m["id"], m["bytes_value"]
     raise AssertionError(f"no staging map among the fds of {pid}")
 
 
-def set_stage(map_id, busy):
-    """Overwrites every CPU's struct tb_stage: nothing staged, busy as given."""
-    value = struct.pack("<IIII", 0, 0, busy, 0).ljust(4240, b"\0")
+def set_stage(stage, busy):
+    """Overwrites every CPU's struct tb_stage (len, nrec, busy, pad, buf):
+    nothing staged, busy as given."""
+    map_id, size = stage
+    value = struct.pack("<IIII", 0, 0, busy, 0).ljust(size, b"\0")
     p = subprocess.run(["bpftool", "map", "update", "id", str(map_id), "key", "0", "0", "0", "0",
                         "value", *(str(b) for b in value)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
@@ -207,7 +215,7 @@ def test_busy_staging_buffer_falls_back_to_the_rings(recorder, spawn):
     assert target.stdout.readline().strip() == "ready"
     rec = recorder("-p", target.pid)
     wait_for(lambda: in_poll(rec.proc.pid), what="the recorder's poll loop")
-    stage = stage_map_id(rec.proc.pid)
+    stage = stage_map(rec.proc.pid)
     set_stage(stage, busy=1)
     pp = subprocess.run([prog("pingpong"), str(ROUNDS)], capture_output=True, text=True, timeout=60)
     assert pp.returncode == 0, pp.stderr
