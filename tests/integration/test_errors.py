@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -160,14 +161,26 @@ def memory_cgroup(tmp_name, limit):
         d, knob = f"{v2}/{tmp_name}", "memory.max"
     else:
         return None
-    os.makedirs(d, exist_ok=True)
     try:
+        os.makedirs(d, exist_ok=True)
         with open(f"{d}/{knob}", "w") as f:
             f.write(str(limit))
-    except OSError:   # v2 without memory in the parent's subtree_control
-        os.rmdir(d)
+    except OSError:   # read-only cgroupfs; v2 without memory in subtree_control
+        remove_cgroup(d)
         return None
     return d
+
+
+def remove_cgroup(d):
+    """rmdir, once no process is left in it (a killed one takes a moment)."""
+    for _ in range(50):
+        try:
+            os.rmdir(d)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 @pytest.mark.parametrize("option", ["--buffer-size", "--kernel-buffer-size"])
@@ -184,7 +197,7 @@ def test_rings_out_of_memory(tmp_path, option):
         p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *cmd],
                            capture_output=True, text=True, timeout=60)
     finally:
-        os.rmdir(cg)
+        remove_cgroup(cg)
     what = "kernel ring buffer" if option == "--kernel-buffer-size" else "ring buffer"
     check_failed(p, f"failed to create {what} for CPU 0 (536870912 bytes): Cannot allocate memory",
                  f"hint: try a smaller {option}\n")

@@ -195,14 +195,34 @@ def stage_map(pid):
     raise AssertionError(f"no staging map among the fds of {pid}")
 
 
+def stage_state(stage):
+    """[(len, busy)] per CPU, read by field name (the map's BTF)."""
+    p = subprocess.run(["bpftool", "-j", "map", "lookup", "id", str(stage[0]),
+                        "key", "0", "0", "0", "0"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return [(v["value"]["len"], v["value"]["busy"])
+            for v in json.loads(p.stdout)["formatted"]["values"]]
+
+
 def set_stage(stage, busy):
     """Overwrites every CPU's struct tb_stage (len, nrec, busy, pad, buf):
-    nothing staged, busy as given."""
+    nothing staged, busy as given. A program on a CPU may be inside its
+    own busy window when the write lands and clear busy (or bump len) as it
+    leaves, so busy=1 is written until the state read back by field name
+    is the one written (which also catches a change of the struct's
+    layout)."""
     map_id, size = stage
     value = struct.pack("<IIII", 0, 0, busy, 0).ljust(size, b"\0")
-    p = subprocess.run(["bpftool", "map", "update", "id", str(map_id), "key", "0", "0", "0", "0",
-                        "value", *(str(b) for b in value)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
+    for _ in range(20):
+        p = subprocess.run(["bpftool", "map", "update", "id", str(map_id), "key", "0", "0", "0",
+                            "0", "value", *(str(b) for b in value)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        if not busy:   # programs stage again at once: nothing to check
+            return
+        state = stage_state(stage)
+        if all(st == (0, 1) for st in state):
+            return
+    raise AssertionError(f"staging buffers (len, busy) per CPU stayed {state}, wrote (0, 1)")
 
 
 def test_busy_staging_buffer_falls_back_to_the_rings(recorder, spawn):
@@ -219,7 +239,9 @@ def test_busy_staging_buffer_falls_back_to_the_rings(recorder, spawn):
     set_stage(stage, busy=1)
     pp = subprocess.run([prog("pingpong"), str(ROUNDS)], capture_output=True, text=True, timeout=60)
     assert pp.returncode == 0, pp.stderr
-    set_stage(stage, busy=0)   # so that the flush at stop does not wait on it
+    # still busy everywhere: every record of the pingpong took the fallback
+    assert all(busy == 1 for _, busy in stage_state(stage)), stage_state(stage)
+    set_stage(stage, busy=0)   # spares the flush at stop its 100 tries per CPU
     rec.stop()
     t = rec.trace()
     check_pingpong(t, *pingpong_ids(pp), ROUNDS)

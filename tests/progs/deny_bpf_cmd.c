@@ -20,6 +20,18 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+/* The filter checks the architecture first (a call from another ABI has
+ * other numbers): the one this program is built for. */
+#if defined(__x86_64__)
+#define DENY_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define DENY_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define DENY_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#else
+#error "deny_bpf_cmd: add this architecture's AUDIT_ARCH_* value"
+#endif
+
 int main(int argc, char **argv)
 {
 	char *end;
@@ -30,13 +42,13 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	cmd = strtol(argv[1], &end, 0);
-	if (*end || cmd < 0) {
+	if (end == argv[1] || *end || cmd < 0) {
 		fprintf(stderr, "deny_bpf_cmd: '%s' is not a bpf command number\n", argv[1]);
 		return 64;
 	}
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, DENY_AUDIT_ARCH, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bpf, 0, 3),
