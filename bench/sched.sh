@@ -34,7 +34,13 @@ LOOPS=${BENCH_SCHED_LOOPS:-100000}
 runs=${BENCH_SCHED_RUNS:-25}   # about 6 minutes; fewer runs give wide intervals
 PIN=${BENCH_SCHED_PIN-0}
 pin=()
-[ -n "$PIN" ] && pin=(taskset -c "$PIN")
+if [ -n "$PIN" ]; then
+  pin=(taskset -c "$PIN")
+  if ! "${pin[@]}" true 2>/dev/null; then
+    echo "bench: cannot pin to CPU '$PIN' (BENCH_SCHED_PIN): give an online CPU, or empty to run unpinned" >&2
+    exit 1
+  fi
+fi
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 
 need=()
@@ -165,15 +171,16 @@ interval() {
        BEGIN {srand(1)} {r[NR] = $1}
        END {
          n = NR
+         if (n == 0) { print "none"; exit }
          for (b = 1; b <= 2000; b++) {
            for (i = 1; i <= n; i++) s[i] = r[int(rand() * n) + 1]
-           isort(s, n); m[b] = (n % 2) ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+           isort(s, n); m[b] = s[int((n + 1) / 2)]   # median() above: the lower middle
          }
          isort(m, 2000); printf "%.3f-%.3f", m[50], m[1951]
        }'
 }
 verdict() {  # interval -> words
-  awk -F- '{ if ($2 <= 1) print "met"; else if ($1 > 1) print "not met";
+  awk -F- '{ if ($1 == "none") print "no runs"; else if ($2 <= 1) print "met"; else if ($1 > 1) print "not met";
              else print "within noise (the interval contains 1)" }' <<<"$1"
 }
 same=$(ratios "$out/tb2" | interval)
