@@ -127,6 +127,32 @@ def devtools_check(path):
     return res
 
 
+def in_poll(pid):
+    """pid is blocked in epoll_wait: tracebpf record is in its loop."""
+    try:
+        nr = open(f"/proc/{pid}/syscall").read().split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return nr in ("232", "281", "441")   # epoll_wait, epoll_pwait, epoll_pwait2
+
+
+def fd_infos(pid):
+    """The fields of /proc/PID/fdinfo/* ("map_id", "map_type", "prog_id",
+    ...: str -> str), one dict per open fd; none if pid is gone."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                text = f.read()
+        except OSError:
+            continue
+        fields = (line.split(":", 1) for line in text.splitlines() if ":" in line)
+        yield {k: v.strip() for k, v in fields}
+
+
 def load(path, consumer=True):
     t = Trace(path)
     check_chrome_rules(t)

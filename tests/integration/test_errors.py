@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import TRACEBPF, prog
+from conftest import TRACEBPF, fd_infos, prog
 
 
 def run(*args, user=None, timeout=60):
@@ -61,17 +61,11 @@ def prog_fd_holders():
         try:
             with open(f"/proc/{pid}/comm") as f:
                 comm = f.read().strip()
-            fds = os.listdir(f"/proc/{pid}/fdinfo")
         except OSError:
             continue
-        for fd in fds:
-            try:
-                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                    for line in f:
-                        if line.startswith("prog_id:"):
-                            holders.setdefault(int(line.split()[1]), []).append(comm)
-            except (OSError, ValueError):
-                pass
+        for info in fd_infos(pid):
+            if info.get("prog_id", "").isdigit():
+                holders.setdefault(int(info["prog_id"]), []).append(comm)
     return holders
 
 

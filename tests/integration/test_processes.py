@@ -7,7 +7,7 @@ import signal
 import subprocess
 from collections import Counter
 
-from conftest import BUILD, prog, user_events, wait_for
+from conftest import BUILD, in_poll, prog, user_events, wait_for
 
 STRIP = ("ts", "pid", "tid", "dur")
 
@@ -94,7 +94,6 @@ def test_stop_while_a_process_waits_at_exec(recorder):
     It used to crash (SIGSEGV), writing that process's command line into the
     file it had already closed. The recorder is frozen (SIGSTOP) across the
     exec so that the stop is still pending when it sees the SIGINT."""
-    from test_sched import in_poll
     target = subprocess.Popen([prog("exec_chain"), prog("quiet_thread")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, EXEC_CHAIN_WAIT="1"))

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import TRACEBPF, load, prog, wait_for
+from conftest import TRACEBPF, fd_infos, in_poll, load, prog, wait_for
 from test_errors import check_failed, run
 
 ROUNDS = 500
@@ -136,15 +136,6 @@ def test_staging_refused_by_the_kernel(recorder):
     assert t.meta["drops_total"] == 0
 
 
-def in_poll(pid):
-    """pid is blocked in epoll_wait: tracebpf record is in its loop."""
-    try:
-        nr = open(f"/proc/{pid}/syscall").read().split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return nr in ("232", "281", "441")   # epoll_wait, epoll_pwait, epoll_pwait2
-
-
 def test_staged_records_flushed_at_stop(recorder, spawn):
     """Records still staged on a CPU when the recorder stops reach the file.
     With a 10 s flush interval the recorder sleeps in poll() from attach to
@@ -180,11 +171,7 @@ def test_staged_records_flushed_at_stop(recorder, spawn):
 def stage_map(pid):
     """(id, value size) of the recorder's per-CPU staging map, sched.bpf.c's
     `stage`: the map of that name among its open fds."""
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            info = parse_kv(open(f"/proc/{pid}/fdinfo/{fd}").read().replace(":\t", "="))
-        except OSError:
-            continue
+    for info in fd_infos(pid):
         if "map_id" not in info:
             continue
         p = subprocess.run(["bpftool", "-j", "map", "show", "id", info["map_id"]],
@@ -414,15 +401,8 @@ def possible_cpus():
 
 def ring_sizes(pid):
     """max_entries of every BPF ring buffer (map type 27) pid holds open."""
-    sizes = Counter()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            info = open(f"/proc/{pid}/fdinfo/{fd}").read()
-        except OSError:
-            continue
-        if re.search(r"^map_type:\s+27$", info, re.M):
-            sizes[int(re.search(r"^max_entries:\s+(\d+)$", info, re.M).group(1))] += 1
-    return sizes
+    return Counter(int(info["max_entries"]) for info in fd_infos(pid)
+                   if info.get("map_type") == "27")
 
 
 @pytest.mark.parametrize("args, want", [
