@@ -278,6 +278,23 @@ struct tb_rec_cmdline {
 
 #define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
 
+/* Not in the file: the value of bpf/sched.bpf.c's per-CPU `stage` map, where
+ * the hot scheduler programs batch their records (docs/design.md,
+ * "Staging"). Here because user space reads it too, when it cannot have a
+ * CPU flush its own buffer (user/sched.c, unstage). buf holds len bytes of
+ * whole records; it has room for one more record past TB_STAGE_BYTES so the
+ * verifier can bound a write at any len. */
+#define TB_STAGE_BYTES 4096u
+#define TB_STAGE_MAX_REC 128u
+
+struct tb_stage {
+	__u32 len;         /* bytes staged */
+	__u32 nrec;        /* records staged (counted as drops if they are lost) */
+	__u32 busy;        /* a program on this CPU is between begin and commit */
+	__u32 pad;
+	__u8 buf[TB_STAGE_BYTES + TB_STAGE_MAX_REC];
+};
+
 _Static_assert(sizeof(struct tb_rec_hdr) == 24, "tb_rec_hdr layout");
 _Static_assert(sizeof(struct tb_rec_event) == 56, "tb_rec_event layout");
 _Static_assert(sizeof(struct tb_rec_site) == 40, "tb_rec_site layout");
@@ -294,5 +311,6 @@ _Static_assert(sizeof(struct tb_rec_cpu) == 40, "tb_rec_cpu layout");
 _Static_assert(sizeof(struct tb_rec_tp) == 32, "tb_rec_tp layout");
 _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
 _Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
+_Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 
 #endif /* TRACEBPF_RECORD_H */

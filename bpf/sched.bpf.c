@@ -82,19 +82,8 @@ static __always_inline bool is_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
 }
 
-/* Per-CPU staging buffer. len never exceeds TB_STAGE_BYTES; buf has room for
- * one more record past it so the verifier can bound a write at any len. */
-#define TB_STAGE_BYTES 4096u
-#define TB_STAGE_MAX_REC 128u
-
-struct tb_stage {
-	__u32 len;         /* bytes staged */
-	__u32 nrec;        /* records staged (counted as drops if they are lost) */
-	__u32 busy;        /* a program on this CPU is between begin and commit */
-	__u32 pad;
-	__u8 buf[TB_STAGE_BYTES + TB_STAGE_MAX_REC];
-};
-
+/* Per-CPU staging buffer (struct tb_stage, record.h). len never exceeds
+ * TB_STAGE_BYTES. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -102,9 +91,9 @@ struct {
 	__type(value, struct tb_stage);
 } stage SEC(".maps");
 
-/* Set by user space (before attaching) when it cannot run tb_stage_flush on
- * each CPU, or when told to (TRACEBPF_NO_STAGE=1): every record then goes
- * straight to the ring. */
+/* Set by user space when it cannot run tb_stage_flush on each CPU (found at
+ * load, or when a flush fails while recording), or when told to
+ * (TRACEBPF_NO_STAGE=1): every record then goes straight to the ring. */
 bool no_stage;
 
 /* Moves this CPU's staged records to its ring as one ring record. */

@@ -60,6 +60,9 @@ struct tb_sched {
 	int nlinks;
 	bool staging;            /* hot programs stage records (bpf/sched.bpf.c) */
 	struct tb_rings rings;   /* kernel events' rings (--kernel-buffer-size) */
+	struct ring_buffer *rb;  /* polls them (and record.bpf.c's) */
+	tb_ring_fn fn;           /* takes their records */
+	void *fn_ctx;
 };
 
 const char *const tb_sched_tracepoints[TB_SCHED_NTP] = {
@@ -505,6 +508,9 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_b
 	err = tb_rings_insert(&s->rings, bpf_map__fd(s->skel->maps.rings), rb, fn, ctx);
 	if (err)
 		return err;
+	s->rb = *rb;
+	s->fn = fn;
+	s->fn_ctx = ctx;
 	if (s->o.sched)
 		choose_staging(s);
 	return 0;
@@ -612,6 +618,58 @@ int tb_sched_attach(struct tb_sched *s)
 	return 0;
 }
 
+/* A flush failed while recording: the records staged on every CPU are taken
+ * out of the `stage` map by user space instead, and every program writes
+ * straight to the rings from now on. Programs read no_stage each time: once
+ * it is set, one that started before it is done in microseconds (wait for
+ * that, and for every busy flag to clear, for a bounded time), and no
+ * program writes a buffer again. The rings are drained first, so each CPU's
+ * records reach the file in the order they were written. Returns the number
+ * of records recovered, or a negative errno if the map cannot be read (the
+ * staged records are then counted as lost, if that much can be known). */
+static long unstage(struct tb_sched *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.stage), ncpu = libbpf_num_possible_cpus();
+	size_t vsz = bpf_map__value_size(s->skel->maps.stage);
+	struct tb_stage *v;
+	__u32 zero = 0;
+	long n = 0;
+	bool busy;
+
+	if (vsz != sizeof(struct tb_stage) || ncpu <= 0)
+		return -EINVAL;   /* cannot happen: one struct, from record.h */
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->skel->bss->no_stage = true;
+	s->staging = false;
+	nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	for (int try = 0; try < 1000; try++) {
+		if (bpf_map_lookup_elem(fd, &zero, v)) {
+			n = -errno;
+			free(v);
+			return n;
+		}
+		busy = false;
+		for (int cpu = 0; cpu < ncpu; cpu++)
+			busy |= v[cpu].busy != 0;
+		if (!busy)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 10000 }, NULL);
+	}
+	ring_buffer__consume(s->rb);
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		__u32 len = v[cpu].len < TB_STAGE_BYTES ? v[cpu].len : TB_STAGE_BYTES;
+
+		if (!len)
+			continue;
+		s->fn(s->fn_ctx, v[cpu].buf, len);
+		n += v[cpu].nrec;
+	}
+	free(v);
+	return n;
+}
+
 int tb_sched_flush(struct tb_sched *s)
 {
 	int fd, ncpu, err = 0;
@@ -631,11 +689,22 @@ int tb_sched_flush(struct tb_sched *s)
 				break;
 			}
 			if (err) {
-				ERR("failed to flush CPU %d's staged scheduler events: %s",
-				    cpu, strerror(-err));
-				fprintf(stderr, "tracebpf: hint: record again with TRACEBPF_NO_STAGE=1 "
-						"(scheduler records straight to the rings)\n");
-				return err;
+				long n = unstage(s);
+
+				if (n < 0) {
+					ERR("failed to flush CPU %d's staged scheduler events (%s), "
+					    "and to read them: %s", cpu, strerror(-err),
+					    strerror((int)-n));
+					fprintf(stderr, "tracebpf: hint: record again with "
+							"TRACEBPF_NO_STAGE=1 (scheduler records "
+							"straight to the rings)\n");
+					return (int)n;
+				}
+				fprintf(stderr, "tracebpf: record: warning: failed to flush CPU %d's "
+						"staged scheduler events (%s): took %ld records out of "
+						"the staging buffers; scheduler records go straight to "
+						"the rings from now on\n", cpu, strerror(-err), n);
+				return 0;
 			}
 			if (!opts.retval)
 				break;

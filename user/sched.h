@@ -60,7 +60,10 @@ __u64 tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n);
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts);
 int tb_sched_attach(struct tb_sched *s);
 /* Moves the records the hot scheduler programs staged on every CPU into the
- * ring buffers (bpf/sched.bpf.c, "stage"): call before draining them. */
+ * ring buffers (bpf/sched.bpf.c, "stage"): call before draining them. If the
+ * kernel refuses to run the flush on a CPU, it warns, hands every CPU's
+ * staged records to the ring callback itself, and turns staging off for the
+ * rest of the recording; an error only if it cannot read them either. */
 int tb_sched_flush(struct tb_sched *s);
 void tb_sched_destroy(struct tb_sched *s);
 

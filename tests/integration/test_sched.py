@@ -168,6 +168,53 @@ def test_staged_records_flushed_at_stop(recorder, spawn):
     assert pair, f"no sched_waking between ping {ping} and pong {pong} in {len(wakes)} wakings"
 
 
+def test_flush_refused_while_recording(recorder, spawn):
+    """A kernel that stops running the flush program partway through a
+    recording (a seccomp supervisor lets bpf command 10, BPF_PROG_TEST_RUN,
+    through once, for the check at load, and refuses it after) leaves each
+    CPU's staged records unflushed: the recorder takes them out of the
+    staging map itself, warns, and goes on with records straight to the
+    rings. Here the flush at stop is the first to fail: with a 10 s flush
+    interval a 5-round pingpong's records sit only in the staging buffers,
+    so without the recovery its switches would be missing (as in
+    test_staged_records_flushed_at_stop)."""
+    target = spawn(prog("quiet_thread"))
+    assert target.stdout.readline().strip() == "ready"
+    rec = recorder("--flush-interval", "10000", "-p", target.pid,
+                   wrap=[prog("deny_bpf_cmd"), "--after", 1, 10])
+    wait_for(lambda: in_poll(rec.proc.pid), what="the recorder's poll loop")
+    pp = subprocess.run([prog("pingpong"), "5"], capture_output=True, text=True, timeout=60)
+    assert pp.returncode == 0, pp.stderr
+    rec.stop()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    m = re.search(r"warning: failed to flush CPU \d+'s staged scheduler events "
+                  r"\(Operation not permitted\): took (\d+) records out of the staging "
+                  r"buffers; scheduler records go straight to the rings from now on",
+                  rec.stderr)
+    assert m, rec.stderr[-2000:]
+    t = rec.trace()
+    ping, pong, cpu = pingpong_ids(pp)
+    sw = switches(t)
+    between = [s for s in sw if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
+    assert len(between) >= 5, (len(between), m.group(1))
+    assert int(m.group(1)) >= len(between)
+    assert t.meta["drops_total"] == 0
+
+
+def test_flush_refused_mid_recording(recorder):
+    """As above, with the flush refused 10 ms into a 20,000-round pingpong
+    (every 10 ms a flush): the records staged until then are taken out of
+    the map, the rest go straight to the rings, and the pingpong is whole."""
+    rounds = 20000
+    rec = recorder("--flush-interval", "10", "--", prog("pingpong"), rounds,
+                   wrap=[prog("deny_bpf_cmd"), "--after", 1, 10]).wait()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert "took" in rec.stderr and "from now on" in rec.stderr, rec.stderr[-2000:]
+    t = rec.trace()
+    check_pingpong(t, *pingpong_ids(rec), rounds)
+    assert t.meta["drops_total"] == 0
+
+
 def stage_map(pid):
     """(id, value size) of the recorder's per-CPU staging map, sched.bpf.c's
     `stage`: the map of that name among its open fds."""
