@@ -97,6 +97,32 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* The kernel refused to load programs although check_caps passed: say what
+ * else blocks BPF, with the lockdown mode when it is one. */
+static void hint_bpf_blocked(void)
+{
+	char buf[128] = "", *b, *e;
+	FILE *f = fopen("/sys/kernel/security/lockdown", "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	b = strchr(buf, '[');
+	e = b ? strchr(b, ']') : NULL;
+	if (b && e && strncmp(b, "[none]", 6)) {
+		*e = '\0';
+		fprintf(stderr, "tracebpf: hint: the kernel is locked down (%s: /sys/kernel/security/"
+				"lockdown), which blocks BPF tracing; record on a kernel booted "
+				"without lockdown\n", b + 1);
+		return;
+	}
+	fprintf(stderr, "tracebpf: hint: tracebpf has the capabilities it needs, so something "
+			"else refuses BPF here: a seccomp filter (as in many containers: run "
+			"it on the host, or allow bpf(2)) or a security module\n");
+}
+
 /* Effective capabilities: CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON. */
 static int check_caps(void)
 {
@@ -698,7 +724,7 @@ int tb_record(const struct tb_record_opts *o)
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(-err));
 		if (err == -EPERM)
-			fprintf(stderr, "tracebpf: hint: run as root\n");
+			hint_bpf_blocked();
 		else
 			fprintf(stderr, "tracebpf: hint: run with -v to see the verifier's log\n");
 		goto cleanup;

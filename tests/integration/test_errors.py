@@ -10,8 +10,10 @@ import pytest
 from conftest import TRACEBPF, fd_infos, prog
 
 
-def run(*args, user=None, timeout=60):
-    cmd = [TRACEBPF, *map(str, args)]
+def run(*args, user=None, wrap=(), timeout=60):
+    """tracebpf ARGS, as USER (no capabilities) or under wrap=[PROGRAM, ARG...]
+    (which execs it)."""
+    cmd = [*map(str, wrap), TRACEBPF, *map(str, args)]
     if user:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
                "--inh-caps=-all", "--bounding-set=-all", *cmd]
@@ -82,6 +84,17 @@ def test_not_root(tmp_path):
     os.chmod(tmp_path, 0o777)
     p = run("record", "-o", tmp_path / "x.json", "--", prog("mt_events"), 1, 1, user=65534)
     check_failed(p, "Operation not permitted", "run as root")
+
+
+def test_bpf_refused_with_capabilities(tmp_path):
+    """Root, but the kernel refuses to load programs (a seccomp filter fails
+    BPF_PROG_LOAD, bpf command 5, as a container's can): the hint says what
+    else blocks BPF instead of telling root to run as root."""
+    p = run("record", "-o", tmp_path / "x.json", "--", prog("pingpong"), 1,
+            wrap=[prog("deny_bpf_cmd"), 5])
+    check_failed(p, "failed to load BPF programs: Operation not permitted",
+                 "tracebpf has the capabilities it needs", "seccomp filter")
+    assert "run as root" not in p.stderr, p.stderr
 
 
 def test_no_btf(tmp_path):
