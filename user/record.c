@@ -60,6 +60,7 @@ struct recorder {
 	int ncpus;
 	__u64 events;          /* records received */
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
+	__u64 stats_drops;     /* drops_total of the last STATS record written */
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
 	char json_path[PATH_MAX];
@@ -277,30 +278,41 @@ static void write_cmdline(struct recorder *r, pid_t pid)
 
 /* Records lost because a ring was full, per CPU into vals[r->ncpus]
  * (the application's rings and the kernel's summed); the two totals into
- * *app and *kern. */
-static void read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
+ * *app and *kern. An error when a drop counter cannot be read: then how
+ * much was lost is unknown, which the caller must say. */
+static int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 {
 	__u32 zero = 0;
 
-	*app = 0;
+	*app = *kern = 0;
 	memset(vals, 0, r->ncpus * sizeof(*vals));
-	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals))
-		for (int i = 0; i < r->ncpus; i++)
-			*app += vals[i];
-	*kern = tb_sched_add_drops(r->sched, vals, r->ncpus);
+	if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals)) {
+		memset(vals, 0, r->ncpus * sizeof(*vals));
+		return -errno;
+	}
+	for (int i = 0; i < r->ncpus; i++)
+		*app += vals[i];
+	return tb_sched_add_drops(r->sched, vals, r->ncpus, kern);
 }
 
-static void write_stats(struct recorder *r)
+/* A STATS record with the drop counts so far (the last one in the file
+ * wins): written whenever they grew, so that a recorder killed later
+ * leaves them in the file, and at the end. An error (-ENOMEM, or read_drops')
+ * only when the counts are unknown; a write error goes to r->write_err. */
+static int write_stats(struct recorder *r)
 {
 	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
 	size_t sz = sizeof(struct tb_rec_stats) + ncpus * sizeof(__u64);
 	struct tb_rec_stats *st = calloc(1, sz);
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
 	__u64 app, kern;
+	int err = -ENOMEM;
 
 	if (!st || !vals)
 		goto out;
-	read_drops(r, vals, &app, &kern);
+	err = read_drops(r, vals, &app, &kern);
+	if (err)
+		goto out;
 	memcpy(st + 1, vals, ncpus * sizeof(__u64));
 	st->hdr.type = TB_REC_STATS;
 	st->hdr.size = sz;
@@ -309,30 +321,42 @@ static void write_stats(struct recorder *r)
 	st->events = r->events;
 	st->ncpus = ncpus;
 	st->drops_total = app + kern;
-	tb_writer_append(r->w, &st->hdr);
+	r->stats_drops = st->drops_total;
+	if ((err = tb_writer_append(r->w, &st->hdr)) && !r->write_err)
+		r->write_err = err;   /* reported with the other write errors */
+	err = 0;
 out:
 	free(st);
 	free(vals);
+	return err;
 }
 
-static __u64 total_drops(struct recorder *r, __u64 *app, __u64 *kern)
+/* The drop totals (0 or a negative errno, as read_drops). */
+static int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 {
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
+	int err = vals ? read_drops(r, vals, app, kern) : -ENOMEM;
 
-	*app = *kern = 0;
-	if (vals)
-		read_drops(r, vals, app, kern);
 	free(vals);
-	return *app + *kern;
+	return err;
+}
+
+static void err_drops(int err)
+{
+	ERR("failed to read the drop counters: %s", strerror(-err));
+	fprintf(stderr, "tracebpf: hint: the trace was written, but how many records were lost "
+			"since the last flush is unknown; record again\n");
 }
 
 /* The traced map is empty once every traced process has exited. A pid that
- * vanished without an exit record (it exited before we added it) is pruned. */
-static bool targets_alive(struct recorder *r)
+ * vanished without an exit record (it exited before we added it) is pruned.
+ * 1 while one lives, 0 when none does, a negative errno (printed) when the
+ * map cannot be listed. */
+static int targets_alive(struct recorder *r)
 {
 	int fd = bpf_map__fd(r->skel->maps.traced);
 	__u32 key, next, *prev = NULL;
-	bool any = false;
+	int any = 0;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
@@ -340,7 +364,13 @@ static bool targets_alive(struct recorder *r)
 		if (kill(key, 0) && errno == ESRCH)
 			bpf_map_delete_elem(fd, &key);
 		else
-			any = true;
+			any = 1;
+	}
+	if (errno != ENOENT) {
+		int err = -errno;
+
+		ERR("failed to list the traced processes: %s", strerror(-err));
+		return err;
 	}
 	return any;
 }
@@ -464,24 +494,71 @@ static void attach_loader_hook(struct recorder *r)
 /* Processes the kernel side stopped at exec or at the loader hook: attach
  * to what they map now (and, after exec, to the libraries the new image's
  * loader is about to map), then let them go. */
-static void release_stopped(struct recorder *r, bool attach)
+/* The pids in `stopped`, up to max. If the map cannot be listed, the
+ * stopped processes of the system that are in it, found through /proc: a
+ * process left stopped would never run again (warn: say which ones may be
+ * ours when that cannot be read either). */
+static int list_stopped(int fd, __u32 *pids, int max, bool warn)
 {
-	int fd = bpf_map__fd(r->skel->maps.stopped);
 	__u32 key, next, *prev = NULL, why;
-	__u32 pids[256];
+	struct dirent *de;
 	int n = 0;
+	DIR *d;
 
-	while (n < 256 && !bpf_map_get_next_key(fd, prev, &next)) {
+	while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		pids[n++] = key;
 	}
+	if (n == max || errno == ENOENT)
+		return n;
+	d = opendir("/proc");
+	while (d && n < max && (de = readdir(d))) {
+		char path[64], buf[256], *p;
+		__u32 pid = strtoul(de->d_name, &p, 10);
+		FILE *f;
+
+		if (!pid || *p)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* state T (stopped) or t (stopped by a tracer) */
+		if (!p || p[1] != ' ' || (p[2] != 'T' && p[2] != 't'))
+			continue;
+		if (!bpf_map_lookup_elem(fd, &pid, &why))
+			pids[n++] = pid;
+		else if (errno != ENOENT && warn)
+			fprintf(stderr, "tracebpf: record: warning: process %u is stopped, and whether "
+					"tracebpf stopped it is unknown (%s); if it did, resume it: "
+					"kill -CONT %u\n", pid, strerror(errno), pid);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void release_stopped(struct recorder *r, bool attach)
+{
+	int fd = bpf_map__fd(r->skel->maps.stopped);
+	__u32 why;
+	__u32 pids[256];
+	int n = list_stopped(fd, pids, 256, !attach);
+
 	for (int i = 0; i < n; i++) {
 		struct tb_paths objs = {};
 		char link[64], exe[PATH_MAX];
 
-		if (bpf_map_lookup_elem(fd, &pids[i], &why))
-			continue;
+		/* gone meanwhile: released already. Unreadable: released all the
+		 * same, as after an exec (which attaches everything it maps). */
+		if (bpf_map_lookup_elem(fd, &pids[i], &why)) {
+			if (errno == ENOENT)
+				continue;
+			why = TB_STOP_EXEC;
+		}
 		if (attach) {
 			tb_proc_probe_objects(pids[i], &objs);
 			snprintf(link, sizeof(link), "/proc/%u/exe", pids[i]);
@@ -578,13 +655,14 @@ static void fmt_bytes(char *buf, size_t len, __u64 b)
 
 static void status_line(struct recorder *r, double elapsed, double rate)
 {
-	char bytes[32];
-	__u64 app, kern, drops = total_drops(r, &app, &kern);
+	char bytes[32], drops[24] = "?";
+	__u64 app, kern;
 
+	if (!total_drops(r, &app, &kern))
+		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
 	fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
-	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %llu  %s",
-			elapsed, (unsigned long long)r->events, rate,
-			(unsigned long long)drops, bytes);
+	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %s  %s",
+			elapsed, (unsigned long long)r->events, rate, drops, bytes);
 }
 
 static int check_btf(const char *path)
@@ -609,6 +687,7 @@ int tb_record(const struct tb_record_opts *o)
 	struct utsname uts;
 	char exe[PATH_MAX];
 	__u64 t0, last_status, last_events = 0;
+	int alive;
 	bool tty = isatty(2) && !o->quiet;
 	int err, i;
 
@@ -841,6 +920,16 @@ int tb_record(const struct tb_record_opts *o)
 			break;
 		ring_buffer__consume(r.rb);
 		release_stopped(&r, true);
+		/* drop counts that grew reach the file in this round */
+		{
+			__u64 app, kern;
+
+			err = total_drops(&r, &app, &kern);
+			if (!err && app + kern != r.stats_drops)
+				err = write_stats(&r);
+			if (err)
+				break;   /* said after the last drain */
+		}
 		err = tb_writer_flush(r.w);
 		if (!err)
 			err = r.write_err;
@@ -861,8 +950,11 @@ int tb_record(const struct tb_record_opts *o)
 		}
 		if (o->duration > 0 && now - t0 >= o->duration * 1e9)
 			break;
-		if (!targets_alive(&r))
+		alive = targets_alive(&r);
+		if (alive <= 0) {
+			err = alive;
 			break;
+		}
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
@@ -885,8 +977,20 @@ int tb_record(const struct tb_record_opts *o)
 			prev = &key;
 			write_comms(&r, key);
 		}
+		if (errno != ENOENT)
+			fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
+					"processes (%s): the trace may lack the names of their "
+					"threads\n", strerror(errno));
 	}
-	write_stats(&r);
+	{
+		int serr = write_stats(&r);
+
+		if (serr) {
+			err_drops(serr);
+			if (!err)
+				err = serr;
+		}
+	}
 	{
 		uint64_t size = tb_writer_bytes(r.w);
 		int cerr = tb_writer_close(r.w);
@@ -906,14 +1010,16 @@ int tb_record(const struct tb_record_opts *o)
 		}
 	}
 	{
-		__u64 app, kern, drops = total_drops(&r, &app, &kern);
-		char bytes[32];
+		__u64 app = 0, kern = 0;
+		char bytes[32], drops[24] = "an unknown number";
 		struct stat st;
 
+		if (!total_drops(&r, &app, &kern))
+			snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
 		fmt_bytes(bytes, sizeof(bytes), stat(r.tbt_path, &st) ? 0 : (__u64)st.st_size);
-		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %llu dropped, wrote %s (%s)\n",
+		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %s dropped, wrote %s (%s)\n",
 			(unsigned long long)r.events, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
-			(unsigned long long)drops, r.tbt_path, bytes);
+			drops, r.tbt_path, bytes);
 		if (o->verbose)
 			fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 					"--flush-interval timer, %llu times woken by the kernel\n",

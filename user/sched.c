@@ -516,23 +516,30 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_b
 	return 0;
 }
 
-__u64 tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n)
+int tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n, __u64 *total)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	__u64 *mine, sum = 0;
+	int ncpus = libbpf_num_possible_cpus(), err = 0;
+	__u64 *mine;
 	__u32 zero = 0;
 
-	if (!s || !s->skel || ncpus <= 0)
+	*total = 0;
+	if (!s || !s->skel)
 		return 0;
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
 	mine = calloc(ncpus, sizeof(*mine));
-	if (mine && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.drops), &zero, mine))
+	if (!mine)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.drops), &zero, mine))
+		err = -errno;
+	else
 		for (int i = 0; i < ncpus; i++) {
-			sum += mine[i];
+			*total += mine[i];
 			if (i < n)
 				vals[i] += mine[i];
 		}
 	free(mine);
-	return sum;
+	return err;
 }
 
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts)

@@ -53,9 +53,10 @@ int tb_sched_prepare(struct tb_sched **s, const struct tb_sched_opts *o);
  * with fn(ctx, ...) as callback. */
 int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_buffer **rb,
 		  tb_ring_fn fn, void *ctx);
-/* Adds the records the kernel rings lost on CPU i to vals[i] (i < n);
- * returns their total. 0 when nothing is loaded. */
-__u64 tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n);
+/* Adds the records the kernel rings lost on CPU i to vals[i] (i < n) and
+ * their total to *total (0 when nothing is loaded). Prints nothing: the
+ * caller says what an error means. */
+int tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n, __u64 *total);
 /* One TB_REC_FORMAT record per -e event, stamped ts. */
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts);
 int tb_sched_attach(struct tb_sched *s);

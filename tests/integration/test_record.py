@@ -247,6 +247,35 @@ def test_drops_are_counted_and_reported(recorder):
     assert "LOST" in rec.stderr and str(drops) in rec.stderr
 
 
+def test_drops_survive_a_killed_recorder(recorder, tmp_path):
+    """The drop counts reach the file in the round after they grow, not
+    only at the end: the file of a recorder killed with SIGKILL still says
+    how many records were lost (read while it was being written, and after
+    the kill). Fails if the counts are written only when the recorder
+    stops."""
+    from conftest import BUILD
+    rec = recorder("--buffer-size", "4K", "--", str(BUILD / "bench" / "rate"), 10**9, 60)
+    pid = child_pid_of(rec)
+    partial = tmp_path / "partial.json"
+
+    def drops_in_file():
+        p = subprocess.run([TRACEBPF, "convert", str(rec.tbt), "-o", str(partial)],
+                           capture_output=True, text=True)
+        return p.returncode == 0 and Trace(partial).meta["drops_total"] > 0
+    wait_for(drops_in_file, what="drops reported in the file being written")
+    rec.proc.kill()
+    rec.proc.wait(timeout=60)
+    os.kill(pid, signal.SIGKILL)   # it holds our stdout pipe open
+    rec.wait()
+    after = tmp_path / "after.json"
+    p = subprocess.run([TRACEBPF, "convert", str(rec.tbt), "-o", str(after)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    drops = Trace(after).meta["drops_total"]
+    assert drops > 0
+    assert f"{drops} events were lost" in p.stderr, p.stderr
+
+
 def test_live_status_on_a_terminal(tmp_path):
     """On a tty, stderr carries a one-line status (rewritten in place with \\r)
     and a final summary; off a tty (every other test) there is none."""

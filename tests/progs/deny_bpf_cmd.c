@@ -12,7 +12,8 @@
  * With --after N the first N such calls go through and the later ones
  * fail: a filter cannot count, so it hands those calls to a supervisor
  * process (SECCOMP_RET_USER_NOTIF), forked before the exec, that lets each
- * one continue or fails it. The supervisor ends with PROGRAM.
+ * one continue or fails it, and says so on stderr ("deny_bpf_cmd: refused
+ * ..."). The supervisor ends with PROGRAM.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -40,11 +41,13 @@
 #error "deny_bpf_cmd: add this architecture's AUDIT_ARCH_* value"
 #endif
 
-/* Answers the filtered calls: the first `allow` continue, the rest fail. */
-static void supervise(int listener, long allow)
+/* Answers the filtered calls: the first `allow` continue, the rest fail,
+ * each refusal said on stderr (so a caller knows whether any call was). */
+static void supervise(int listener, long cmd, long allow)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
+	long n = 0;
 
 	for (;;) {
 		memset(&req, 0, sizeof(req));
@@ -60,7 +63,9 @@ static void supervise(int listener, long allow)
 			resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		} else {
 			resp.error = -EPERM;
+			fprintf(stderr, "deny_bpf_cmd: refused bpf command %ld (call %ld)\n", cmd, n);
 		}
+		n++;
 		/* ENOENT: the caller was killed meanwhile */
 		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	}
@@ -137,7 +142,7 @@ int main(int argc, char **argv)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(0);
-			supervise(listener, after);
+			supervise(listener, cmd, after);
 		}
 		close(listener);
 	}
