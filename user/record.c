@@ -344,8 +344,8 @@ static int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 static void err_drops(int err)
 {
 	ERR("failed to read the drop counters: %s", strerror(-err));
-	fprintf(stderr, "tracebpf: hint: the trace was written, but how many records were lost "
-			"since the last flush is unknown; record again\n");
+	fprintf(stderr, "tracebpf: hint: the trace was written, but whether records were lost "
+			"since the last count in it is unknown; record again\n");
 }
 
 /* The traced map is empty once every traced process has exited. A pid that
@@ -491,9 +491,6 @@ static void attach_loader_hook(struct recorder *r)
 	}
 }
 
-/* Processes the kernel side stopped at exec or at the loader hook: attach
- * to what they map now (and, after exec, to the libraries the new image's
- * loader is about to map), then let them go. */
 /* The pids in `stopped`, up to max. If the map cannot be listed, the
  * stopped processes of the system that are in it, found through /proc: a
  * process left stopped would never run again (warn: say which ones may be
@@ -541,6 +538,9 @@ static int list_stopped(int fd, __u32 *pids, int max, bool warn)
 	return n;
 }
 
+/* Processes the kernel side stopped at exec or at the loader hook: attach
+ * to what they map now (and, after exec, to the libraries the new image's
+ * loader is about to map), then let them go. */
 static void release_stopped(struct recorder *r, bool attach)
 {
 	int fd = bpf_map__fd(r->skel->maps.stopped);
@@ -920,15 +920,14 @@ int tb_record(const struct tb_record_opts *o)
 			break;
 		ring_buffer__consume(r.rb);
 		release_stopped(&r, true);
-		/* drop counts that grew reach the file in this round */
+		/* drop counts that grew reach the file in this round (the
+		 * counters are totals: if they cannot be read now, the read
+		 * at the end still gets them all, or says it cannot) */
 		{
 			__u64 app, kern;
 
-			err = total_drops(&r, &app, &kern);
-			if (!err && app + kern != r.stats_drops)
-				err = write_stats(&r);
-			if (err)
-				break;   /* said after the last drain */
+			if (!total_drops(&r, &app, &kern) && app + kern != r.stats_drops)
+				write_stats(&r);
 		}
 		err = tb_writer_flush(r.w);
 		if (!err)
@@ -1004,6 +1003,8 @@ int tb_record(const struct tb_record_opts *o)
 			tb_serve_close(r.server, size, 2000);
 			r.server = NULL;
 		}
+		if (!cerr)
+			cerr = r.write_err;   /* a record of the last drain not taken */
 		if (cerr && !err) {
 			ERR("failed to write '%s': %s", r.tbt_path, strerror(-cerr));
 			err = cerr;
