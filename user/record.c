@@ -98,32 +98,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* The kernel refused to load programs although check_caps passed: say what
- * else blocks BPF, with the lockdown mode when it is one. */
-static void hint_bpf_blocked(void)
-{
-	char buf[128] = "", *b, *e;
-	FILE *f = fopen("/sys/kernel/security/lockdown", "r");
-
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	b = strchr(buf, '[');
-	e = b ? strchr(b, ']') : NULL;
-	if (b && e && strncmp(b, "[none]", 6)) {
-		*e = '\0';
-		fprintf(stderr, "tracebpf: hint: the kernel is locked down (%s: /sys/kernel/security/"
-				"lockdown), which blocks BPF tracing; record on a kernel booted "
-				"without lockdown\n", b + 1);
-		return;
-	}
-	fprintf(stderr, "tracebpf: hint: tracebpf has the capabilities it needs, so something "
-			"else refuses BPF here: a seccomp filter (as in many containers: run "
-			"it on the host, or allow bpf(2)) or a security module\n");
-}
-
 /* Effective capabilities: CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON. */
 static int check_caps(void)
 {
@@ -343,9 +317,9 @@ static int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 
 static void err_drops(int err)
 {
-	ERR("failed to read the drop counters: %s", strerror(-err));
-	fprintf(stderr, "tracebpf: hint: the trace was written, but whether records were lost "
-			"since the last count in it is unknown; record again\n");
+	ERR("failed to read the drop counters: %s (the trace was written, but whether "
+	    "records were lost since the last count in it is unknown)", strerror(-err));
+	tb_hint_bpf(err, "record again");
 }
 
 /* The traced map is empty once every traced process has exited. A pid that
@@ -370,6 +344,7 @@ static int targets_alive(struct recorder *r)
 		int err = -errno;
 
 		ERR("failed to list the traced processes: %s", strerror(-err));
+		tb_hint_bpf(err, NULL);
 		return err;
 	}
 	return any;
@@ -448,6 +423,7 @@ static int attach_object(struct recorder *r, const char *path)
 			err = -errno;
 			ERR("failed to attach to the %s probes of '%s': %s", probes[i].name,
 			    path, strerror(-err));
+			tb_hint_bpf(err, "run with -v to see libbpf's log");
 			return err;
 		}
 		err = add_link(r, link);
@@ -802,10 +778,7 @@ int tb_record(const struct tb_record_opts *o)
 	err = record_bpf__load(r.skel);
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(-err));
-		if (err == -EPERM)
-			hint_bpf_blocked();
-		else
-			fprintf(stderr, "tracebpf: hint: run with -v to see the verifier's log\n");
+		tb_hint_bpf(err, "run with -v to see the verifier's log");
 		goto cleanup;
 	}
 	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
@@ -853,6 +826,7 @@ int tb_record(const struct tb_record_opts *o)
 	err = record_bpf__attach(r.skel);
 	if (err) {
 		ERR("failed to attach to the sched_process_* tracepoints: %s", strerror(-err));
+		tb_hint_bpf(err, "run with -v to see libbpf's log");
 		goto cleanup;
 	}
 	err = tb_sched_attach(r.sched);
@@ -867,6 +841,7 @@ int tb_record(const struct tb_record_opts *o)
 		err = add_traced(&r, r.child, 1);
 		if (err) {
 			ERR("failed to trace process %d: %s", r.child, strerror(-err));
+			tb_hint_bpf(err, NULL);
 			goto cleanup;
 		}
 	}
@@ -874,6 +849,7 @@ int tb_record(const struct tb_record_opts *o)
 		err = add_traced(&r, o->pids[i], 2 + i);
 		if (err) {
 			ERR("failed to trace process %d: %s", o->pids[i], strerror(-err));
+			tb_hint_bpf(err, NULL);
 			goto cleanup;
 		}
 		write_comms(&r, o->pids[i]);

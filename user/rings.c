@@ -35,6 +35,8 @@ int tb_rings_create(struct tb_rings *r, struct bpf_map *outer, int n, size_t siz
 			    strerror(-err));
 			if (err == -ENOMEM)
 				fprintf(stderr, "tracebpf: hint: try a smaller %s\n", option);
+			else
+				tb_hint_bpf(err, NULL);
 			return err;
 		}
 		r->fds[cpu] = fd;
@@ -45,8 +47,10 @@ int tb_rings_create(struct tb_rings *r, struct bpf_map *outer, int n, size_t siz
 	 * (bpf_map__inner_map() + set_max_entries crashes in libbpf 1.1). */
 	if (!err)
 		err = bpf_map__set_inner_map_fd(outer, r->fds[0]);
-	if (err)
+	if (err) {
 		ERR("failed to set up the %ss' map: %s", what, strerror(-err));
+		tb_hint_bpf(err, "run with -v to see libbpf's log");
+	}
 	return err;
 }
 
@@ -62,6 +66,7 @@ int tb_rings_insert(struct tb_rings *r, int outer_fd, struct ring_buffer **rb,
 		if (bpf_map_update_elem(outer_fd, &key, &fd, BPF_ANY)) {
 			err = -errno;
 			ERR("failed to insert %s for CPU %d: %s", r->what, cpu, strerror(-err));
+			tb_hint_bpf(err, "run with -v to see libbpf's log");
 			return err;
 		}
 		if (!*rb) {
@@ -72,6 +77,7 @@ int tb_rings_insert(struct tb_rings *r, int outer_fd, struct ring_buffer **rb,
 		}
 		if (err) {
 			ERR("failed to poll %s for CPU %d: %s", r->what, cpu, strerror(-err));
+			tb_hint_bpf(err, "run with -v to see libbpf's log");
 			return err;
 		}
 	}
@@ -86,4 +92,34 @@ void tb_rings_close(struct tb_rings *r)
 	free(r->fds);
 	r->fds = NULL;
 	r->n = 0;
+}
+
+void tb_hint_bpf(int err, const char *otherwise)
+{
+	char buf[128] = "", *b, *e;
+	FILE *f;
+
+	if (err != -EPERM && err != -EACCES) {
+		if (otherwise)
+			fprintf(stderr, "tracebpf: hint: %s\n", otherwise);
+		return;
+	}
+	f = fopen("/sys/kernel/security/lockdown", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	b = strchr(buf, '[');
+	e = b ? strchr(b, ']') : NULL;
+	if (b && e && strncmp(b, "[none]", 6)) {
+		*e = '\0';
+		fprintf(stderr, "tracebpf: hint: the kernel is locked down (%s: /sys/kernel/security/"
+				"lockdown), which blocks BPF tracing; record on a kernel booted "
+				"without lockdown\n", b + 1);
+		return;
+	}
+	fprintf(stderr, "tracebpf: hint: tracebpf has the capabilities it needs, so something "
+			"else refuses BPF here: a seccomp filter (as in many containers: run "
+			"it on the host, or allow bpf(2)) or a security module\n");
 }

@@ -9,7 +9,8 @@
  * Order of calls: tb_rings_create (before the object is loaded: sizes the
  * outer map and gives it its inner template), then after load
  * tb_rings_insert, and tb_rings_close at the end. 0 or a negative errno;
- * each prints its own error.
+ * each prints its own error. tb_hint_bpf is the loaders' shared hint for a
+ * failed bpf(2) call.
  */
 #ifndef TRACEBPF_RINGS_H
 #define TRACEBPF_RINGS_H
@@ -36,5 +37,11 @@ int tb_rings_create(struct tb_rings *r, struct bpf_map *outer, int n, size_t siz
 int tb_rings_insert(struct tb_rings *r, int outer_fd, struct ring_buffer **rb,
 		    tb_ring_fn fn, void *ctx);
 void tb_rings_close(struct tb_rings *r);
+
+/* The hint after a bpf(2) call failed with err: EPERM or EACCES (the
+ * recorder checked its capabilities first) means something else refuses BPF
+ * here, lockdown, a seccomp filter or a security module, and it says which
+ * it can tell; any other error gets `otherwise` (NULL: no hint). */
+void tb_hint_bpf(int err, const char *otherwise);
 
 #endif

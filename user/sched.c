@@ -476,6 +476,7 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_b
 	if (err) {
 		ERR("failed to share the traced processes and rings with the scheduler "
 		    "programs: %s", strerror(-err));
+		tb_hint_bpf(err, "record without scheduler events: --no-sched");
 		return err;
 	}
 	ncpus = libbpf_num_possible_cpus();
@@ -501,8 +502,8 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_b
 	err = sched_bpf__load(s->skel);
 	if (err) {
 		ERR("failed to load the scheduler BPF programs: %s", strerror(-err));
-		fprintf(stderr, "tracebpf: hint: run with -v to see the verifier's log, or "
-				"record without scheduler events: --no-sched\n");
+		tb_hint_bpf(err, "run with -v to see the verifier's log, or record without "
+				 "scheduler events: --no-sched");
 		return err;
 	}
 	err = tb_rings_insert(&s->rings, bpf_map__fd(s->skel->maps.rings), rb, fn, ctx);
@@ -603,6 +604,8 @@ int tb_sched_attach(struct tb_sched *s)
 			err = -errno;
 			ERR("failed to attach '%s' to its tracepoint: %s",
 			    bpf_program__section_name(prog), strerror(-err));
+			tb_hint_bpf(err, "record without it (--sched-events) or without "
+					 "scheduler events (--no-sched)");
 			return err;
 		}
 		if ((err = add_link(s, l)))
@@ -617,6 +620,7 @@ int tb_sched_attach(struct tb_sched *s)
 			err = -errno;
 			ERR("failed to attach to tracepoint '%s:%s': %s", s->ev[i].sys,
 			    s->ev[i].name, strerror(-err));
+			tb_hint_bpf(err, "record without that -e event");
 			return err;
 		}
 		if ((err = add_link(s, l)))

@@ -3,8 +3,9 @@ each of its calls in turn (tests/progs/deny_bpf_cmd --after N: a seccomp
 supervisor lets the first N calls of that command through and fails the
 next ones with EPERM), while recording a pingpong. Whatever the call, the
 recorder must not hang, crash, or lose data silently: either it says what
-failed and exits 1 leaving no program loaded and no process stopped, or it
-exits 0 with the whole pingpong in the trace (a warning allowed). The sweep
+failed, with a hint that is not "run as root", and exits 1 leaving no
+program loaded and no process stopped, or it exits 0 with the whole
+pingpong in the trace (a warning allowed). The sweep
 of a command ends at the first N where nothing was refused: that recording
 must be whole too."""
 import os
@@ -87,6 +88,10 @@ def test_every_call_refused(tmp_path, cmd):
         if r.rc == 1:
             errors = [l for l in r.stderr.splitlines() if re.match(r"tracebpf: \w+: failed to ", l)]
             assert errors, f"{what}: exit 1 without saying what failed: {r.stderr[-2000:]}"
+            # and what to do: a refused call as root is not a privilege problem
+            hints = [l for l in r.stderr.splitlines() if l.startswith("tracebpf: hint: ")]
+            assert hints, f"{what}: no hint after {errors[0]!r}: {r.stderr[-2000:]}"
+            assert not any("run as root" in h for h in hints), (what, hints)
             outcomes.append(errors[0])
         else:
             check_whole(r, what)
