@@ -322,6 +322,23 @@ static void err_drops(int err)
 	tb_hint_bpf(err, "record again");
 }
 
+/* The trace file could not be written (or created): what is in it is a
+ * readable prefix of the recording (docs/format.md); say how to get all of
+ * it next time. */
+static void err_write(const char *path, int err, bool create)
+{
+	ERR("failed to %s '%s': %s", create ? "create" : "write", path, strerror(-err));
+	if (err == -ENOSPC || err == -EDQUOT)
+		fprintf(stderr, "tracebpf: hint: free space on that file system or record to "
+				"another one (-o); -z 9, --no-sched or a shorter --duration "
+				"make a smaller trace\n");
+	else if (err == -EACCES || err == -EPERM || err == -EROFS)
+		fprintf(stderr, "tracebpf: hint: record to a writable directory (-o)\n");
+	else if (!create)
+		fprintf(stderr, "tracebpf: hint: what reached the file is readable: "
+				"tracebpf convert '%s'\n", path);
+}
+
 /* The traced map is empty once every traced process has exited. A pid that
  * vanished without an exit record (it exited before we added it) is pruned.
  * 1 while one lives, 0 when none does, a negative errno (printed) when the
@@ -802,13 +819,13 @@ int tb_record(const struct tb_record_opts *o)
 
 		err = tb_writer_open(&r.w, r.tbt_path, &wo);
 		if (err) {
-			ERR("failed to create '%s': %s", r.tbt_path, strerror(-err));
+			err_write(r.tbt_path, err, true);
 			goto cleanup;
 		}
 	}
 	err = tb_sched_write_formats(r.sched, r.w, now_ns(CLOCK_MONOTONIC));
 	if (err) {
-		ERR("failed to write '%s': %s", r.tbt_path, strerror(-err));
+		err_write(r.tbt_path, err, false);
 		goto cleanup;
 	}
 	if (o->serve) {
@@ -909,7 +926,7 @@ int tb_record(const struct tb_record_opts *o)
 		if (!err)
 			err = r.write_err;
 		if (err) {
-			ERR("failed to write '%s': %s", r.tbt_path, strerror(-err));
+			err_write(r.tbt_path, err, false);
 			break;
 		}
 		if (r.server)
@@ -982,7 +999,7 @@ int tb_record(const struct tb_record_opts *o)
 		if (!cerr)
 			cerr = r.write_err;   /* a record of the last drain not taken */
 		if (cerr && !err) {
-			ERR("failed to write '%s': %s", r.tbt_path, strerror(-cerr));
+			err_write(r.tbt_path, cerr, false);
 			err = cerr;
 		}
 	}

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import TRACEBPF, fd_infos, prog
+from conftest import BUILD, TRACEBPF, fd_infos, load, prog
 
 
 def run(*args, user=None, wrap=(), timeout=60):
@@ -95,6 +95,25 @@ def test_bpf_refused_with_capabilities(tmp_path):
     check_failed(p, "failed to load BPF programs: Operation not permitted",
                  "tracebpf has the capabilities it needs", "seccomp filter")
     assert "run as root" not in p.stderr, p.stderr
+
+
+def test_disk_full(tmp_path):
+    """The file system fills up while recording: the recorder says so, with
+    a hint, exits 1 and leaves nothing loaded; what reached the file is a
+    readable prefix of the recording."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    try:
+        p = run("record", "-o", small / "x.json", "--", str(BUILD / "bench" / "rate"), "1e6", 3)
+        check_failed(p, f"failed to write '{small / 'x.tbt'}': No space left on device",
+                     "hint: free space on that file system")
+        c = run("convert", small / "x.tbt", "-o", tmp_path / "prefix.json")
+        assert c.returncode == 0, c.stderr
+        t = load(tmp_path / "prefix.json", consumer=False)
+        assert t.named("rate", "I"), "no event of the prefix converted"
+    finally:
+        subprocess.run(["umount", "-l", str(small)])
 
 
 def test_no_btf(tmp_path):
