@@ -311,6 +311,24 @@ static int cmd_convert(int argc, char **argv)
 	return tb_convert(&co) ? 1 : 0;
 }
 
+/* What a command printed must have reached stdout: a full disk would
+ * otherwise pass for success (coreutils' close_stdout does the same). */
+static int check_stdout(const char *cmd, int ret)
+{
+	int err;
+
+	errno = 0;
+	if (!fflush(stdout) && !ferror(stdout))
+		return ret;
+	err = errno;   /* 0: an earlier write failed, its errno is gone */
+	fprintf(stderr, "tracebpf: %s: failed to write '<stdout>': %s\n", cmd,
+		err ? strerror(err) : "a write failed, the output is cut short");
+	if (!err || err == ENOSPC || err == EDQUOT)
+		fprintf(stderr, "tracebpf: hint: check the free space where the output goes, "
+				"or redirect it to another file system\n");
+	return ret ? ret : 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp top = { NULL, NULL, "COMMAND [ARG...]", top_doc, NULL, NULL, NULL };
@@ -352,5 +370,7 @@ int main(int argc, char **argv)
 		ret = 64;
 	}
 	free(cmdline);
+	if (ret != 64)   /* usage errors print to stderr only */
+		ret = check_stdout(strncmp(argv[1], "tracebpf ", 9) ? argv[1] : argv[1] + 9, ret);
 	return ret;
 }
