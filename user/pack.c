@@ -262,6 +262,14 @@ static error_t pack_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+static void write_failed(const char *out, int err)
+{
+	fprintf(stderr, "tracebpf: pack: failed to write '%s': %s\n", out, strerror(-err));
+	if (err == -ENOSPC || err == -EDQUOT)
+		fprintf(stderr, "tracebpf: pack: hint: free space on that file system, or write "
+				"the packed trace to another one\n");
+}
+
 int tb_cmd_pack(int argc, char **argv)
 {
 	static const struct argp_option opts[] = {
@@ -352,15 +360,14 @@ int tb_cmd_pack(int argc, char **argv)
 		err = ret;
 		fprintf(stderr, "tracebpf: pack: failed to read '%s': %s\n", a.in, strerror(-err));
 	} else if (err) {
-		fprintf(stderr, "tracebpf: pack: failed to write '%s': %s\n", a.out, strerror(-err));
+		write_failed(a.out, err);
 	}
 	if (w) {
 		int cerr = tb_writer_close(w);
 
 		if (cerr && !err) {
 			err = cerr;
-			fprintf(stderr, "tracebpf: pack: failed to write '%s': %s\n", a.out,
-				strerror(-err));
+			write_failed(a.out, err);
 		}
 	}
 	if (!err) {

@@ -112,6 +112,10 @@ def test_disk_full(tmp_path):
         assert c.returncode == 0, c.stderr
         t = load(tmp_path / "prefix.json", consumer=False)
         assert t.named("rate", "I"), "no event of the prefix converted"
+        # and packing that prefix onto the full file system fails the same way
+        k = run("pack", small / "x.tbt", small / "packed.tbt")
+        check_failed(k, f"failed to write '{small / 'packed.tbt'}': No space left on device",
+                     "hint: free space on that file system")
     finally:
         subprocess.run(["umount", "-l", str(small)])
 
