@@ -1680,6 +1680,8 @@ int tb_convert(const struct tb_convert_opts *o)
 	mode_t mask;
 	int err, fd;
 
+	if (!o->connect && (err = tb_io_check_distinct("convert", in, out)))
+		return err;
 	if (o->follow || o->connect)
 		tb_io_catch_signals();   /* Ctrl-C ends the input, not the JSON */
 	if (o->follow || o->connect) {

@@ -262,12 +262,16 @@ static error_t pack_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static void write_failed(const char *out, int err)
+static void write_failed(const char *out, int err, bool create)
 {
-	fprintf(stderr, "tracebpf: pack: failed to write '%s': %s\n", out, strerror(-err));
+	fprintf(stderr, "tracebpf: pack: failed to %s '%s': %s\n", create ? "create" : "write",
+		out, strerror(-err));
 	if (err == -ENOSPC || err == -EDQUOT)
 		fprintf(stderr, "tracebpf: pack: hint: free space on that file system, or write "
 				"the packed trace to another one\n");
+	else if (err == -EBUSY)
+		fprintf(stderr, "tracebpf: pack: hint: a tracebpf process is writing that file: "
+				"write to another one\n");
 }
 
 int tb_cmd_pack(int argc, char **argv)
@@ -291,6 +295,8 @@ int tb_cmd_pack(int argc, char **argv)
 	int ret, err = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (tb_io_check_distinct("pack", a.in, a.out))
+		return 1;
 	if (tb_io_open(&r, "pack", a.in, NULL, 0))
 		return 1;
 	info = *tb_reader_info(r);
@@ -311,9 +317,10 @@ int tb_cmd_pack(int argc, char **argv)
 		err = tb_merge_new(&m, r, rank, 4u << 20);
 	if (!err) {
 		err = tb_writer_open(&w, a.out, &wo);
-		if (err)
-			fprintf(stderr, "tracebpf: pack: failed to create '%s': %s\n", a.out,
-				strerror(-err));
+		if (err) {
+			write_failed(a.out, err, true);
+			goto out;
+		}
 	}
 	while (!err && (ret = file_order ? tb_reader_next(r, &h) : tb_merge_next(m, &h)) > 0) {
 		if (file_order && tb_reader_rounds(r) != rounds) {
@@ -360,14 +367,14 @@ int tb_cmd_pack(int argc, char **argv)
 		err = ret;
 		fprintf(stderr, "tracebpf: pack: failed to read '%s': %s\n", a.in, strerror(-err));
 	} else if (err) {
-		write_failed(a.out, err);
+		write_failed(a.out, err, false);
 	}
 	if (w) {
 		int cerr = tb_writer_close(w);
 
 		if (cerr && !err) {
 			err = cerr;
-			write_failed(a.out, err);
+			write_failed(a.out, err, false);
 		}
 	}
 	if (!err) {

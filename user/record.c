@@ -334,6 +334,9 @@ static void err_write(const char *path, int err, bool create)
 				"make a smaller trace\n");
 	else if (err == -EACCES || err == -EPERM || err == -EROFS)
 		fprintf(stderr, "tracebpf: hint: record to a writable directory (-o)\n");
+	else if (err == -EBUSY)
+		fprintf(stderr, "tracebpf: hint: another tracebpf process is writing that file: "
+				"stop it, or record to another file (-o)\n");
 	else if (!create)
 		fprintf(stderr, "tracebpf: hint: what reached the file is readable: "
 				"tracebpf convert '%s'\n", path);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -271,13 +272,28 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 	if (strcmp(path, "-") == 0) {
 		w->fd = STDOUT_FILENO;
 	} else {
-		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		struct stat st;
+
+		/* Locked before it is truncated: a second writer of the same
+		 * file (two recorders with one -o) must not destroy the first
+		 * one's trace. A file system without locks is written anyway. */
+		w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (w->fd < 0) {
 			err = -errno;
 			free(w);
 			return err;
 		}
 		w->own_fd = true;
+		err = 0;
+		if (flock(w->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK)
+			err = -EBUSY;
+		else if (!fstat(w->fd, &st) && S_ISREG(st.st_mode) && ftruncate(w->fd, 0))
+			err = -errno;
+		if (err) {
+			close(w->fd);
+			free(w);
+			return err;
+		}
 	}
 	err = write_header(w, opts->info);
 	if (err) {

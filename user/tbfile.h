@@ -107,7 +107,9 @@ struct tb_writer_opts {
 	int raw;                         /* payloads as in record.h, not packed */
 	int no_index;                    /* no chunk index at close */
 };
-/* path "-" writes to stdout. Writes the file header at once. */
+/* path "-" writes to stdout. Writes the file header at once. The file is
+ * locked (flock) while open: -EBUSY, the file untouched, when another
+ * writer has it. */
 int tb_writer_open(struct tb_writer **w, const char *path,
 		   const struct tb_writer_opts *opts);
 /* Copies one record (rec->size bytes) into its stream's buffer; flushes

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -86,6 +87,19 @@ int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
 	if (hint)
 		fprintf(stderr, "tracebpf: %s: hint: %s\n", cmd, hint);
 	return err;
+}
+
+int tb_io_check_distinct(const char *cmd, const char *in, const char *out)
+{
+	struct stat a, b;
+
+	if (!in || !out || !strcmp(in, "-") || !strcmp(out, "-") ||
+	    stat(in, &a) || stat(out, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return 0;
+	fprintf(stderr, "tracebpf: %s: failed to write '%s': it is the trace being read\n",
+		cmd, out);
+	fprintf(stderr, "tracebpf: %s: hint: write to another file\n", cmd);
+	return -EEXIST;
 }
 
 void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected)

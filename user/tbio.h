@@ -41,6 +41,11 @@ int tb_io_is_gz(const char *path);
  * it (which finishes the gzip stream) before closing f. */
 FILE *tb_io_gz_wrap(FILE *f);
 
+/* -EEXIST (printed, with a hint) when out names the same file as in (a
+ * path, a hard link or a symlink to it): writing it would destroy the trace
+ * being read. 0 otherwise, "-" and files that do not exist yet included. */
+int tb_io_check_distinct(const char *cmd, const char *in, const char *out);
+
 /* Says, after reading, whether the trace ended cleanly. */
 void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);
 

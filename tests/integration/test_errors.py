@@ -2,12 +2,13 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD, TRACEBPF, fd_infos, load, prog
+from conftest import BUILD, ROOT, TRACEBPF, fd_infos, load, prog
 
 
 def run(*args, user=None, wrap=(), timeout=60):
@@ -114,7 +115,7 @@ def test_disk_full(tmp_path):
         assert t.named("rate", "I"), "no event of the prefix converted"
         # and packing that prefix onto the full file system fails the same way
         k = run("pack", small / "x.tbt", small / "packed.tbt")
-        check_failed(k, f"failed to write '{small / 'packed.tbt'}': No space left on device",
+        check_failed(k, f"'{small / 'packed.tbt'}': No space left on device",
                      "hint: free space on that file system")
     finally:
         subprocess.run(["umount", "-l", str(small)])
@@ -132,6 +133,53 @@ def test_stdout_full(command):
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert f"tracebpf: {command}: failed to write '<stdout>'" in p.stderr, p.stderr
     assert "hint: check the free space where the output goes" in p.stderr, p.stderr
+
+
+def test_output_in_use(tmp_path):
+    """A second writer of a trace file that a recorder is writing (another
+    `record -o` with the same name, or `pack` onto it) is refused before it
+    touches the file: the first recording stays whole."""
+    out = tmp_path / "busy.json"
+    first = subprocess.Popen([TRACEBPF, "record", "-q", "-o", str(out), "--", prog("quiet_thread")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "ready"
+        p = run("record", "-o", out, "--", prog("pingpong"), 10)
+        check_failed(p, f"failed to create '{tmp_path / 'busy.tbt'}': Device or resource busy",
+                     "another tracebpf process is writing that file")
+        k = run("pack", ROOT / "tests" / "data" / "v2.1-mt_events.tbt", tmp_path / "busy.tbt")
+        assert k.returncode == 1, k.stderr
+        assert "Device or resource busy" in k.stderr and "hint: a tracebpf process is writing" \
+            in k.stderr, k.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.wait(timeout=60)
+        # record leaves its command running, and it holds our stdout pipe
+        subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
+        _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    t = load(out, consumer=False)
+    assert len(t.named("main_ready", "I")) == 1, "the first recording lost its events"
+
+
+@pytest.mark.parametrize("command", ["convert", "pack"])
+@pytest.mark.parametrize("how", ["same path", "symlink"])
+def test_output_is_the_input(tmp_path, command, how):
+    """Writing the output over the trace being read would destroy it: refused,
+    the trace untouched."""
+    src = tmp_path / "t.tbt"
+    shutil.copy(ROOT / "tests" / "data" / "v2.1-mt_events.tbt", src)
+    before = src.read_bytes()
+    out = src
+    if how == "symlink":
+        out = tmp_path / "link.tbt"
+        out.symlink_to(src)
+    args = [src, "-o", out] if command == "convert" else [src, out]
+    p = run(command, *args)
+    assert p.returncode == 1, p.stderr
+    assert f"tracebpf: {command}: failed to write '{out}': it is the trace being read" in p.stderr
+    assert f"tracebpf: {command}: hint: write to another file" in p.stderr
+    assert src.read_bytes() == before, "the input trace was changed"
 
 
 def test_no_btf(tmp_path):
