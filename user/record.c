@@ -132,15 +132,27 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-/* x.json -> x.tbt + x.json; x.tbt -> x.tbt + x.json; x -> x.tbt + x.json */
+/* x.json -> x.tbt + x.json; x.tbt -> x.tbt + x.json; x -> x.tbt + x.json;
+ * a directory d -> d/trace.tbt + d/trace.json */
 static int output_paths(struct recorder *r, const char *out)
 {
 	size_t len = strlen(out);
 	int base = (int)len;
+	struct stat st;
 
 	if (!strcmp(out, "-")) {   /* the trace stream on stdout, no JSON */
 		strcpy(r->tbt_path, "-");
 		r->json_path[0] = '\0';
+		return 0;
+	}
+	if (!stat(out, &st) && S_ISDIR(st.st_mode)) {
+		const char *sep = len && out[len - 1] == '/' ? "" : "/";
+
+		if (snprintf(r->tbt_path, sizeof(r->tbt_path), "%s%strace.tbt", out, sep) >=
+		    (int)sizeof(r->tbt_path) ||
+		    snprintf(r->json_path, sizeof(r->json_path), "%s%strace.json", out, sep) >=
+		    (int)sizeof(r->json_path))
+			return -ENAMETOOLONG;
 		return 0;
 	}
 	if (len > 5 && !strcmp(out + len - 5, ".json"))

@@ -8,6 +8,8 @@ import subprocess
 import time
 from collections import Counter, defaultdict
 
+import pytest
+
 from conftest import (TRACEBPF, Trace, load, prog, user_events, wait_for)
 
 
@@ -274,6 +276,26 @@ def test_drops_survive_a_killed_recorder(recorder, tmp_path):
     drops = Trace(after).meta["drops_total"]
     assert drops > 0
     assert f"{drops} events were lost" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("out,tbt,json_", [
+    ("run.json", "run.tbt", "run.json"),
+    ("run.tbt", "run.tbt", "run.json"),
+    ("run", "run.tbt", "run.json"),
+    ("outdir", "outdir/trace.tbt", "outdir/trace.json"),
+    ("outdir/", "outdir/trace.tbt", "outdir/trace.json"),
+])
+def test_output_names(tmp_path, out, tbt, json_):
+    """-o FILE.json, FILE.tbt or FILE name both files; an existing directory
+    gets trace.tbt and trace.json inside it (not a file named after it)."""
+    (tmp_path / "outdir").mkdir()
+    p = subprocess.run([TRACEBPF, "record", "-q", "-o", out, "--", prog("pingpong"), "5"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / tbt).is_file() and (tmp_path / json_).is_file(), \
+        sorted(str(x.relative_to(tmp_path)) for x in tmp_path.rglob("*"))
+    assert not (tmp_path / "outdir.tbt").exists()
+    assert load(tmp_path / json_, consumer=False).named("pingpong", "X")
 
 
 def test_live_status_on_a_terminal(tmp_path):
