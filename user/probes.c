@@ -154,6 +154,14 @@ int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
 		if (ret)
 			goto out;
 	}
+	/* The files are opened through the process's root (its mount
+	 * namespace), which, like maps, needs ptrace access to it: refused,
+	 * every file would look like one without probes. */
+	snprintf(path, sizeof(path), "/proc/%d/root/", pid);
+	if (seen.n && access(path, F_OK) && (errno == EACCES || errno == EPERM)) {
+		ret = -errno;
+		goto out;
+	}
 	for (int i = 0; i < seen.n; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, seen.v[i]);
 		if (tb_elf_count_probes(path) > 0) {

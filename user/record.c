@@ -748,6 +748,11 @@ int tb_record(const struct tb_record_opts *o)
 		err = tb_proc_probe_objects(o->pids[i], &objs);
 		if (err) {
 			ERR("failed to read the mappings of process %d: %s", o->pids[i], strerror(-err));
+			if (err == -EACCES || err == -EPERM)
+				fprintf(stderr, "tracebpf: hint: /proc/%d/maps and /proc/%d/root need "
+						"ptrace access to that process: record as its user or with "
+						"CAP_SYS_PTRACE (a security module can refuse it too)\n",
+					o->pids[i], o->pids[i]);
 			goto cleanup;
 		}
 		if (objs.n == n) {

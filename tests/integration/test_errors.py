@@ -182,6 +182,25 @@ def test_output_is_the_input(tmp_path, command, how):
     assert src.read_bytes() == before, "the input trace was changed"
 
 
+def test_no_ptrace_access(tmp_path):
+    """-p of another user's process without CAP_SYS_PTRACE: its files cannot
+    be opened through /proc/PID/root, which used to pass for "no tracebpf
+    probes in its executable". Now: what failed, and what gives access."""
+    target = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               prog("quiet_thread")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        p = subprocess.run(["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace",
+                            TRACEBPF, "record", "-p", str(target.pid), "-o",
+                            str(tmp_path / "x.json")], capture_output=True, text=True, timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+    check_failed(p, f"failed to read the mappings of process {target.pid}: Permission denied",
+                 "need ptrace access to that process", "CAP_SYS_PTRACE")
+    assert "no tracebpf probes" not in p.stderr, p.stderr
+
+
 def test_no_btf(tmp_path):
     p = run("record", "--btf", "/nonexistent/vmlinux", "-o", tmp_path / "x.json", "--",
             prog("mt_events"), 1, 1)
