@@ -29,7 +29,8 @@ int tb_paths_add(struct tb_paths *p, const char *path);
 void tb_paths_free(struct tb_paths *p);
 /* Adds every file mapped by pid that carries tracebpf probes. Paths are
  * given through /proc/PID/root so they resolve in the target's mount
- * namespace. Returns 0, -ESRCH (no such process) or -errno. */
+ * namespace. Returns 0, -ESRCH (no such process) or -errno: -EACCES when
+ * its maps or its root cannot be read (no ptrace access to it). */
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out);
 /* Resolves cmd like execvp does: into out, or -ENOENT / -EACCES. */
 int tb_resolve_cmd(const char *cmd, char *out, size_t len);
