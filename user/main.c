@@ -95,6 +95,30 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+/* -p takes processes; a thread id names the process it belongs to (the
+ * kernel side keys traced processes by tgid: a tid would match nothing). */
+static long process_of(long pid)
+{
+	char path[64], line[128];
+	long tgid = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return pid;   /* record says it does not exist */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	if (tgid > 0 && tgid != pid) {
+		fprintf(stderr, "tracebpf: record: %ld is a thread of process %ld: recording "
+				"process %ld\n", pid, tgid, tgid);
+		return tgid;
+	}
+	return pid;
+}
+
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct tb_record_opts *o = state->input;
@@ -108,6 +132,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			v = strtol(tok, &end, 10);
 			if (errno || *end || v <= 0 || v > INT_MAX)
 				argp_error(state, "invalid pid '%s': give a positive process id", tok);
+			v = process_of(v);
+			for (int i = 0; i < o->npids; i++)
+				if (o->pids[i] == v)
+					v = 0;   /* given twice, or two threads of it */
+			if (!v)
+				continue;
 			if (o->npids == TB_MAX_TARGETS)
 				argp_error(state, "too many pids (at most %d)", TB_MAX_TARGETS);
 			o->pids[o->npids++] = v;

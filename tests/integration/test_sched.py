@@ -503,3 +503,33 @@ def test_bad_kernel_buffer_size(tmp_path, size):
             prog("pingpong"), 1)
     assert p.returncode == 64 and f"invalid buffer size '{size}'" in p.stderr, p.stderr
     assert not (tmp_path / "x.tbt").exists()
+
+
+def test_pid_of_a_thread(tmp_path):
+    """-p with a thread id records the process it belongs to (the kernel side
+    keys traced processes by tgid: a tid matched nothing, and with
+    --sched=traced not one switch of the process was kept)."""
+    pp = subprocess.Popen([prog("pingpong"), "100000000"], stdout=subprocess.PIPE, text=True)
+    try:
+        def threads():
+            names = {}
+            for tid in os.listdir(f"/proc/{pp.pid}/task"):
+                with open(f"/proc/{pp.pid}/task/{tid}/comm") as f:
+                    names[f.read().strip()] = int(tid)
+            return names if {"ping", "pong"} <= set(names) else None
+        tids = wait_for(threads, what="pingpong's ping and pong threads")
+        out = tmp_path / "t.json"
+        rec = subprocess.run([TRACEBPF, "record", "-q", "-p", str(tids["ping"]), "--sched=traced",
+                              "--sched-events=sched_switch",
+                              "-d", "0.3", "-o", str(out)], capture_output=True, text=True,
+                             timeout=60)
+    finally:
+        pp.kill()
+        pp.wait()
+    assert rec.returncode == 0, rec.stderr
+    assert f"{tids['ping']} is a thread of process {pp.pid}: recording process {pp.pid}" \
+        in rec.stderr, rec.stderr
+    t = load(out, consumer=False)
+    between = [s for s in switches(t)
+               if {int(s["prev_pid"]), int(s["next_pid"])} == {tids["ping"], tids["pong"]}]
+    assert len(between) >= 100, len(between)
