@@ -349,7 +349,10 @@ static void err_write(const char *path, int err, bool create)
 	else if (err == -EBUSY)
 		fprintf(stderr, "tracebpf: hint: another tracebpf process is writing that file: "
 				"stop it, or record to another file (-o)\n");
-	else if (!create)
+	else if (err == -EPIPE)
+		fprintf(stderr, "tracebpf: hint: what reads the trace stopped reading before "
+				"the end of the recording\n");
+	else if (!create && strcmp(path, "-"))
 		fprintf(stderr, "tracebpf: hint: what reached the file is readable: "
 				"tracebpf convert '%s'\n", path);
 }
@@ -610,6 +613,8 @@ static int spawn_child(struct recorder *r, const char *exe)
 		close(ex[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);   /* an ignored signal stays ignored after exec */
 		/* stdout carries the trace (-o -): the command's output goes
 		 * to stderr */
 		if (!strcmp(r->tbt_path, "-") && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
@@ -899,9 +904,15 @@ int tb_record(const struct tb_record_opts *o)
 	}
 	attach_loader_hook(&r);
 
+	/* Ctrl-C, kill and a closed terminal stop the recording the same
+	 * way: last drain, processes released, file finished. A reader of
+	 * `-o -` that goes away is a write error (EPIPE), not a death that
+	 * would leave a process stopped at exec. */
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 
 	if (o->cmd) {
 		err = start_child(&r);

@@ -1,6 +1,7 @@
 """Bad input: a clear message, a non-zero exit, no crash, nothing left behind."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -332,3 +333,18 @@ def test_reading_commands_need_a_source(cmd):
     check_failed(run(cmd, "a.tbt", "b.tbt"), "one trace at a time")
     if cmd == "info":
         check_failed(run(cmd, "--follow", "a.tbt"), "unrecognized option")
+
+
+def test_stdout_reader_goes_away(tmp_path):
+    """`record -o -` whose reader exits early: a write error (EPIPE) that the
+    recorder reports and cleans up after (exit 1, nothing loaded, the traced
+    command not left stopped), not a death by SIGPIPE."""
+    sh = (f'"{TRACEBPF}" record -q -o - -- "{prog("pingpong")}" 200000 | head -c 1000 >/dev/null;'
+          ' echo "rc=${PIPESTATUS[0]}" >&2')
+    p = subprocess.run(["bash", "-c", sh], capture_output=True, text=True, timeout=120)
+    m = re.search(r"rc=(\d+)", p.stderr)
+    assert m and m.group(1) == "1", p.stderr
+    p.returncode = 1
+    check_failed(p, "failed to write '-': Broken pipe", "hint: what reads the trace stopped")
+    from test_faults import stopped_pingpongs
+    assert stopped_pingpongs() == []

@@ -298,6 +298,24 @@ def test_output_names(tmp_path, out, tbt, json_):
     assert load(tmp_path / json_, consumer=False).named("pingpong", "X")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_stop_signals(recorder, sig):
+    """Ctrl-C, kill and a closed terminal (SIGHUP, which killed the recorder
+    before its last drain) all end the recording cleanly: exit 0, the file
+    finished, the events in it."""
+    rec = recorder("--", prog("quiet_thread"))
+    pid = child_pid_of(rec)
+    assert rec.proc.stdout.readline().strip() == "ready"   # its events are out
+    rec.proc.send_signal(sig)
+    rec.proc.wait(timeout=60)
+    os.kill(pid, signal.SIGKILL)   # record leaves its command running; it holds our pipe
+    rec.wait()
+    t = rec.trace(consumer=False)
+    assert len(t.named("main_ready", "I")) == 1
+    info = subprocess.run([TRACEBPF, "info", str(rec.tbt)], capture_output=True, text=True)
+    assert "finished:       yes" in info.stdout, info.stdout
+
+
 def test_live_status_on_a_terminal(tmp_path):
     """On a tty, stderr carries a one-line status (rewritten in place with \\r)
     and a final summary; off a tty (every other test) there is none."""
