@@ -1041,10 +1041,16 @@ int tb_record(const struct tb_record_opts *o)
 
 		if (!total_drops(&r, &app, &kern))
 			snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
-		fmt_bytes(bytes, sizeof(bytes), stat(r.tbt_path, &st) ? 0 : (__u64)st.st_size);
-		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %s dropped, wrote %s (%s)\n",
+		bytes[0] = '\0';
+		if (strcmp(r.tbt_path, "-")) {
+			strcpy(bytes, " (");
+			fmt_bytes(bytes + 2, sizeof(bytes) - 3,
+				  stat(r.tbt_path, &st) ? 0 : (__u64)st.st_size);
+			strcat(bytes, ")");
+		}
+		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %s dropped, wrote %s%s\n",
 			(unsigned long long)r.events, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
-			drops, r.tbt_path, bytes);
+			drops, strcmp(r.tbt_path, "-") ? r.tbt_path : "the trace to stdout", bytes);
 		if (o->verbose)
 			fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 					"--flush-interval timer, %llu times woken by the kernel\n",
