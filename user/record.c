@@ -809,6 +809,8 @@ int tb_record(const struct tb_record_opts *o)
 	if (r.ncpus <= 0) {
 		err = r.ncpus ? r.ncpus : -EINVAL;
 		ERR("failed to count possible CPUs: %s", strerror(-err));
+		fprintf(stderr, "tracebpf: hint: libbpf reads them from "
+				"/sys/devices/system/cpu/possible: is sysfs mounted?\n");
 		goto cleanup;
 	}
 	r.skel->rodata->wakeup_bytes = o->buffer_size / 4;

@@ -483,6 +483,8 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_b
 	if (ncpus <= 0) {
 		err = ncpus ? ncpus : -EINVAL;
 		ERR("failed to count possible CPUs: %s", strerror(-err));
+		fprintf(stderr, "tracebpf: hint: libbpf reads them from "
+				"/sys/devices/system/cpu/possible: is sysfs mounted?\n");
 		return err;
 	}
 	/* Rings of their own: see bpf/ring.bpf.h on why they are small. */

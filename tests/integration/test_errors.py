@@ -348,3 +348,16 @@ def test_stdout_reader_goes_away(tmp_path):
     check_failed(p, "failed to write '-': Broken pipe", "hint: what reads the trace stopped")
     from test_faults import stopped_pingpongs
     assert stopped_pingpongs() == []
+
+
+def test_cpu_count_unreadable(tmp_path):
+    """The number of possible CPUs (sizes the per-CPU rings) cannot be read:
+    here /sys/devices/system/cpu/possible is an empty file, bound over the
+    real one in a private mount namespace. A clear error, nothing loaded."""
+    empty = tmp_path / "possible"
+    empty.write_text("")
+    sh = (f'mount --bind "{empty}" /sys/devices/system/cpu/possible && exec "{TRACEBPF}" '
+          f'record -o "{tmp_path / "x.json"}" -- "{prog("pingpong")}" 10')
+    p = subprocess.run(["unshare", "-m", "sh", "-c", sh], capture_output=True, text=True,
+                       timeout=60)
+    check_failed(p, "failed to count possible CPUs", "/sys/devices/system/cpu/possible")
