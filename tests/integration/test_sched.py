@@ -533,3 +533,33 @@ def test_pid_of_a_thread(tmp_path):
     between = [s for s in switches(t)
                if {int(s["prev_pid"]), int(s["next_pid"])} == {tids["ping"], tids["pong"]}]
     assert len(between) >= 100, len(between)
+
+
+def test_missing_tracepoint(tmp_path):
+    """A kernel without a required scheduler tracepoint: made here in a
+    private mount namespace, with a copy of the kernel's BTF whose
+    btf_trace_sched_waking is renamed (so no tp_btf) bound over
+    /sys/kernel/btf/vmlinux, and tracefs's sched events hidden (so no raw_tp
+    either). The recorder names the tracepoint and how to record without it;
+    following the hint works."""
+    btf = open("/sys/kernel/btf/vmlinux", "rb").read()
+    name = b"btf_trace_sched_waking\0"
+    assert btf.count(name) == 1
+    fake = tmp_path / "vmlinux"
+    fake.write_bytes(btf.replace(name, b"btf_trace_sched_wakinX\0"))
+    hide = ('mount --bind "$0" /sys/kernel/btf/vmlinux && '
+            '{ [ ! -d /sys/kernel/tracing/events/sched ] || '
+            'mount -t tmpfs none /sys/kernel/tracing/events/sched; } && exec "$@"')
+
+    def record(*args):
+        return subprocess.run(["unshare", "-m", "sh", "-c", hide, str(fake), TRACEBPF, "record",
+                               "-o", str(tmp_path / "x.json"), *args, "--", prog("pingpong"),
+                               "100"], capture_output=True, text=True, timeout=60)
+    p = record()
+    check_failed(p, "failed to find the sched_waking tracepoint in this kernel",
+                 "hint: record without it (--sched-events=")
+    p = record("--sched-events=sched_switch")
+    assert p.returncode == 0, p.stderr
+    t = load(tmp_path / "x.json", consumer=False)
+    ping, pong, cpu = pingpong_ids(p)
+    assert [s for s in switches(t) if int(s["next_pid"]) == pong]
