@@ -615,6 +615,7 @@ struct tb_reader {
 	const volatile int *stop;
 	bool follow;
 	unsigned retries;         /* at a corrupt last chunk */
+	bool writer_gone;         /* nobody holds the writer's lock any more */
 	bool finished;            /* the index chunk was read */
 	uint64_t rounds;
 	bool round_pending;       /* a ROUND_END chunk whose records are out */
@@ -925,6 +926,16 @@ static int wait_more(struct tb_reader *r, bool corrupt)
 
 	if (!r->follow || r->finished || (r->stop && *r->stop) || !seekable(r))
 		return 0;
+	/* The writer holds an exclusive flock on the file until it has
+	 * finished it (tb_writer_open). A shared one granted now means it is
+	 * gone without finishing (killed): read once more what it left, then
+	 * stop there instead of waiting for ever. */
+	if (r->writer_gone)
+		return 0;
+	if (!flock(r->fd, LOCK_SH | LOCK_NB)) {
+		flock(r->fd, LOCK_UN);
+		r->writer_gone = true;
+	}
 	/* A chunk is written with one write(2), but a reader may see part of
 	 * it: a CRC mismatch on the last chunk is retried for a while. */
 	if (corrupt && ++r->retries > 100)

@@ -306,3 +306,32 @@ def test_info_truncated_and_errors(tmp_path):
     empty.write_bytes(b"")
     r = run("dump", empty)
     assert r.returncode != 0 and "not a tracebpf trace" in r.stderr
+
+
+def test_follow_ends_when_the_recorder_is_killed(tmp_path):
+    """A follower of a file whose recorder was killed (no index will ever
+    come) converts what the recorder wrote and ends, instead of waiting for
+    ever: the writer's lock on the file is gone."""
+    tbt = tmp_path / "k.tbt"
+    rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt), "--",
+                            prog("quiet_thread")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    assert rec.stdout.readline().strip() == "ready"
+    conv = subprocess.Popen([TRACEBPF, "convert", "--follow", str(tbt), "-o",
+                             str(tmp_path / "k.json")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    # the quiet thread's event reaches the file on the recorder's timer
+    partial = tmp_path / "partial.json"
+
+    def quiet_in_file():
+        p = run("convert", tbt, "-o", partial)
+        return p.returncode == 0 and Trace(partial).named("quiet", "I")
+    wait_for(quiet_in_file, what="the quiet thread's event in the file")
+    rec.kill()
+    rec.wait(timeout=60)
+    subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
+    rec.communicate(timeout=60)
+    _, err = conv.communicate(timeout=60)   # it used to wait for ever
+    assert conv.returncode == 0, err
+    t = load(tmp_path / "k.json")
+    assert len(t.named("quiet", "I")) == 1
