@@ -270,7 +270,16 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 	w->no_index = opts->no_index;
 	w->chunk_max = opts->chunk_max ? opts->chunk_max : 1u << 20;
 	if (strcmp(path, "-") == 0) {
+		struct stat st;
+
+		/* stdout redirected to a file: locked too, so that a follower of
+		 * that file knows when the writer is gone */
 		w->fd = STDOUT_FILENO;
+		if (!fstat(w->fd, &st) && S_ISREG(st.st_mode) &&
+		    flock(w->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+			free(w);
+			return -EBUSY;
+		}
 	} else {
 		struct stat st;
 

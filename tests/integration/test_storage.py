@@ -335,3 +335,25 @@ def test_follow_ends_when_the_recorder_is_killed(tmp_path):
     assert conv.returncode == 0, err
     t = load(tmp_path / "k.json")
     assert len(t.named("quiet", "I")) == 1
+
+
+def test_follow_a_redirected_stdout(tmp_path):
+    """`record -o - > FILE` locks FILE too: a follower of FILE keeps waiting
+    while the recorder runs, and ends when it finishes."""
+    tbt = tmp_path / "r.tbt"
+    with open(tbt, "wb") as f:
+        rec = subprocess.Popen([TRACEBPF, "record", "-q", "-o", "-", "--", prog("quiet_thread")],
+                               stdout=f, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: tbt.stat().st_size > 0, what="the trace on stdout")
+    conv = subprocess.Popen([TRACEBPF, "convert", "--follow", str(tbt), "-o",
+                             str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    alive = conv.poll() is None
+    rec.send_signal(signal.SIGINT)
+    rec.wait(timeout=60)
+    subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
+    rec.communicate(timeout=60)
+    _, err = conv.communicate(timeout=60)
+    assert alive, f"the follower stopped while the recorder was running: {err}"
+    assert conv.returncode == 0, err
+    assert load(tmp_path / "r.json").named("main_ready", "I")
