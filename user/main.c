@@ -348,8 +348,8 @@ static int check_stdout(const char *cmd, int ret)
 	int err;
 
 	errno = 0;
-	if (!fflush(stdout) && !ferror(stdout))
-		return ret;
+	if ((!fflush(stdout) && !ferror(stdout)) || ret)
+		return ret;   /* a command that failed has said why */
 	err = errno;   /* 0: an earlier write failed, its errno is gone */
 	fprintf(stderr, "tracebpf: %s: failed to write '<stdout>': %s\n", cmd,
 		err ? strerror(err) : "a write failed, the output is cut short");

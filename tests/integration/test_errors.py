@@ -122,18 +122,20 @@ def test_disk_full(tmp_path):
         subprocess.run(["umount", "-l", str(small)])
 
 
-@pytest.mark.parametrize("command", ["dump", "info", "version"])
+@pytest.mark.parametrize("command", ["dump", "info", "version", "convert"])
 def test_stdout_full(command):
     """A command whose output cannot be written (stdout on /dev/full) says so
     and exits 1: a full disk never passes for a complete dump."""
     from conftest import ROOT
     args = [] if command == "version" else [str(ROOT / "tests" / "data" / "v2.1-mt_events.tbt")]
+    if command == "convert":
+        args += ["-o", "-"]
     with open("/dev/full", "w") as full:
         p = subprocess.run([TRACEBPF, command, *args], stdout=full, stderr=subprocess.PIPE,
                            text=True, timeout=60)
     assert p.returncode == 1, (p.returncode, p.stderr)
-    assert f"tracebpf: {command}: failed to write '<stdout>'" in p.stderr, p.stderr
-    assert "hint: check the free space where the output goes" in p.stderr, p.stderr
+    assert p.stderr.count(f"tracebpf: {command}: failed to write '<stdout>'") == 1, p.stderr
+    assert "hint: " in p.stderr, p.stderr
 
 
 def test_output_in_use(tmp_path):
