@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -35,6 +36,11 @@
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
 
 static volatile sig_atomic_t stop_signal;
+
+/* The open-files limit the recorder found, given back to the command it
+ * starts: raising it for tracebpf must not change the traced program. */
+static struct rlimit nofile_orig;
+static bool nofile_raised;
 
 static void on_signal(int sig)
 {
@@ -615,6 +621,8 @@ static int spawn_child(struct recorder *r, const char *exe)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);   /* an ignored signal stays ignored after exec */
+		if (nofile_raised)
+			setrlimit(RLIMIT_NOFILE, &nofile_orig);
 		/* stdout carries the trace (-o -): the command's output goes
 		 * to stderr */
 		if (!strcmp(r->tbt_path, "-") && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
@@ -678,6 +686,36 @@ static void status_line(struct recorder *r, double elapsed, double rate)
 			elapsed, (unsigned long long)r->events, rate, drops, bytes);
 }
 
+/* Every map, program, link and per-CPU ring buffer is a file descriptor
+ * (about 70 on 2 CPUs): raise the soft limit, and the hard one if need be
+ * (root may), to what that takes, or say what to do. */
+static int check_nofile(void)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	rlim_t need = 128 + 8 * (rlim_t)(ncpus > 0 ? ncpus : 1);
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return 0;
+	nofile_orig = rl;
+	rl.rlim_cur = need;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+		rl.rlim_max = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		int err = -errno;
+
+		ERR("failed to raise the open-files limit from %llu to %llu: %s",
+		    (unsigned long long)nofile_orig.rlim_cur, (unsigned long long)need,
+		    strerror(-err));
+		fprintf(stderr, "tracebpf: hint: each BPF map, program and ring buffer is a file "
+				"descriptor: allow at least %llu (ulimit -n %llu)\n",
+			(unsigned long long)need, (unsigned long long)need);
+		return err;
+	}
+	nofile_raised = true;
+	return 0;
+}
+
 static int check_btf(const char *path)
 {
 	if (access(path, R_OK)) {
@@ -714,6 +752,9 @@ int tb_record(const struct tb_record_opts *o)
 		return -EPERM;
 	}
 	err = check_btf(o->btf_path ? o->btf_path : "/sys/kernel/btf/vmlinux");
+	if (err)
+		return err;
+	err = check_nofile();
 	if (err)
 		return err;
 

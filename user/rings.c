@@ -99,6 +99,11 @@ void tb_hint_bpf(int err, const char *otherwise)
 	char buf[128] = "", *b, *e;
 	FILE *f;
 
+	if (err == -EMFILE || err == -ENFILE) {
+		fprintf(stderr, "tracebpf: hint: each BPF map, program and ring buffer is a file "
+				"descriptor: raise the open-files limit (ulimit -n)\n");
+		return;
+	}
 	if (err != -EPERM && err != -EACCES) {
 		if (otherwise)
 			fprintf(stderr, "tracebpf: hint: %s\n", otherwise);

@@ -41,7 +41,8 @@ void tb_rings_close(struct tb_rings *r);
 /* The hint after a bpf(2) call failed with err: EPERM or EACCES (the
  * recorder checked its capabilities first) means something else refuses BPF
  * here, lockdown, a seccomp filter or a security module, and it says which
- * it can tell; any other error gets `otherwise` (NULL: no hint). */
+ * it can tell; EMFILE/ENFILE the open-files limit; any other error gets
+ * `otherwise` (NULL: no hint). */
 void tb_hint_bpf(int err, const char *otherwise);
 
 #endif

@@ -363,3 +363,22 @@ def test_cpu_count_unreadable(tmp_path):
     p = subprocess.run(["unshare", "-m", "sh", "-c", sh], capture_output=True, text=True,
                        timeout=60)
     check_failed(p, "failed to count possible CPUs", "/sys/devices/system/cpu/possible")
+
+
+def test_open_files_limit(tmp_path):
+    """Every map, program, link and per-CPU ring is a file descriptor. A low
+    soft limit is raised for the recorder (and given back to the command it
+    starts); a hard limit it cannot raise (no CAP_SYS_RESOURCE) is a clear
+    error up front, not a libbpf failure halfway ("Bad file descriptor",
+    "Too many open files" with a hint about the verifier)."""
+    out = tmp_path / "x.json"
+    cmd = (f'ulimit -S -n 16 && exec "{TRACEBPF}" record -q -o "{out}" -- sh -c '
+           f'\'echo limit=$(ulimit -n); exec "{prog("pingpong")}" 50\'')
+    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "limit=16" in p.stdout, p.stdout   # the command's limit is its own
+    assert load(out, consumer=False).named("pingpong", "X")
+    cmd = (f'ulimit -n 48 && exec "{TRACEBPF}" record -o "{out}" -- "{prog("pingpong")}" 50')
+    p = subprocess.run(["setpriv", "--bounding-set=-sys_resource", "--inh-caps=-sys_resource",
+                        "sh", "-c", cmd], capture_output=True, text=True, timeout=60)
+    check_failed(p, "failed to raise the open-files limit from 48", "ulimit -n")
