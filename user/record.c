@@ -76,6 +76,8 @@ struct recorder {
 	int exec_err_fd;       /* read end: the child's exec errno */
 	struct tb_server *server;  /* --serve */
 	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
+	pid_t releaser;        /* start_releaser's process */
+	int releaser_fd;       /* write end of its pipe */
 };
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler
@@ -595,6 +597,87 @@ static void release_stopped(struct recorder *r, bool attach)
 	}
 }
 
+/* A recorder killed with SIGKILL cannot release the processes the kernel
+ * side holds stopped for attaching (`stopped`): they would never run again.
+ * So a small child of the recorder keeps that map open, and the read end of
+ * a pipe whose write end only the recorder holds. When the recorder ends
+ * well it writes one byte and the child leaves; at any other death the
+ * child reads EOF, and sends SIGCONT to every process left in the map, a
+ * few times over while the dead recorder's programs are being detached.
+ * Nothing else stays open in it: no program, link, ring or output. */
+static void releaser_main(int rfd, int map)
+{
+	__u32 key, next, *prev;
+	char c;
+	ssize_t n;
+	int dn;
+
+	setsid();   /* no terminal signals: it outlives a Ctrl-C'd recorder */
+	/* the pipe at 3, the map at 4, /dev/null at 0-2, nothing else */
+	rfd = fcntl(rfd, F_DUPFD, 10);
+	map = fcntl(map, F_DUPFD, 10);
+	dn = open("/dev/null", O_RDWR);
+	if (rfd < 0 || map < 0 || dn < 0 || dup2(dn, 0) < 0 || dup2(dn, 1) < 0 ||
+	    dup2(dn, 2) < 0 || dup2(rfd, 3) < 0 || dup2(map, 4) < 0)
+		_exit(1);
+	close_range(5, ~0u, 0);
+	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n == 1)
+		_exit(0);   /* the recorder released everyone itself */
+	for (int round = 0; round < 5; round++) {
+		prev = NULL;
+		while (!bpf_map_get_next_key(4, prev, &next)) {
+			key = next;
+			prev = &key;
+			bpf_map_delete_elem(4, &key);
+			kill(key, SIGCONT);
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+	}
+	_exit(0);
+}
+
+static int start_releaser(struct recorder *r)
+{
+	int p[2], map = bpf_map__fd(r->skel->maps.stopped), err;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(p[0]);
+		close(p[1]);
+		return err;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		releaser_main(p[0], map);
+	}
+	close(p[0]);
+	r->releaser = pid;
+	r->releaser_fd = p[1];
+	return 0;
+}
+
+/* The recorder is done and released everyone: the releaser leaves. */
+static void stop_releaser(struct recorder *r)
+{
+	if (r->releaser_fd >= 0) {
+		if (write(r->releaser_fd, "x", 1) != 1) {
+			/* it then sees EOF: a needless sweep of an empty map */
+		}
+		close(r->releaser_fd);
+		r->releaser_fd = -1;
+	}
+	if (r->releaser > 0) {
+		waitpid(r->releaser, NULL, 0);
+		r->releaser = -1;
+	}
+}
+
 /* Fork the command, stopped before exec until released by start_child(). */
 static int spawn_child(struct recorder *r, const char *exe)
 {
@@ -731,7 +814,8 @@ static int check_btf(const char *path)
 
 int tb_record(const struct tb_record_opts *o)
 {
-	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1 };
+	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1,
+			      .releaser = -1, .releaser_fd = -1 };
 	struct tb_paths objs = {};
 	struct tb_file_info info = {};
 	struct sigaction sa = {};
@@ -864,6 +948,12 @@ int tb_record(const struct tb_record_opts *o)
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(-err));
 		tb_hint_bpf(err, "run with -v to see the verifier's log");
+		goto cleanup;
+	}
+	err = start_releaser(&r);
+	if (err) {
+		ERR("failed to start the process that resumes targets if tracebpf is killed: %s",
+		    strerror(-err));
 		goto cleanup;
 	}
 	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
@@ -1152,6 +1242,7 @@ cleanup:
 		record_bpf__detach(r.skel);
 		release_stopped(&r, false);
 	}
+	stop_releaser(&r);
 	tb_paths_free(&r.attached);
 	ring_buffer__free(r.rb);
 	tb_rings_close(&r.rings);

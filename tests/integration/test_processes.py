@@ -116,6 +116,32 @@ def test_stop_while_a_process_waits_at_exec(recorder):
         target.wait()
 
 
+def test_recorder_killed_while_a_process_waits_at_exec(recorder):
+    """As above with SIGKILL: the recorder cannot release the process it
+    holds stopped at exec, which used to stay stopped for ever. Its
+    releaser (a child that keeps the `stopped` map and sees the recorder's
+    death) resumes it."""
+    target = subprocess.Popen([prog("exec_chain"), prog("quiet_thread")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, EXEC_CHAIN_WAIT="1"))
+    try:
+        pid = int(re.search(r"chain pid=(\d+)", target.stdout.readline()).group(1))
+        rec = recorder("-p", pid)
+        wait_for(lambda: in_poll(rec.proc.pid), what="recorder in its loop")
+        os.kill(rec.proc.pid, signal.SIGSTOP)
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        wait_for(lambda: proc_state(pid) == "T", what="target stopped at exec")
+        os.kill(rec.proc.pid, signal.SIGKILL)
+        rec.wait()
+        wait_for(lambda: proc_state(pid) not in ("T", None), what="target resumed")
+        # and it runs the new image: quiet_thread says it is ready
+        assert "ready" in target.stdout.readline()
+    finally:
+        target.kill()
+        target.wait()
+
+
 def test_sh_c_records_the_program(recorder):
     # dash execs the last command directly; "; true" makes it fork first
     for script in (prog("exec_target"), prog("exec_target") + "; true"):

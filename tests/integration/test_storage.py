@@ -331,7 +331,10 @@ def test_follow_ends_when_the_recorder_is_killed(tmp_path):
     rec.wait(timeout=60)
     subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
     rec.communicate(timeout=60)
-    _, err = conv.communicate(timeout=60)   # it used to wait for ever
+    try:
+        _, err = conv.communicate(timeout=60)   # it used to wait for ever
+    finally:
+        conv.kill()
     assert conv.returncode == 0, err
     t = load(tmp_path / "k.json")
     assert len(t.named("quiet", "I")) == 1
@@ -353,7 +356,10 @@ def test_follow_a_redirected_stdout(tmp_path):
     rec.wait(timeout=60)
     subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
     rec.communicate(timeout=60)
-    _, err = conv.communicate(timeout=60)
+    try:
+        _, err = conv.communicate(timeout=60)
+    finally:
+        conv.kill()
     assert alive, f"the follower stopped while the recorder was running: {err}"
     assert conv.returncode == 0, err
     assert load(tmp_path / "r.json").named("main_ready", "I")
