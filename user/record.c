@@ -827,6 +827,10 @@ int tb_record(const struct tb_record_opts *o)
 	int err, i;
 
 	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+	/* A reader of `-o -` that goes away, or a releaser killed before we
+	 * tell it to leave, is a write error (EPIPE), not a death that would
+	 * leave a process stopped at exec. The command gets it back. */
+	signal(SIGPIPE, SIG_IGN);
 
 	err = check_caps();
 	if (err) {
@@ -1038,14 +1042,11 @@ int tb_record(const struct tb_record_opts *o)
 	attach_loader_hook(&r);
 
 	/* Ctrl-C, kill and a closed terminal stop the recording the same
-	 * way: last drain, processes released, file finished. A reader of
-	 * `-o -` that goes away is a write error (EPIPE), not a death that
-	 * would leave a process stopped at exec. */
+	 * way: last drain, processes released, file finished. */
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	if (o->cmd) {
 		err = start_child(&r);
