@@ -10,38 +10,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import (TRACEBPF, Trace, load, prog, user_events, wait_for)
-
-
-def child_pid_of(rec):
-    """The command tracebpf started: its only child."""
-    def is_loader_probe(pid):
-        # the recorder briefly runs the program with LD_TRACE_LOADED_OBJECTS
-        # to learn its libraries (user/probes.c): not the traced child
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                return b"LD_TRACE_LOADED_OBJECTS=1" in f.read().split(b"\0")
-        except OSError:
-            return True
-
-    def runs_tracebpf(pid):
-        try:
-            return os.path.realpath(f"/proc/{pid}/exe") == os.path.realpath(TRACEBPF)
-        except OSError:
-            return True
-
-    def get():
-        try:
-            with open(f"/proc/{rec.proc.pid}/task/{rec.proc.pid}/children") as f:
-                kids = [int(k) for k in f.read().split()]
-        except OSError:
-            return None
-        # a child not yet exec'd still runs tracebpf's image (the traced
-        # command is held before exec; the loader probe's environment is
-        # only set by its exec): wait for it to run its own program
-        kids = [k for k in kids if not runs_tracebpf(k) and not is_loader_probe(k)]
-        return kids[0] if kids else None
-    return wait_for(get, what="the traced child to start")
+from conftest import (TRACEBPF, Trace, child_pid_of, load, prog, user_events, wait_for)
 
 
 def test_multithreaded_exact_counts(recorder):

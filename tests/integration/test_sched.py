@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import TRACEBPF, fd_infos, in_poll, load, prog, wait_for
+from conftest import TRACEBPF, child_pid_of, fd_infos, in_poll, load, prog, wait_for
 from test_errors import check_failed, run
 
 ROUNDS = 500
@@ -465,7 +465,7 @@ def test_kernel_rings(recorder, args, want):
     rec = recorder(*args, "--", prog("quiet_thread"))
     # quiet_thread says "ready" once released, after everything is loaded
     assert rec.proc.stdout.readline().strip() == "ready"
-    child = int(open(f"/proc/{rec.proc.pid}/task/{rec.proc.pid}/children").read().split()[0])
+    child = child_pid_of(rec)
     sizes = ring_sizes(rec.proc.pid)
     rec.proc.send_signal(signal.SIGINT)
     rec.proc.wait(60)
