@@ -1,6 +1,7 @@
 """Processes and threads through fork, exec, dlopen, thread churn, pid reuse
 and C++ exceptions: exact JSON events, and what Chrome DevTools' trace engine
 builds from them (slices, threads, processes)."""
+import contextlib
 import os
 import re
 import signal
@@ -88,12 +89,11 @@ def proc_state(pid):
         return None
 
 
-def test_stop_while_a_process_waits_at_exec(recorder):
-    """Ctrl-C while a traced process is stopped at exec, before the recorder
-    has attached its new image: the recorder releases it and exits cleanly.
-    It used to crash (SIGSEGV), writing that process's command line into the
-    file it had already closed. The recorder is frozen (SIGSTOP) across the
-    exec so that the stop is still pending when it sees the SIGINT."""
+@contextlib.contextmanager
+def held_at_exec(recorder):
+    """A traced process (exec_chain, recorded with -p) held stopped at its
+    exec of quiet_thread, with the recorder frozen (SIGSTOP) across the exec
+    so that it has not released it: yields (target Popen, pid, recording)."""
     target = subprocess.Popen([prog("exec_chain"), prog("quiet_thread")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, EXEC_CHAIN_WAIT="1"))
@@ -105,15 +105,24 @@ def test_stop_while_a_process_waits_at_exec(recorder):
         target.stdin.write("go\n")
         target.stdin.flush()
         wait_for(lambda: proc_state(pid) == "T", what="target stopped at exec")
+        yield target, pid, rec
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_stop_while_a_process_waits_at_exec(recorder):
+    """Ctrl-C while a traced process is stopped at exec, before the recorder
+    has attached its new image: the recorder releases it and exits cleanly.
+    It used to crash (SIGSEGV), writing that process's command line into the
+    file it had already closed."""
+    with held_at_exec(recorder) as (target, pid, rec):
         os.kill(rec.proc.pid, signal.SIGINT)
         os.kill(rec.proc.pid, signal.SIGCONT)
         rec.wait()
         assert rec.rc == 0, (rec.rc, rec.stderr[-2000:])
         wait_for(lambda: proc_state(pid) not in ("T", None), what="target released")
         rec.trace()   # the file and its JSON are whole
-    finally:
-        target.kill()
-        target.wait()
 
 
 def test_recorder_killed_while_a_process_waits_at_exec(recorder):
@@ -121,25 +130,12 @@ def test_recorder_killed_while_a_process_waits_at_exec(recorder):
     holds stopped at exec, which used to stay stopped for ever. Its
     releaser (a child that keeps the `stopped` map and sees the recorder's
     death) resumes it."""
-    target = subprocess.Popen([prog("exec_chain"), prog("quiet_thread")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, EXEC_CHAIN_WAIT="1"))
-    try:
-        pid = int(re.search(r"chain pid=(\d+)", target.stdout.readline()).group(1))
-        rec = recorder("-p", pid)
-        wait_for(lambda: in_poll(rec.proc.pid), what="recorder in its loop")
-        os.kill(rec.proc.pid, signal.SIGSTOP)
-        target.stdin.write("go\n")
-        target.stdin.flush()
-        wait_for(lambda: proc_state(pid) == "T", what="target stopped at exec")
+    with held_at_exec(recorder) as (target, pid, rec):
         os.kill(rec.proc.pid, signal.SIGKILL)
         rec.wait()
         wait_for(lambda: proc_state(pid) not in ("T", None), what="target resumed")
         # and it runs the new image: quiet_thread says it is ready
         assert "ready" in target.stdout.readline()
-    finally:
-        target.kill()
-        target.wait()
 
 
 def test_sh_c_records_the_program(recorder):
