@@ -1765,8 +1765,7 @@ int tb_convert(const struct tb_convert_opts *o)
 		if (stage == STAGE_READ)
 			fail("read", in_name, err, NULL);
 		else if (stage == STAGE_WRITE)
-			fail("write", out_name, err,
-			     err == -ENOSPC ? "the file system is full" : NULL);
+			fail("write", out_name, err, tb_io_write_hint(err));
 		else
 			fail("convert", in_name, err, NULL);
 		goto out;

@@ -353,9 +353,11 @@ static int check_stdout(const char *cmd, int ret)
 	err = errno;   /* 0: an earlier write failed, its errno is gone */
 	fprintf(stderr, "tracebpf: %s: failed to write '<stdout>': %s\n", cmd,
 		err ? strerror(err) : "a write failed, the output is cut short");
-	if (!err || err == ENOSPC || err == EDQUOT)
+	if (!err)
 		fprintf(stderr, "tracebpf: hint: check the free space where the output goes, "
 				"or redirect it to another file system\n");
+	else if (tb_io_write_hint(-err))
+		fprintf(stderr, "tracebpf: hint: %s\n", tb_io_write_hint(-err));
 	return ret ? ret : 1;
 }
 

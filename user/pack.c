@@ -264,14 +264,12 @@ static error_t pack_parse(int key, char *arg, struct argp_state *state)
 
 static void write_failed(const char *out, int err, bool create)
 {
+	const char *hint = tb_io_write_hint(err);
+
 	fprintf(stderr, "tracebpf: pack: failed to %s '%s': %s\n", create ? "create" : "write",
 		out, strerror(-err));
-	if (err == -ENOSPC || err == -EDQUOT)
-		fprintf(stderr, "tracebpf: pack: hint: free space on that file system, or write "
-				"the packed trace to another one\n");
-	else if (err == -EBUSY)
-		fprintf(stderr, "tracebpf: pack: hint: a tracebpf process is writing that file: "
-				"write to another one\n");
+	if (hint)
+		fprintf(stderr, "tracebpf: pack: hint: %s\n", hint);
 }
 
 int tb_cmd_pack(int argc, char **argv)

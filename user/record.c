@@ -31,6 +31,7 @@
 #include "sched.h"
 #include "serve.h"
 #include "tbfile.h"
+#include "tbio.h"
 #include "tracebpf.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
@@ -347,20 +348,15 @@ static void err_drops(int err)
  * it next time. */
 static void err_write(const char *path, int err, bool create)
 {
+	const char *hint = tb_io_write_hint(err);
+
 	ERR("failed to %s '%s': %s", create ? "create" : "write", path, strerror(-err));
+	if (hint)
+		fprintf(stderr, "tracebpf: hint: %s\n", hint);
 	if (err == -ENOSPC || err == -EDQUOT)
-		fprintf(stderr, "tracebpf: hint: free space on that file system or record to "
-				"another one (-o); -z 9, --no-sched or a shorter --duration "
-				"make a smaller trace\n");
-	else if (err == -EACCES || err == -EPERM || err == -EROFS)
-		fprintf(stderr, "tracebpf: hint: record to a writable directory (-o)\n");
-	else if (err == -EBUSY)
-		fprintf(stderr, "tracebpf: hint: another tracebpf process is writing that file: "
-				"stop it, or record to another file (-o)\n");
-	else if (err == -EPIPE)
-		fprintf(stderr, "tracebpf: hint: what reads the trace stopped reading before "
-				"the end of the recording\n");
-	else if (!create && strcmp(path, "-"))
+		fprintf(stderr, "tracebpf: hint: -z 9, --no-sched or a shorter --duration make "
+				"a smaller trace\n");
+	else if (!hint && !create && strcmp(path, "-"))
 		fprintf(stderr, "tracebpf: hint: what reached the file is readable: "
 				"tracebpf convert '%s'\n", path);
 }
@@ -510,62 +506,21 @@ static void attach_loader_hook(struct recorder *r)
 	}
 }
 
-/* The pids in `stopped`, up to max. If the map cannot be listed, the
- * stopped processes of the system that are in it, found through /proc: a
- * process left stopped would never run again (warn: say which ones may be
- * ours when that cannot be read either). */
-static int list_stopped(int fd, __u32 *pids, int max, bool warn)
-{
-	__u32 key, next, *prev = NULL, why;
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
-
-	while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		pids[n++] = key;
-	}
-	if (n == max || errno == ENOENT)
-		return n;
-	d = opendir("/proc");
-	while (d && n < max && (de = readdir(d))) {
-		char path[64], buf[256], *p;
-		__u32 pid = strtoul(de->d_name, &p, 10);
-		FILE *f;
-
-		if (!pid || *p)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-		/* state T (stopped) or t (stopped by a tracer) */
-		if (!p || p[1] != ' ' || (p[2] != 'T' && p[2] != 't'))
-			continue;
-		if (!bpf_map_lookup_elem(fd, &pid, &why))
-			pids[n++] = pid;
-		else if (errno != ENOENT && warn)
-			fprintf(stderr, "tracebpf: record: warning: process %u is stopped, and whether "
-					"tracebpf stopped it is unknown (%s); if it did, resume it: "
-					"kill -CONT %u\n", pid, strerror(errno), pid);
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* Processes the kernel side stopped at exec or at the loader hook: attach
  * to what they map now (and, after exec, to the libraries the new image's
  * loader is about to map), then let them go. */
 static void release_stopped(struct recorder *r, bool attach)
 {
 	int fd = bpf_map__fd(r->skel->maps.stopped);
-	__u32 why;
+	__u32 key, next, *prev = NULL, why;
 	__u32 pids[256];
-	int n = list_stopped(fd, pids, 256, !attach);
+	int n = 0;
+
+	while (n < 256 && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		pids[n++] = key;
+	}
 
 	for (int i = 0; i < n; i++) {
 		struct tb_paths objs = {};
@@ -666,9 +621,8 @@ static int start_releaser(struct recorder *r)
 static void stop_releaser(struct recorder *r)
 {
 	if (r->releaser_fd >= 0) {
-		if (write(r->releaser_fd, "x", 1) != 1) {
-			/* it then sees EOF: a needless sweep of an empty map */
-		}
+		/* if this fails it sees EOF: a needless sweep of an empty map */
+		(void)!write(r->releaser_fd, "x", 1);
 		close(r->releaser_fd);
 		r->releaser_fd = -1;
 	}
@@ -958,6 +912,11 @@ int tb_record(const struct tb_record_opts *o)
 	if (err) {
 		ERR("failed to start the process that resumes targets if tracebpf is killed: %s",
 		    strerror(-err));
+		if (err == -EAGAIN)
+			fprintf(stderr, "tracebpf: hint: too many processes: raise the limit "
+					"(ulimit -u, or the cgroup's pids.max)\n");
+		else
+			tb_hint_bpf(err, NULL);
 		goto cleanup;
 	}
 	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);

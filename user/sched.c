@@ -639,7 +639,7 @@ int tb_sched_attach(struct tb_sched *s)
  * program writes a buffer again. The rings are drained first, so each CPU's
  * records reach the file in the order they were written. Returns the number
  * of records recovered, or a negative errno if the map cannot be read (the
- * staged records are then counted as lost, if that much can be known). */
+ * caller then ends the recording with an error). */
 static long unstage(struct tb_sched *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.stage), ncpu = libbpf_num_possible_cpus();

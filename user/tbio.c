@@ -89,6 +89,25 @@ int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
 	return err;
 }
 
+const char *tb_io_write_hint(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+	case -EDQUOT:
+		return "free space on that file system, or write to another one";
+	case -EACCES:
+	case -EPERM:
+	case -EROFS:
+		return "write to a directory you may write to";
+	case -EBUSY:   /* tb_writer_open: another writer holds the file */
+		return "another tracebpf process is writing that file: stop it, or write "
+		       "to another file";
+	case -EPIPE:
+		return "what reads the output stopped reading before the end";
+	}
+	return NULL;
+}
+
 int tb_io_check_distinct(const char *cmd, const char *in, const char *out)
 {
 	struct stat a, b;

@@ -46,6 +46,11 @@ FILE *tb_io_gz_wrap(FILE *f);
  * being read. 0 otherwise, "-" and files that do not exist yet included. */
 int tb_io_check_distinct(const char *cmd, const char *in, const char *out);
 
+/* What to do after writing an output (a trace, its JSON, stdout) failed
+ * with err, or NULL when there is nothing to say. One text for every
+ * command. */
+const char *tb_io_write_hint(int err);
+
 /* Says, after reading, whether the trace ended cleanly. */
 void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);
 

@@ -152,7 +152,7 @@ def test_output_in_use(tmp_path):
                      "another tracebpf process is writing that file")
         k = run("pack", ROOT / "tests" / "data" / "v2.1-mt_events.tbt", tmp_path / "busy.tbt")
         assert k.returncode == 1, k.stderr
-        assert "Device or resource busy" in k.stderr and "hint: a tracebpf process is writing" \
+        assert "Device or resource busy" in k.stderr and "hint: another tracebpf process is writing that file" \
             in k.stderr, k.stderr
     finally:
         first.send_signal(signal.SIGINT)
@@ -259,27 +259,29 @@ def test_bad_buffer_size(tmp_path):
     check_failed(p, "power of two")
 
 
-def memory_cgroup(tmp_name, limit):
-    """A memory cgroup limited to `limit` bytes (v1 or v2), or None. BPF maps
-    are charged to the creator's memory cgroup, so rings larger than the
-    limit fail with ENOMEM on any machine, however much RAM it has."""
-    v1 = "/sys/fs/cgroup/memory"
+def limited_cgroup(tmp_name, controller, limit):
+    """A cgroup whose `controller` ("memory" or "pids") is limited to
+    `limit` (v1 or v2), or None. BPF maps are charged to the creator's
+    memory cgroup, so rings larger than a memory limit fail with ENOMEM on
+    any machine, however much RAM it has."""
+    knobs = {"memory": ("memory.limit_in_bytes", "memory.max"), "pids": ("pids.max", "pids.max")}
+    v1 = f"/sys/fs/cgroup/{controller}"
     v2 = "/sys/fs/cgroup"
     try:
         v2_controllers = open(f"{v2}/cgroup.controllers").read().split()
     except OSError:
         v2_controllers = []
-    if os.path.exists(f"{v1}/memory.limit_in_bytes"):
-        d, knob = f"{v1}/{tmp_name}", "memory.limit_in_bytes"
-    elif "memory" in v2_controllers:
-        d, knob = f"{v2}/{tmp_name}", "memory.max"
+    if os.path.exists(f"{v1}/cgroup.procs"):   # a v1 hierarchy of its own
+        d, knob = f"{v1}/{tmp_name}", knobs[controller][0]
+    elif controller in v2_controllers:
+        d, knob = f"{v2}/{tmp_name}", knobs[controller][1]
     else:
         return None
     try:
         os.makedirs(d, exist_ok=True)
         with open(f"{d}/{knob}", "w") as f:
             f.write(str(limit))
-    except OSError:   # read-only cgroupfs; v2 without memory in subtree_control
+    except OSError:   # read-only cgroupfs; v2 without it in subtree_control
         remove_cgroup(d)
         return None
     return d
@@ -302,7 +304,7 @@ def test_rings_out_of_memory(tmp_path, option):
     """Rings that cannot be allocated: a clear error naming the option to
     lower, no crash, nothing left loaded. The recorder runs in a memory
     cgroup of 256 MiB and asks for 512 MiB rings."""
-    cg = memory_cgroup(f"tracebpf-test-{os.getpid()}", 256 << 20)
+    cg = limited_cgroup(f"tracebpf-test-{os.getpid()}", "memory", 256 << 20)
     if cg is None:
         pytest.skip("no memory cgroup controller on this machine")
     try:
@@ -347,7 +349,7 @@ def test_stdout_reader_goes_away(tmp_path):
     m = re.search(r"rc=(\d+)", p.stderr)
     assert m and m.group(1) == "1", p.stderr
     p.returncode = 1
-    check_failed(p, "failed to write '-': Broken pipe", "hint: what reads the trace stopped")
+    check_failed(p, "failed to write '-': Broken pipe", "hint: what reads the output stopped")
     from test_faults import stopped_pingpongs
     assert stopped_pingpongs() == []
 
@@ -382,3 +384,26 @@ def test_open_files_limit(tmp_path):
     p = subprocess.run(["setpriv", "--bounding-set=-sys_resource", "--inh-caps=-sys_resource",
                         "sh", "-c", cmd], capture_output=True, text=True, timeout=60)
     check_failed(p, "failed to raise the open-files limit from 48", "ulimit -n")
+
+
+def test_releaser_cannot_start(tmp_path):
+    """The recorder forks a releaser right after loading (it resumes the
+    targets if the recorder is killed). In a pids cgroup that allows only the
+    recorder itself, that fork fails: a clear error naming the limit,
+    nothing loaded."""
+    target = subprocess.Popen([prog("quiet_thread")], stdout=subprocess.PIPE, text=True)
+    cg = limited_cgroup(f"tracebpf-pids-{os.getpid()}", "pids", 1)
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        if cg is None:
+            pytest.skip("no pids cgroup controller on this machine")
+        cmd = [TRACEBPF, "record", "-p", str(target.pid), "-o", str(tmp_path / "x.json")]
+        p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *cmd],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+        if cg:
+            remove_cgroup(cg)
+    check_failed(p, "failed to start the process that resumes targets if tracebpf is killed",
+                 "pids.max")
