@@ -42,14 +42,14 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c \
              user/ftrace.c
 LOAD_SRCS := user/record.c user/probes.c user/main.c user/sched.c user/rings.c user/info.c user/dump.c \
-             user/pack.c user/serve.c
+             user/pack.c user/serve.c user/ctl.c
 CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
-         dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd
+         dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
@@ -76,7 +76,7 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c user/*.h bpf/record.h $(SKELS) | $(OUT)/user
+$(OUT)/user/%.o: user/%.c user/*.h bpf/*.h $(SKELS) | $(OUT)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 

@@ -21,6 +21,13 @@ N_ON=${BENCH_N_ON:-1000000}
 echo "tracebpf bench ($(nproc) CPUs, kernel $(uname -r)), medians of $runs runs"
 off=$(for i in $(seq "$runs"); do "$B/probe_cost" "$N_OFF" | ns; done | median)
 echo "disabled site (no tracer)              : ${off} ns/hit"
+# A recording stopped with tracebpf ctl stop (--paused: stopped from the
+# start) has no uprobe attached: the peer is the disabled site above.
+paused=$(for i in $(seq "$runs"); do
+  "$T" record -q --no-json --paused -o "$out/pp.tbt" -- "$B/probe_cost" "$N_OFF" 2>"$out/err" | ns
+done | median)
+echo "site while recording is stopped (ctl)  : ${paused} ns/hit"
+awk -v a="$paused" -v b="$off" 'BEGIN { printf "ratio stopped / disabled                : %.2fx\n", a / b }'
 on5=$(for i in $(seq "$runs"); do
   "$T" record -q --no-json -o "$out/p5.tbt" -- "$B/probe_cost" "$N_ON" 2>"$out/err" | ns
   grep -q " 0 dropped" "$out/err" || echo "bench: WARNING: drops: $(cat "$out/err")" >&2

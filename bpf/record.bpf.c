@@ -255,7 +255,7 @@ static __always_inline int on_hit(struct hit *h)
 	void *rb;
 
 	p = bpf_map_lookup_elem(&traced, &tgid);
-	if (!p)
+	if (!p || recording_stopped())
 		return 0;
 	h->cpu = bpf_get_smp_processor_id();
 	rb = cpu_ring(h->cpu);

@@ -34,6 +34,7 @@ enum tb_rec_type {
 	TB_REC_TP      = 13, /* a generic tracepoint (-e): the raw trace entry */
 	TB_REC_FORMAT  = 14, /* user space: a tracepoint's tracefs format file */
 	TB_REC_CMDLINE = 15, /* user space: a process's command line */
+	TB_REC_CTL     = 16, /* user space: recording stopped or started (2.2) */
 	TB_REC_TYPE_MAX,
 };
 
@@ -276,6 +277,18 @@ struct tb_rec_cmdline {
 
 #define TB_CMDLINE_MAX 1024
 
+/* TB_REC_CTL: written by user space (hdr.cpu = ~0, hdr.pid/tid = 0) when
+ * the recorder sees `tracebpf ctl stop` or `start` (bpf/ctl.h), and at the
+ * start of a `record --paused`. hdr.ts is when the switch was set: from
+ * then on the kernel side records no application or kernel events (only
+ * process lifecycle) until the next TB_REC_CTL with off = 0. */
+struct tb_rec_ctl {
+	struct tb_rec_hdr hdr;
+	__u32 off;         /* 1: stopped, 0: started */
+	__u32 by_pid;      /* the `tracebpf ctl` process (the recorder itself
+			    * for --paused) */
+};
+
 #define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
 
 /* Not in the file: the value of bpf/sched.bpf.c's per-CPU `stage` map, where
@@ -311,6 +324,7 @@ _Static_assert(sizeof(struct tb_rec_cpu) == 40, "tb_rec_cpu layout");
 _Static_assert(sizeof(struct tb_rec_tp) == 32, "tb_rec_tp layout");
 _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
 _Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
+_Static_assert(sizeof(struct tb_rec_ctl) == 32, "tb_rec_ctl layout");
 _Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 
 #endif /* TRACEBPF_RECORD_H */

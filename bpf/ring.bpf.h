@@ -17,6 +17,8 @@
 #ifndef TRACEBPF_RING_BPF_H
 #define TRACEBPF_RING_BPF_H
 
+#include "ctl.h"
+
 /* Set between open and load, like record.bpf.c's. */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
@@ -48,6 +50,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
+
+/* `tracebpf ctl stop|start` (ctl.h); sched.bpf.c's is pointed at
+ * record.bpf.c's, so one write switches a whole recording. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);   /* the recorder reads it every round */
+	__uint(max_entries, TB_CTL_NKEYS);
+	__type(key, __u32);
+	__type(value, struct tb_ctl);
+} tb_ctl SEC(".maps");
+
+/* An array lookup the JIT inlines: a few instructions on the hot paths. */
+static __always_inline bool recording_stopped(void)
+{
+	__u32 key = TB_CTL_STATE;
+	struct tb_ctl *c = bpf_map_lookup_elem(&tb_ctl, &key);
+
+	return c && c->off;
+}
 
 static __always_inline void count_drops(__u64 n)
 {

@@ -206,7 +206,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	struct tb_rec_switch *rec;
 	struct tb_out o;
 
-	if (traced_only && !is_traced(prev_tgid) && !is_traced(next_tgid))
+	if (recording_stopped() ||
+	    (traced_only && !is_traced(prev_tgid) && !is_traced(next_tgid)))
 		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
@@ -244,7 +245,8 @@ static __always_inline int on_wake(bool btf, __u32 kind, struct task_struct *p)
 	struct tb_rec_wake *rec;
 	struct tb_out o;
 
-	if (traced_only && !is_traced(tgid) && !is_traced(pid_tgid >> 32))
+	if (recording_stopped() ||
+	    (traced_only && !is_traced(tgid) && !is_traced(pid_tgid >> 32)))
 		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
@@ -276,7 +278,9 @@ SEC("?raw_tp/sched_wakeup_new")
 int BPF_PROG(tb_wakeup_new_raw, struct task_struct *p) { return on_wake(false, TB_WAKE_WAKEUP_NEW, p); }
 
 /* Process lifecycle, system-wide. current is the parent (fork), the task
- * after exec, the exiting thread, or the renaming task. */
+ * after exec, the exiting thread, or the renaming task. Recorded even while
+ * `tracebpf ctl stop` holds (ctl.h): names and lifetimes keep the trace's
+ * view of its processes right. */
 static __always_inline int emit_ktask(__u32 kind, struct task_struct *cur, __u32 tid,
 				      __u32 tgid, __s32 value, struct task_struct *named,
 				      const char *comm2)
@@ -375,6 +379,8 @@ static __always_inline int on_cpu(__u32 kind, unsigned int state, unsigned int c
 	struct tb_rec_cpu *rec;
 	struct tb_out o;
 
+	if (recording_stopped())
+		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
 		return 0;
@@ -460,7 +466,7 @@ int tb_tp(void *ctx)
 	__u64 size;
 	void *rb;
 
-	if (traced_only && !is_traced(pid_tgid >> 32))
+	if (recording_stopped() || (traced_only && !is_traced(pid_tgid >> 32)))
 		return 0;
 	rec = bpf_map_lookup_elem(&tp_scratch, &zero);
 	if (!rec)

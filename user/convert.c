@@ -223,6 +223,13 @@ struct conv {
 	bool json_open;
 
 	struct tb_rec_stats *stats; /* a copy of the last one */
+	/* tracebpf ctl stop..start windows (TB_REC_CTL): events stamped inside
+	 * one are left out (a program that read the switch just before a stop
+	 * may still have written one) */
+	struct { uint64_t from, to; } *stopped;   /* to = UINT64_MAX: open */
+	size_t nstopped, stopped_cap;
+	bool is_stopped;
+	uint64_t while_stopped;     /* records left out for that */
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
@@ -546,7 +553,8 @@ static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
 	while (t->depth) {
 		struct open_slice *o = &t->stack[--t->depth];
 		struct oev e = {
-			.ts = o->ev->hdr.ts, .dur = ts - o->ev->hdr.ts, .seq = o->seq,
+			.ts = o->ev->hdr.ts, .seq = o->seq,
+			.dur = ts > o->ev->hdr.ts ? ts - o->ev->hdr.ts : 0,
 			.pid = o->ev->hdr.pid, .tid = o->ev->hdr.tid, .ph = 'X',
 			.site = o->site, .ev = o->ev, .unfinished = why,
 		};
@@ -949,6 +957,53 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 	return err;
 }
 
+/* tracebpf ctl stop: the ends of the slices open now are not recorded, so
+ * they end here, marked; an end recorded after the next start has no open
+ * begin (unmatched_ends). start: the window closes. */
+static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
+{
+	size_t i;
+	int err;
+
+	if (x->hdr.size < sizeof(*x))
+		return 0;
+	if (x->off && !c->is_stopped) {
+		for (i = 0; i < c->threads.cap; i++) {
+			struct thread *t = c->threads.vals[i];
+
+			if (t && t->depth && (err = close_stack(c, t, x->hdr.ts, "recording stopped")))
+				return err;
+		}
+		err = grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
+				 sizeof(*c->stopped));
+		if (err)
+			return err;
+		c->stopped[c->nstopped].from = x->hdr.ts;
+		c->stopped[c->nstopped++].to = UINT64_MAX;
+		c->is_stopped = true;
+	} else if (!x->off && c->is_stopped) {
+		c->stopped[c->nstopped - 1].to = x->hdr.ts;
+		c->is_stopped = false;
+	}
+	return 0;
+}
+
+/* Records a stopped recording does not show: events, not process changes. */
+static bool shown_while_on(uint16_t type)
+{
+	switch (type) {
+	case TB_REC_EVENT:
+	case TB_REC_EVENT_ID:
+	case TB_REC_SWITCH:
+	case TB_REC_WAKE:
+	case TB_REC_CPU:
+	case TB_REC_TP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int process(struct conv *c, enum stage *stage)
 {
 	const struct tb_rec_hdr *h;
@@ -962,6 +1017,14 @@ static int process(struct conv *c, enum stage *stage)
 			c->last_ts = h->ts;
 		if (i % 4096 == 0)
 			out_flush(c, h->ts, false);
+		if (h->type == TB_REC_CTL) {
+			err = on_ctl(c, (const void *)h);
+			continue;
+		}
+		if (c->is_stopped && shown_while_on(h->type)) {
+			c->while_stopped++;
+			continue;
+		}
 		if (h->type == TB_REC_STATS) {
 			void *st = copy_rec(h);   /* the last one wins */
 
@@ -1517,6 +1580,19 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_end_array(&j);
 	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
 	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
+	if (c->nstopped) {
+		tb_json_key(&j, "recording_stopped");   /* tracebpf ctl stop..start */
+		tb_json_begin_array(&j);
+		for (i = 0; i < c->nstopped; i++) {
+			tb_json_begin_object(&j);
+			tb_json_kuint(&j, "from_ns", c->stopped[i].from);
+			if (c->stopped[i].to != UINT64_MAX)
+				tb_json_kuint(&j, "to_ns", c->stopped[i].to);
+			tb_json_end_object(&j);
+		}
+		tb_json_end_array(&j);
+		tb_json_kuint(&j, "records_while_stopped", c->while_stopped);
+	}
 	tb_json_kuint(&j, "kernel_events", tb_ftrace_lines(c->ftrace));
 	tb_json_kuint(&j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
 	tb_json_kuint(&j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
@@ -1579,6 +1655,7 @@ static void conv_free(struct conv *c)
 		out_free(&c->out[i]);
 	free(c->out);
 	free(c->stats);
+	free(c->stopped);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
 }

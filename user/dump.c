@@ -256,6 +256,12 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 			(uint64_t)s->drops_total);
 		break;
 	}
+	case TB_REC_CTL: {
+		const struct tb_rec_ctl *x = (const void *)h;
+
+		fprintf(f, "CTL %s by=%u", x->off ? "stopped" : "started", x->by_pid);
+		break;
+	}
 	default:
 		fprintf(f, "type=%u size=%u", h->type, h->size);
 	}

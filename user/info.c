@@ -33,7 +33,7 @@ int tb_cmd_info(int argc, char **argv)
 	struct tb_rec_stats *stats = NULL;
 	struct tb_reader *r;
 	uint64_t recs = 0, lo = 0, hi = 0, bytes, dropped_bytes = 0;
-	unsigned s, i;
+	unsigned s, i, ctl_stops = 0, ctl_starts = 0, ctl_off = 0;
 	int ret, any = 0;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
@@ -42,6 +42,11 @@ int tb_cmd_info(int argc, char **argv)
 	tb_reader_use_index(r, 0);   /* check every chunk */
 	tb_reader_set_streams(r, 1u << TB_STREAM_STATS);
 	while ((ret = tb_reader_next(r, &h)) > 0) {
+		if (h->type == TB_REC_CTL && h->size >= sizeof(struct tb_rec_ctl)) {
+			ctl_off = ((const struct tb_rec_ctl *)h)->off;
+			ctl_stops += ctl_off;
+			ctl_starts += !ctl_off;
+		}
 		if (h->type != TB_REC_STATS)
 			continue;
 		free(stats);
@@ -116,6 +121,10 @@ int tb_cmd_info(int argc, char **argv)
 	} else {
 		printf("drops:          unknown (no statistics record)\n");
 	}
+	if (ctl_stops || ctl_starts)
+		printf("tracebpf ctl:   %u stop%s, %u start%s%s\n", ctl_stops,
+		       ctl_stops == 1 ? "" : "s", ctl_starts, ctl_starts == 1 ? "" : "s",
+		       ctl_off ? "; stopped at the end" : "");
 	if (tb_reader_tail_reason(r))
 		printf("truncated tail: %" PRIu64 " bytes (%s)\n", tb_reader_tail_bytes(r),
 		       tb_reader_tail_reason(r));

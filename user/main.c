@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* main.c - tracebpf command line: `tracebpf record|convert|version`. */
+/* main.c - tracebpf command line: `tracebpf record|convert|info|dump|pack|ctl|version`. */
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "ctl.h"
 #include "sched.h"
 #include "tbio.h"
 #include "tracebpf.h"
@@ -23,12 +24,13 @@ static const char top_doc[] =
 	"  info       describe a trace file: version, streams, events, drops\n"
 	"  dump       print a trace file one line per record\n"
 	"  pack       rewrite a trace at maximum compression for transport\n"
+	"  ctl        stop and start a running recording (start|stop|status)\n"
 	"  version    print the version\n\n"
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
-       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF };
+       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -44,6 +46,8 @@ static const struct argp_option record_options[] = {
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
 	{ "btf", OPT_BTF, "PATH", 0, "Kernel BTF to require (default /sys/kernel/btf/vmlinux)", 0 },
 	{ "no-json", OPT_NO_JSON, NULL, 0, "Only write the .tbt file (convert it later)", 0 },
+	{ "paused", OPT_PAUSED, NULL, 0, "Start with recording stopped: processes are followed, "
+					 "but nothing is recorded until 'tracebpf ctl start'", 0 },
 	{ "serve", OPT_SERVE, "SOCKET", 0, "Serve the trace on a Unix socket: clients "
 					   "('dump/convert --connect SOCKET') get the file so far, then live chunks", 0 },
 	{ "serve-max-lag", OPT_SERVE_LAG, "SIZE", 0, "Disconnect a client more than SIZE "
@@ -185,6 +189,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_JSON:
 		o->no_json = true;
+		break;
+	case OPT_PAUSED:
+		o->paused = true;
 		break;
 	case OPT_SERVE:
 		o->serve = arg;
@@ -394,6 +401,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "pack")) {
 		argv[1] = "tracebpf pack";
 		ret = tb_cmd_pack(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "ctl")) {
+		argv[1] = "tracebpf ctl";
+		ret = tb_cmd_ctl(argc - 1, argv + 1);
 	} else if (!strcmp(argv[1], "version")) {
 		puts(argp_program_version);
 		ret = 0;

@@ -26,6 +26,7 @@
 #include "record.h"
 #include "record.skel.h"
 #include "convert.h"
+#include "ctl.h"
 #include "probes.h"
 #include "rings.h"
 #include "sched.h"
@@ -56,6 +57,14 @@ static __u64 now_ns(clockid_t clk)
 	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* An object (executable or library) with tracebpf probes: its USDT links
+ * are NULL while a `tracebpf ctl stop` holds. */
+struct object {
+	char *path;
+	char key[64];          /* "dev:ino": uprobes are per inode */
+	struct bpf_link *link[2];
+};
+
 struct recorder {
 	const struct tb_record_opts *o;
 	struct record_bpf *skel;
@@ -71,7 +80,8 @@ struct recorder {
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
 	char json_path[PATH_MAX];
-	struct tb_paths attached;  /* "dev:ino" of every object attached */
+	struct object *objs;   /* every object with probes the targets mapped */
+	int nobjs;
 	pid_t child;           /* -- CMD */
 	int go_fd;             /* write end: releases the child */
 	int exec_err_fd;       /* read end: the child's exec errno */
@@ -79,6 +89,7 @@ struct recorder {
 	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
 	pid_t releaser;        /* start_releaser's process */
 	int releaser_fd;       /* write end of its pipe */
+	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl.c) */
 };
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler
@@ -412,8 +423,8 @@ static int add_link(struct recorder *r, struct bpf_link *link)
 	return 0;
 }
 
-/* Attaches both probe names of one object, once per file (uprobes are per
- * inode: attaching a file twice would record every hit twice). */
+/* Objects are attached once per file (uprobes are per inode: attaching a
+ * file twice would record every hit twice). */
 static int file_key(const char *path, char key[64])
 {
 	struct stat st;
@@ -431,51 +442,114 @@ static bool is_attached(struct recorder *r, const char *path)
 
 	if (file_key(path, key))
 		return false;
-	for (int i = 0; i < r->attached.n; i++)
-		if (!strcmp(r->attached.v[i], key))
+	for (int i = 0; i < r->nobjs; i++)
+		if (!strcmp(r->objs[i].key, key))
 			return true;
 	return false;
 }
 
+static const struct { const char *name; bool id; } usdt_probes[2] = {
+	{ TB_PROBE, false }, { TB_PROBE_ID, true },
+};
+
+/* Attaches both probe names of an object (those not attached yet). */
+static int attach_usdt(struct recorder *r, struct object *ob)
+{
+	struct bpf_link *link;
+	int err, n, i, total = 0;
+
+	for (i = 0; i < 2; i++) {
+		if (ob->link[i])
+			continue;
+		n = tb_elf_count_probe(ob->path, usdt_probes[i].name);
+		if (n <= 0)
+			continue;
+		link = bpf_program__attach_usdt(usdt_probes[i].id ? r->skel->progs.tb_event_id :
+						r->skel->progs.tb_event, -1, ob->path,
+						TB_PROVIDER, usdt_probes[i].name, NULL);
+		if (!link) {
+			err = -errno;
+			ERR("failed to attach to the %s probes of '%s': %s", usdt_probes[i].name,
+			    ob->path, strerror(-err));
+			tb_hint_bpf(err, "run with -v to see libbpf's log");
+			return err;
+		}
+		ob->link[i] = link;
+		total += n;
+	}
+	if (r->o->verbose)
+		fprintf(stderr, "tracebpf: record: attached to %d probes in '%s'\n",
+			total, ob->path);
+	return 0;
+}
+
+/* tracebpf ctl stop: no uprobe left, so every site's semaphore is 0 and a
+ * hit costs the application a load and a branch. */
+static void detach_usdt(struct recorder *r)
+{
+	for (int i = 0; i < r->nobjs; i++)
+		for (int k = 0; k < 2; k++) {
+			bpf_link__destroy(r->objs[i].link[k]);
+			r->objs[i].link[k] = NULL;
+		}
+}
+
+/* tracebpf ctl start: every object again, unless its file was replaced
+ * meanwhile (a new binary at the same path is not what the targets run).
+ * The first error, after trying them all. */
+static int reattach_usdt(struct recorder *r)
+{
+	int err = 0, e;
+	char key[64];
+
+	for (int i = 0; i < r->nobjs; i++) {
+		struct object *ob = &r->objs[i];
+
+		e = file_key(ob->path, key);
+		if (!e && strcmp(key, ob->key))
+			e = -ESTALE;
+		if (e)
+			fprintf(stderr, "tracebpf: record: warning: cannot attach to '%s' again "
+					"(%s): its events are not recorded from now on\n",
+				ob->path, e == -ESTALE ? "the file was replaced" : strerror(-e));
+		else
+			e = attach_usdt(r, ob);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* Records an object the targets map, and attaches to it unless recording
+ * is stopped (then it is attached at the next start). */
 static int attach_object(struct recorder *r, const char *path)
 {
-	static const struct { const char *name; bool id; } probes[] = {
-		{ TB_PROBE, false }, { TB_PROBE_ID, true },
-	};
-	struct bpf_link *link;
+	struct object *nv, *ob;
 	char key[64];
-	int err, n, i, total = 0;
+	int err;
 
 	err = file_key(path, key);
 	if (err)
 		return err;
 	if (is_attached(r, path))
 		return 0;
-	for (i = 0; i < 2; i++) {
-		n = tb_elf_count_probe(path, probes[i].name);
-		if (n <= 0)
-			continue;
-		link = bpf_program__attach_usdt(probes[i].id ? r->skel->progs.tb_event_id :
-						r->skel->progs.tb_event, -1, path,
-						TB_PROVIDER, probes[i].name, NULL);
-		if (!link) {
-			err = -errno;
-			ERR("failed to attach to the %s probes of '%s': %s", probes[i].name,
-			    path, strerror(-err));
-			tb_hint_bpf(err, "run with -v to see libbpf's log");
-			return err;
-		}
-		err = add_link(r, link);
-		if (err)
-			return err;
-		total += n;
-	}
-	err = tb_paths_add(&r->attached, key);
-	if (err)
+	nv = realloc(r->objs, (r->nobjs + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	r->objs = nv;
+	ob = &nv[r->nobjs];
+	memset(ob, 0, sizeof(*ob));
+	strcpy(ob->key, key);
+	ob->path = strdup(path);
+	if (!ob->path)
+		return -ENOMEM;
+	if (!r->ctl.off && (err = attach_usdt(r, ob))) {
+		for (int k = 0; k < 2; k++)
+			bpf_link__destroy(ob->link[k]);
+		free(ob->path);
 		return err;
-	if (r->o->verbose)
-		fprintf(stderr, "tracebpf: record: attached to %d probes in '%s'\n",
-			total, path);
+	}
+	r->nobjs++;
 	return 0;
 }
 
@@ -719,8 +793,41 @@ static void status_line(struct recorder *r, double elapsed, double rate)
 	if (!total_drops(r, &app, &kern))
 		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
 	fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
-	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %s  %s",
-			elapsed, (unsigned long long)r->events, rate, drops, bytes);
+	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %s  %s%s",
+			elapsed, (unsigned long long)r->events, rate, drops, bytes,
+			r->ctl.off ? "  STOPPED (tracebpf ctl start)" : "");
+}
+
+/* A `tracebpf ctl` request. Stop: the kernel side is switched off already;
+ * detach the probes. Start: attach them again, then switch the kernel side
+ * on. Each change goes to the file (a TB_REC_CTL record) and, unless -q, to
+ * stderr. A negative errno when the file could not take the record. */
+static int handle_ctl(struct recorder *r, bool tty)
+{
+	bool want_off, gate_off, say = !r->o->quiet;
+	int err = 0, werr = 0;
+	__u32 by;
+	__u64 ts;
+
+	if (!tb_ctl_request(&r->ctl, &want_off, &by, &ts, &gate_off))
+		return 0;
+	say = say && by != (__u32)getpid();   /* --paused says so itself */
+	if (!r->ctl.off && (want_off || gate_off)) {
+		detach_usdt(r);
+		werr = tb_ctl_log(&r->ctl, r->w, true, ts, by);
+		if (say)
+			fprintf(stderr, "%stracebpf: recording stopped (tracebpf ctl, process %u)\n",
+				tty ? "\r\033[K" : "", by);
+	}
+	if (!want_off && r->ctl.off && !werr) {
+		err = reattach_usdt(r);
+		werr = tb_ctl_log(&r->ctl, r->w, false, tb_ctl_open_gate(&r->ctl), by);
+		if (say)
+			fprintf(stderr, "%stracebpf: recording started (tracebpf ctl, process %u)\n",
+				tty ? "\r\033[K" : "", by);
+	}
+	tb_ctl_done(&r->ctl, ts, err);
+	return werr;
 }
 
 /* Every map, program, link and per-CPU ring buffer is a file descriptor
@@ -922,8 +1029,18 @@ int tb_record(const struct tb_record_opts *o)
 	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
 	if (err)
 		goto cleanup;
+	/* before anything is attached: --paused holds from the first event */
+	err = tb_ctl_init(&r.ctl, bpf_map__fd(r.skel->maps.tb_ctl), o->paused,
+			  strcmp(r.tbt_path, "-") ? r.tbt_path : "<stdout>");
+	if (err) {
+		ERR("failed to map the control map (for tracebpf ctl): %s", strerror(-err));
+		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "
+				"(BPF_F_MMAPABLE, Linux 5.5 and later)\n");
+		goto cleanup;
+	}
 	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.traced),
-			    bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
+			    bpf_map__fd(r.skel->maps.rings), bpf_map__fd(r.skel->maps.tb_ctl),
+			    &r.rb, on_record, &r);
 	if (err)
 		goto cleanup;
 
@@ -945,6 +1062,13 @@ int tb_record(const struct tb_record_opts *o)
 		}
 	}
 	err = tb_sched_write_formats(r.sched, r.w, now_ns(CLOCK_MONOTONIC));
+	if (!err) {
+		/* --paused: the file says so first, before anything is attached */
+		err = handle_ctl(&r, false);
+		if (!err && o->paused && !o->quiet)
+			fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
+					"start' (--paused)\n");
+	}
 	if (err) {
 		err_write(r.tbt_path, err, false);
 		goto cleanup;
@@ -1046,6 +1170,12 @@ int tb_record(const struct tb_record_opts *o)
 			if (!total_drops(&r, &app, &kern) && app + kern != r.stats_drops)
 				write_stats(&r);
 		}
+		{
+			int cerr = handle_ctl(&r, tty);
+
+			if (cerr && !r.write_err)
+				r.write_err = cerr;
+		}
 		err = tb_writer_flush(r.w);
 		if (!err)
 			err = r.write_err;
@@ -1053,6 +1183,7 @@ int tb_record(const struct tb_record_opts *o)
 			err_write(r.tbt_path, err, false);
 			break;
 		}
+		tb_ctl_ack(&r.ctl);   /* the change is in the file now */
 		if (r.server)
 			tb_serve_pump(r.server, tb_writer_bytes(r.w));
 		if (r.child > 0 && waitpid(r.child, NULL, WNOHANG) == r.child)
@@ -1099,6 +1230,12 @@ int tb_record(const struct tb_record_opts *o)
 					"threads\n", strerror(errno));
 	}
 	{
+		int cerr = handle_ctl(&r, false);   /* a request in the last round */
+
+		if (cerr && !r.write_err)
+			r.write_err = cerr;
+	}
+	{
 		int serr = write_stats(&r);
 
 		if (serr) {
@@ -1126,6 +1263,8 @@ int tb_record(const struct tb_record_opts *o)
 			err_write(r.tbt_path, cerr, false);
 			err = cerr;
 		}
+		if (!cerr)
+			tb_ctl_ack(&r.ctl);
 	}
 	{
 		__u64 app = 0, kern = 0;
@@ -1169,7 +1308,7 @@ int tb_record(const struct tb_record_opts *o)
 	/* A command without probes was only a warning, since it could exec or
 	 * dlopen an instrumented program; if it never did, nothing could have
 	 * been recorded: that is an error, not an empty success. */
-	if (!err && o->cmd && !r.attached.n) {
+	if (!err && o->cmd && !r.nobjs) {
 		ERR("'%s' has no tracebpf probes, and neither had anything it executed or loaded",
 		    o->cmd[0]);
 		fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
@@ -1196,6 +1335,7 @@ cleanup:
 	for (i = 0; i < r.nlinks; i++)
 		bpf_link__destroy(r.links[i]);
 	free(r.links);
+	detach_usdt(&r);
 	tb_sched_destroy(r.sched);
 	if (r.skel) {
 		/* nothing stops a process any more: release whoever waits */
@@ -1203,7 +1343,10 @@ cleanup:
 		release_stopped(&r, false);
 	}
 	stop_releaser(&r);
-	tb_paths_free(&r.attached);
+	for (i = 0; i < r.nobjs; i++)
+		free(r.objs[i].path);
+	free(r.objs);
+	tb_ctl_close(&r.ctl);
 	ring_buffer__free(r.rb);
 	tb_rings_close(&r.rings);
 	record_bpf__destroy(r.skel);

@@ -7,7 +7,7 @@
  * (bpf/sched.bpf.c, user/sched.c, user/ftrace.c), it can be turned off
  * whole (--no-sched) without touching the USDT side, and a verifier
  * rejection of a scheduler program never prevents user events from being
- * recorded. The maps that must be shared (rings, drops, traced) are pointed
+ * recorded. The maps that must be shared (rings, traced, tb_ctl) are pointed
  * at record.bpf.c's with bpf_map__reuse_fd before loading.
  *
  * Each program exists as a tp_btf/raw_tp pair, both "?" (not loaded by
@@ -457,8 +457,8 @@ static void choose_staging(struct tb_sched *s)
 				     "go straight to the rings (cannot run a program on each CPU)");
 }
 
-int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_buffer **rb,
-		  tb_ring_fn fn, void *ctx)
+int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
+		  struct ring_buffer **rb, tb_ring_fn fn, void *ctx)
 {
 	int err, ncpus;
 
@@ -473,6 +473,8 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_b
 	err = bpf_map__reuse_fd(s->skel->maps.traced, traced_fd);
 	if (!err)
 		err = bpf_map__reuse_fd(s->skel->maps.spill, spill_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(s->skel->maps.tb_ctl, ctl_fd);
 	if (err) {
 		ERR("failed to share the traced processes and rings with the scheduler "
 		    "programs: %s", strerror(-err));

@@ -47,12 +47,12 @@ struct tb_sched_opts {
 };
 
 int tb_sched_prepare(struct tb_sched **s, const struct tb_sched_opts *o);
-/* Loads bpf/sched.bpf.c with its traced map pointing at traced_fd and its
- * spill map at spill_fd (record.bpf.c's traced and rings), and its own
- * per-CPU rings of ring_size bytes, which it adds to *rb (created if NULL)
- * with fn(ctx, ...) as callback. */
-int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, struct ring_buffer **rb,
-		  tb_ring_fn fn, void *ctx);
+/* Loads bpf/sched.bpf.c with its traced, spill and tb_ctl maps pointing at
+ * traced_fd, spill_fd and ctl_fd (record.bpf.c's traced, rings and tb_ctl),
+ * and its own per-CPU rings of ring_size bytes, which it adds to *rb
+ * (created if NULL) with fn(ctx, ...) as callback. */
+int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
+		  struct ring_buffer **rb, tb_ring_fn fn, void *ctx);
 /* Adds the records the kernel rings lost on CPU i to vals[i] (i < n) and
  * their total to *total (0 when nothing is loaded). Prints nothing: the
  * caller says what an error means. */

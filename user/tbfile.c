@@ -51,6 +51,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_TP]     = sizeof(struct tb_rec_tp),
 	[TB_REC_FORMAT] = sizeof(struct tb_rec_format),
 	[TB_REC_CMDLINE] = sizeof(struct tb_rec_cmdline),
+	[TB_REC_CTL]    = sizeof(struct tb_rec_ctl),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -68,6 +69,7 @@ int tb_stream_of(uint16_t rec_type)
 	case TB_REC_CMDLINE:
 		return TB_STREAM_PROC;
 	case TB_REC_STATS:
+	case TB_REC_CTL:
 		return TB_STREAM_STATS;
 	case TB_REC_SWITCH:
 	case TB_REC_WAKE:

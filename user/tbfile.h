@@ -14,7 +14,7 @@
 #include "../bpf/record.h"
 
 #define TB_FORMAT_MAJOR 2
-#define TB_FORMAT_MINOR 1
+#define TB_FORMAT_MINOR 2
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */

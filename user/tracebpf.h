@@ -28,6 +28,7 @@ struct tb_record_opts {
 	bool verbose;                    /* -v: libbpf debug output */
 	bool quiet;                      /* -q: no live status */
 	bool no_json;                    /* --no-json: keep only the .tbt */
+	bool paused;                     /* --paused: until tracebpf ctl start */
 	char *cmdline;                   /* the recorder's own command line */
 	const char *serve;               /* --serve: Unix socket path */
 	size_t serve_max_lag;            /* --serve-max-lag: bytes */

@@ -458,7 +458,7 @@ static const char py_scenario[] =
 "assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
 "assert md['kernel_release'] == '6.18.0' and md['command_line'] == 'tracebpf record -- ./app \"quoted\"'\n"
 "assert md['realtime_offset_ns'] == 1700000000000000000 and md['start_ts'] == 500\n"
-"assert md['tracebpf_version'] and md['format_version'] == '2.1'\n";
+"assert md['tracebpf_version'] and md['format_version'] == '2.2'\n";
 
 static void test_scenario(void **state)
 {
@@ -571,6 +571,61 @@ static void test_equal_timestamps(void **state)
 	assert_non_null(b);
 	assert_true(a < b);
 	assert_int_equal(py_check(out, "assert len([e for e in ev if e['ph'] == 'X']) == 4\n"), 0);
+	free(out);
+	free(err);
+}
+
+static void ctl(struct tb_writer *w, uint64_t ts, bool off)
+{
+	struct tb_rec_ctl c;
+
+	memset(&c, 0, sizeof(c));
+	hdr(&c.hdr, TB_REC_CTL, sizeof(c), ts, 0, 0);
+	c.hdr.cpu = ~0u;
+	c.off = off;
+	c.by_pid = 77;
+	assert_int_equal(tb_writer_append(w, &c.hdr), 0);
+}
+
+/* tracebpf ctl stop..start: a slice open at a stop ends there, marked; an
+ * event stamped inside a window is left out (a program that read the
+ * switch just before it flipped); the end of the cut slice recorded after
+ * the start is unmatched; a window still open at the end has no to_ns. */
+static void test_stopped_windows(void **state)
+{
+	struct tb_writer *w = open_trace(0);
+	char *err, *out;
+
+	(void)state;
+	site(w, 100, 1, 0xa, 'B', 0, "c", "span", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xe, 'E', 0, "c", "span", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xc, 'I', 't', "c", "tick", 1, (const uint8_t[]){ TB_ARG_INT },
+	     (const char *const[]){ "n" }, SITE_OK);
+	EV(w, 1000, 1, 1, 0xa, 0, 0);
+	EV(w, 1500, 1, 1, 0xc, 1, 0);
+	ctl(w, 2000, true);
+	EV(w, 2001, 1, 1, 0xc, 2, 0);     /* stamped after the stop: left out */
+	EV(w, 2500, 1, 1, 0xe, 0, 0);     /* left out too */
+	ctl(w, 2600, true);               /* already stopped: no new window */
+	ctl(w, 3000, false);
+	EV(w, 3500, 1, 1, 0xc, 3, 0);
+	EV(w, 4000, 1, 1, 0xe, 0, 0);     /* span was cut at 2000: unmatched */
+	EV(w, 4500, 1, 1, 0xa, 0, 0);     /* open at the next stop */
+	ctl(w, 5000, true);
+	EV(w, 5500, 1, 1, 0xc, 4, 0);
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	assert_string_equal(err, "");
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+"assert sorted(e['args']['n'] for e in ev if e['ph'] == 'I') == [1, 3], ev\n"
+"s = find('X', 'span', ts=1.0)\n"
+"assert abs(s['dur'] - 1.0) < 1e-9 and s['args']['tracebpf_unfinished'] == 'recording stopped', s\n"
+"s = find('X', 'span', ts=4.5)\n"
+"assert abs(s['dur'] - 0.5) < 1e-9 and s['args']['tracebpf_unfinished'] == 'recording stopped', s\n"
+"assert md['recording_stopped'] == [{'from_ns': 2000, 'to_ns': 3000}, {'from_ns': 5000}], md\n"
+"assert md['records_while_stopped'] == 3 and md['unmatched_ends'] == 1, md\n"
+"assert md['format_version'] == '2.2', md\n"), 0);
 	free(out);
 	free(err);
 }
@@ -793,6 +848,7 @@ int main(void)
 		cmocka_unit_test(test_scenario),
 		cmocka_unit_test(test_convert_file),
 		cmocka_unit_test(test_equal_timestamps),
+		cmocka_unit_test(test_stopped_windows),
 		cmocka_unit_test(test_empty_trace),
 		cmocka_unit_test(test_truncated_trace),
 		cmocka_unit_test(test_stdin_stdout),

@@ -645,6 +645,37 @@ static void test_golden_v2_1(void **state)
 	check_golden("tests/data/v2.1-mt_events.tbt", 2, 1, true, want, check_sched_v2_1);
 }
 
+/* 2.2: TB_REC_CTL, written by user space: stopped (--paused), then started. */
+static unsigned ctl_seen;
+
+static void check_ctl_v2_2(const struct tb_rec_hdr *h)
+{
+	check_sched_v2_1(h);
+	if (h->type == TB_REC_CTL) {
+		const struct tb_rec_ctl *c = (const void *)h;
+
+		assert_int_equal(h->cpu, ~0u);
+		assert_int_equal(c->off, ctl_seen == 0);
+		assert_true(c->by_pid != 0);
+		ctl_seen++;
+	}
+}
+
+static void test_golden_v2_2(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 5, [TB_REC_FORK] = 3,
+		[TB_REC_EXEC] = 3, [TB_REC_EXIT] = 4, [TB_REC_COMM] = 5,
+		[TB_REC_CMDLINE] = 3, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 18,
+		[TB_REC_WAKE] = 27, [TB_REC_KTASK] = 13, [TB_REC_CTL] = 2,
+	};
+
+	(void)state;
+	ctl_seen = 0;
+	check_golden("tests/data/v2.2-mt_events.tbt", 2, 2, true, want, check_ctl_v2_2);
+	assert_int_equal(ctl_seen, 2);
+}
+
 static void test_empty_file(void **state)
 {
 	struct tb_reader *r;
@@ -674,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v1_0),
 		cmocka_unit_test(test_golden_v2_0),
 		cmocka_unit_test(test_golden_v2_1),
+		cmocka_unit_test(test_golden_v2_2),
 		cmocka_unit_test(test_empty_file),
 	};
 

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ctl.h - the control map: `tracebpf ctl stop` and `tracebpf ctl start`
+ * switch a running recording off and on (docs/design.md, "Stopping and
+ * starting a recording").
+ *
+ * Every recorder has one BPF array map named TB_CTL_MAP_NAME with two
+ * entries of struct tb_ctl, shared by its BPF objects and mapped into the
+ * recorder's memory. The kernel side reads TB_CTL_STATE's `off`: while it
+ * is set, the programs that record application and kernel events return at
+ * once (those that follow processes keep running).
+ *
+ * `tracebpf ctl` finds recorders by listing the maps with that name and
+ * writes a request in TB_CTL_STATE: `want_off`, `pid`, then `ts` last (the
+ * request's id). A stop also sets `off` itself, before `ts`, so that it
+ * takes effect at once. The recorder handles a request in its next flush
+ * round: for a stop it detaches its USDT probes (the sites' semaphores drop
+ * to 0, so a stopped recording costs the application nothing), for a start
+ * it attaches them again and only then clears `off`. It logs each change as
+ * a TB_REC_CTL record, and once the round is written, acknowledges the
+ * request in TB_CTL_RECORDER (`ts`, `err`). Each field has one writer at a
+ * time: `tracebpf ctl` holds a lock while it writes and waits.
+ *
+ * No includes, fixed-width types: shared by BPF and user space like
+ * record.h.
+ */
+#ifndef TRACEBPF_CTL_H
+#define TRACEBPF_CTL_H
+
+#define TB_CTL_MAP_NAME "tb_ctl"
+
+enum tb_ctl_key {
+	TB_CTL_STATE    = 0,
+	TB_CTL_RECORDER = 1,
+	TB_CTL_NKEYS    = 2,
+};
+
+#define TB_CTL_PATH_MAX 232
+
+struct tb_ctl {
+	__u32 off;       /* STATE: 1 while the programs record nothing */
+	__u32 pid;       /* STATE: who asked last; RECORDER: the recorder */
+	__u64 ts;        /* STATE: when it asked (CLOCK_MONOTONIC ns: the
+			  * request's id); RECORDER: the last request handled */
+	__u32 want_off;  /* STATE: what it asked for */
+	__s32 err;       /* RECORDER: 0, or the negative errno of the last
+			  * request (probes that could not be attached again) */
+	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
+};
+
+_Static_assert(sizeof(struct tb_ctl) == 256, "tb_ctl layout");
+
+#endif /* TRACEBPF_CTL_H */

@@ -1,0 +1,246 @@
+"""`tracebpf ctl start|stop|status` and `record --paused`: a running
+recording switched off and on. Real recorders and a real instrumented
+program (tests/progs/phases) that emits numbered events only when told to,
+so each event is known to fall before or after a switch."""
+import os
+import re
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import TRACEBPF, load, prog, wait_for
+
+NCPUS = os.cpu_count()
+
+
+def ctl(*args, user=None):
+    cmd = [TRACEBPF, "ctl", *map(str, args)]
+    if user:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def check_ok(p):
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    return p.stdout
+
+
+def check_error(p, *expected):
+    """Exit 1, one `tracebpf: ctl: ...` line saying what failed, and a hint."""
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert re.search(r"^tracebpf: ctl: ", p.stderr, re.M), p.stderr
+    assert "tracebpf: hint: " in p.stderr, p.stderr
+    for e in expected:
+        assert e in p.stderr, (e, p.stderr)
+
+
+class Phases:
+    """The phases program under `tracebpf record`, driven over two FIFOs."""
+
+    def __init__(self, recorder, tmp_path, *opts, name="t"):
+        self.cmd_path, self.ack_path = tmp_path / f"{name}.cmd", tmp_path / f"{name}.ack"
+        os.mkfifo(self.cmd_path)
+        os.mkfifo(self.ack_path)
+        self.rec = recorder(*opts, "--", prog("phases"), self.cmd_path, self.ack_path,
+                            name=name)
+        # the program opens them once the recorder has attached and let it
+        # run; a recorder that failed must fail the test, not hang it
+        def writer():
+            assert self.rec.proc.poll() is None, self.rec.proc.communicate()
+            try:
+                return os.open(self.cmd_path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                return None
+        fd = wait_for(writer, what="the phases program to start")
+        os.set_blocking(fd, True)
+        self.cmd = os.fdopen(fd, "w")
+        # read-write: no EOF before the program opens it; select bounds the wait
+        self.ack = os.open(self.ack_path, os.O_RDWR)
+
+    def do(self, line):
+        self.cmd.write(line + "\n")
+        self.cmd.flush()
+        got = b""
+        while not got.endswith(b"\n"):
+            ready, _, _ = select.select([self.ack], [], [], 60)
+            assert ready, f"phases did not answer {line!r}"
+            got += os.read(self.ack, 64)
+        assert re.fullmatch(rb"ok [01]\n", got), (line, got)
+        return got == b"ok 1\n"   # the sites enabled: a tracer attached
+
+    def finish(self):
+        self.cmd.close()
+        os.close(self.ack)
+        return self.rec.wait()
+
+
+def dump(tbt):
+    p = subprocess.run([TRACEBPF, "dump", str(tbt)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    recs = []
+    for line in p.stdout.splitlines():
+        ts, _cpu, rest = line.split(" ", 1)[0], None, line.split("] ", 1)[1]
+        pidtid, kind, *more = rest.split(" ", 2)
+        recs.append({"ts": int(ts.replace(".", "")), "pid": int(pidtid.split("/")[0]),
+                     "kind": kind, "text": more[0] if more else ""})
+    return recs
+
+
+def windows(recs):
+    """[(from_ns, to_ns or None)] from the CTL records, as the file says."""
+    out = []
+    for r in sorted((r for r in recs if r["kind"] == "CTL"), key=lambda r: r["ts"]):
+        if r["text"].startswith("stopped") and (not out or out[-1][1] is not None):
+            out.append((r["ts"], None))
+        elif r["text"].startswith("started") and out and out[-1][1] is None:
+            out[-1] = (out[-1][0], r["ts"])
+    return out
+
+
+def inside(ts, wins):
+    return any(a <= ts and (b is None or ts < b) for a, b in wins)
+
+
+def test_stop_and_start(recorder, tmp_path):
+    ph = Phases(recorder, tmp_path, "--paused")
+    pid = ph.rec.proc.pid
+    st = check_ok(ctl("status"))
+    assert re.search(rf"^recording {pid}: stopped since it started \(--paused\), writing "
+                     rf"{re.escape(str(ph.rec.tbt))}$", st, re.M), st
+    # stopped: no probe attached, so the sites' semaphore is 0 and a hit
+    # costs the program a load and a branch
+    assert not ph.do("i 5")   # seq 0-4: paused, not recorded
+    ph.do("b")             # its end comes after the start: unmatched
+    ph.do("s 200")         # switches while paused
+    assert check_ok(ctl("start")) == f"recording {pid} started\n"
+    assert f"recording {pid}: on" in check_ok(ctl("status"))
+    assert ph.do("i 5")    # 5-9 recorded
+    ph.do("e")
+    ph.do("b")             # "span": open when recording stops
+    ph.do("s 200")
+    assert check_ok(ctl("stop")) == f"recording {pid} stopped\n"
+    assert check_ok(ctl("stop")) == f"recording {pid} is already stopped\n"
+    assert re.search(rf"^recording {pid}: stopped for [0-9.]+ s \(by process \d+\)",
+                     check_ok(ctl("status")), re.M)
+    assert not ph.do("i 5")   # 10-14 not recorded
+    ph.do("s 200")
+    check_ok(ctl("start"))
+    ph.do("e")             # span's end: span was cut at the stop
+    assert ph.do("i 5")    # 15-19 recorded
+    ph.do("s 200")
+    rec = ph.finish()
+    t = rec.trace()
+
+    seqs = sorted(e["args"]["seq"] for e in t.named("phase"))
+    assert seqs == [*range(5, 10), *range(15, 20)], seqs
+    md = t.meta
+    wins = md["recording_stopped"]
+    assert len(wins) == 2 and all("to_ns" in w for w in wins), wins
+    assert wins[0]["from_ns"] < wins[0]["to_ns"] < wins[1]["from_ns"] < wins[1]["to_ns"], wins
+    span = t.named("span", "X")
+    assert len(span) == 1, span
+    assert span[0]["args"]["tracebpf_unfinished"] == "recording stopped", span
+    # it ends where recording stopped (ts and dur are microseconds)
+    assert abs((span[0]["ts"] + span[0]["dur"]) * 1000 - wins[1]["from_ns"]) < 2, (span, wins)
+    assert md["unmatched_ends"] == 2, md   # the end after --paused, span's after the stop
+
+    # The kernel side, not only the converter: the file holds no event of
+    # the stopped phases, and of kernel records at most what was in flight
+    # on each CPU when the switch flipped.
+    recs = dump(rec.tbt)
+    file_wins = windows(recs)
+    assert file_wins == [(w["from_ns"], w["to_ns"]) for w in wins], file_wins
+    user = [r for r in recs if re.match(r"test:(phase|span)\b", r["text"])]
+    assert [r for r in user if inside(r["ts"], file_wins)] == []
+    assert sorted(int(r["text"].split("seq=")[1].split()[0]) for r in user
+                  if "seq=" in r["text"]) == seqs
+    kernel = [r for r in recs if r["kind"] == "KERNEL" and re.search(
+        r": (sched_switch|sched_waking|sched_wakeup|sched_wakeup_new|cpu_idle|cpu_frequency):",
+        r["text"])]
+    stray = [r for r in kernel if inside(r["ts"], file_wins)]
+    assert len(stray) <= 2 * NCPUS, stray
+    assert md["records_while_stopped"] == len(stray), (md, stray)
+    # not vacuous: the phases that ran while on recorded the program's switches
+    pid = t.named("phase")[0]["pid"]
+    ours = [r for r in kernel if r["pid"] == pid and ": sched_switch:" in r["text"]]
+    assert len(ours) >= 200, len(ours)
+
+
+def test_errors(recorder, tmp_path):
+    # nothing running
+    check_error(ctl("stop"), "no tracebpf recording is running", "--paused")
+    check_error(ctl("status"), "no tracebpf recording is running")
+    # usage errors
+    for args in ((), ("pause",), ("start", "stop"), ("-r", "x", "stop"), ("-r", "0", "stop")):
+        p = ctl(*args)
+        assert p.returncode == 64 and "tracebpf ctl" in p.stderr, (args, p.stderr)
+
+    a = Phases(recorder, tmp_path, name="a")
+    b = Phases(recorder, tmp_path, "--paused", name="b")
+    pa, pb = a.rec.proc.pid, b.rec.proc.pid
+    st = check_ok(ctl("status"))
+    assert f"recording {pa}: on" in st and f"recording {pb}: stopped" in st, st
+    # which one? never both, never a guess
+    check_error(ctl("stop"), "2 recordings are running", f" {pa}", f" {pb}", "--recorder")
+    check_error(ctl("-r", os.getpid(), "stop"), f"no tracebpf recording runs in process "
+                f"{os.getpid()}", "tracebpf ctl status")
+    assert check_ok(ctl("-r", pb, "start")) == f"recording {pb} started\n"
+    assert check_ok(ctl("--recorder", pa, "stop")) == f"recording {pa} stopped\n"
+    st = check_ok(ctl("status"))
+    assert f"recording {pa}: stopped" in st and f"recording {pb}: on" in st, st
+    assert check_ok(ctl("-r", pa, "status")).count("\n") == 1
+
+    # not root: says so, and how
+    check_error(ctl("stop", user=65534), "failed to list the running recordings",
+                "run as root")
+    for ph in (a, b):
+        ph.do("i 3")
+        assert ph.finish().rc == 0, ph.rec.stderr
+    # a emitted while stopped, b after its start
+    assert a.rec.trace().named("phase") == []
+    assert len(b.rec.trace().named("phase")) == 3
+    assert "stopped at the end" in subprocess.run(
+        [TRACEBPF, "info", str(a.rec.tbt)], capture_output=True, text=True).stdout
+
+
+def test_recorder_frozen(recorder, tmp_path):
+    """A recorder that cannot answer (SIGSTOP): ctl gives up with a hint
+    instead of hanging, and the change is logged once the recorder runs."""
+    ph = Phases(recorder, tmp_path)
+    pid = ph.rec.proc.pid
+    ph.do("i 2")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        check_error(ctl("stop"), f"failed to stop recording {pid}", "did not confirm",
+                    f"kill -CONT {pid}")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: "stopped for" in ctl("status").stdout, what="the stop to be logged")
+    ph.do("i 2")
+    t = ph.finish().trace()
+    assert sorted(e["args"]["seq"] for e in t.named("phase")) == [0, 1]
+    assert len(t.meta["recording_stopped"]) == 1
+
+
+def test_killed_while_stopped(recorder, tmp_path):
+    """SIGKILL while stopped: the file still says where recording stopped."""
+    ph = Phases(recorder, tmp_path)
+    ph.do("i 4")
+    check_ok(ctl("stop"))
+    ph.do("i 4")
+    ph.rec.proc.kill()
+    ph.cmd.close()   # the program exits, and with it the recorder's stdout
+    os.close(ph.ack)
+    ph.rec.wait()
+    out = tmp_path / "k.json"
+    c = subprocess.run([TRACEBPF, "convert", str(ph.rec.tbt), "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert c.returncode == 0, c.stderr
+    t = load(out)
+    assert sorted(e["args"]["seq"] for e in t.named("phase")) == [0, 1, 2, 3]
+    wins = t.meta["recording_stopped"]
+    assert len(wins) == 1 and "to_ns" not in wins[0], wins

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* ctl.c - `tracebpf ctl start|stop|status`, and the recorder's side of the
+ * control map (ctl.h, bpf/ctl.h). */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "../bpf/ctl.h"
+#include "ctl.h"
+#include "rings.h"
+#include "tbfile.h"
+
+#define ERR(fmt, ...) fprintf(stderr, "tracebpf: ctl: " fmt "\n", ##__VA_ARGS__)
+
+/* How long `tracebpf ctl` waits for the recorder to log a change: it
+ * looks once per --flush-interval (50 ms by default). */
+#define ACK_TIMEOUT_NS (5ull * 1000000000ull)
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);   /* bpf_ktime_get_ns()'s clock */
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static size_t map_bytes(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (TB_CTL_NKEYS * sizeof(struct tb_ctl) + pg - 1) / pg * pg;
+}
+
+static struct tb_ctl *map_ctl(int fd)
+{
+	void *p = mmap(NULL, map_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* A request: `off` first for a stop (it takes effect at once, and its time
+ * was read before), `ts` last (release): the recorder reads ts first. */
+static __u64 request(struct tb_ctl *m, bool off, __u32 by)
+{
+	struct tb_ctl *st = &m[TB_CTL_STATE];
+	__u64 ts = mono_ns();
+
+	if (off)
+		__atomic_store_n(&st->off, 1u, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->want_off, off ? 1u : 0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->pid, by, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->ts, ts, __ATOMIC_RELEASE);
+	return ts;
+}
+
+/* ---- the recorder's side ---- */
+
+int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path)
+{
+	struct tb_ctl *m = map_ctl(map_fd), *rec;
+	char cwd[PATH_MAX], full[PATH_MAX];
+
+	memset(c, 0, sizeof(*c));
+	if (!m)
+		return -errno;
+	c->map = m;
+	rec = &m[TB_CTL_RECORDER];
+	/* for `tracebpf ctl status`; a long path is cut */
+	if (path[0] != '/' && strcmp(path, "<stdout>") && getcwd(cwd, sizeof(cwd)) &&
+	    strlen(cwd) + 1 + strlen(path) < sizeof(full)) {
+		strcpy(full, cwd);
+		strcat(full, "/");
+		path = strcat(full, path);
+	}
+	strncpy(rec->path, path, sizeof(rec->path) - 1);
+	if (paused)   /* a stop request of our own, handled by the caller */
+		request(m, true, getpid());
+	/* the pid last: `tracebpf ctl` skips a map whose recorder is not set */
+	__atomic_store_n(&rec->pid, (__u32)getpid(), __ATOMIC_RELEASE);
+	return 0;
+}
+
+int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
+		   bool *gate_off)
+{
+	struct tb_ctl *st;
+
+	if (!c->map)
+		return 0;
+	st = &c->map[TB_CTL_STATE];
+	*ts = __atomic_load_n(&st->ts, __ATOMIC_ACQUIRE);
+	if (*ts == c->handled_ts)
+		return 0;
+	*want_off = __atomic_load_n(&st->want_off, __ATOMIC_RELAXED);
+	*by = __atomic_load_n(&st->pid, __ATOMIC_RELAXED);
+	*gate_off = __atomic_load_n(&st->off, __ATOMIC_RELAXED);
+	return 1;
+}
+
+__u64 tb_ctl_open_gate(struct tb_ctl_rec *c)
+{
+	__u64 ts = mono_ns();
+
+	__atomic_store_n(&c->map[TB_CTL_STATE].off, 0u, __ATOMIC_RELEASE);
+	return ts;
+}
+
+int tb_ctl_log(struct tb_ctl_rec *c, struct tb_writer *w, bool off, __u64 ts, __u32 by)
+{
+	struct tb_rec_ctl rec = {};
+	int err;
+
+	rec.hdr.type = TB_REC_CTL;
+	rec.hdr.size = sizeof(rec);
+	rec.hdr.cpu = ~0u;
+	rec.hdr.ts = ts;
+	rec.off = off;
+	rec.by_pid = by;
+	err = tb_writer_append(w, &rec.hdr);
+	if (err)
+		return err;
+	c->off = off;
+	c->by_pid = by;
+	return 0;
+}
+
+void tb_ctl_done(struct tb_ctl_rec *c, __u64 ts, int err)
+{
+	c->handled_ts = ts;
+	c->err = err;
+}
+
+void tb_ctl_ack(struct tb_ctl_rec *c)
+{
+	struct tb_ctl *rec;
+
+	if (!c->map || c->acked_ts == c->handled_ts)
+		return;
+	rec = &c->map[TB_CTL_RECORDER];
+	__atomic_store_n(&rec->err, c->err, __ATOMIC_RELAXED);
+	__atomic_store_n(&rec->ts, c->handled_ts, __ATOMIC_RELEASE);
+	c->acked_ts = c->handled_ts;
+}
+
+void tb_ctl_close(struct tb_ctl_rec *c)
+{
+	if (c->map)
+		munmap(c->map, map_bytes());
+	c->map = NULL;
+}
+
+/* ---- tracebpf ctl ---- */
+
+struct recording {
+	int fd;
+	struct tb_ctl *m;
+	__u32 pid;
+};
+
+static void free_recordings(struct recording *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		munmap(v[i].m, map_bytes());
+		close(v[i].fd);
+	}
+	free(v);
+}
+
+/* Is this map a recorder's control map? */
+static bool is_ctl_map(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return !bpf_obj_get_info_by_fd(fd, &info, &len) &&
+	       !strcmp(info.name, TB_CTL_MAP_NAME) && info.type == BPF_MAP_TYPE_ARRAY &&
+	       info.value_size == sizeof(struct tb_ctl) && info.max_entries == TB_CTL_NKEYS &&
+	       (info.map_flags & BPF_F_MMAPABLE);
+}
+
+/* Every running recording: the maps named TB_CTL_MAP_NAME whose recorder
+ * is set and alive. 0 or a negative errno. */
+static int find_recordings(struct recording **out, int *nout)
+{
+	struct recording *v = NULL, *nv;
+	__u32 id = 0;
+	int n = 0, err = 0;
+
+	for (;;) {
+		struct tb_ctl *m;
+		__u32 pid;
+		int fd;
+
+		if (bpf_map_get_next_id(id, &id)) {
+			if (errno != ENOENT)
+				err = -errno;
+			break;
+		}
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd < 0) {
+			if (errno == ENOENT)
+				continue;   /* freed meanwhile */
+			err = -errno;
+			break;
+		}
+		if (!is_ctl_map(fd) || !(m = map_ctl(fd))) {
+			close(fd);
+			continue;
+		}
+		pid = __atomic_load_n(&m[TB_CTL_RECORDER].pid, __ATOMIC_ACQUIRE);
+		if (!pid || (kill(pid, 0) && errno == ESRCH) ||
+		    !(nv = realloc(v, (n + 1) * sizeof(*v)))) {
+			munmap(m, map_bytes());
+			close(fd);
+			continue;
+		}
+		v = nv;
+		v[n++] = (struct recording){ fd, m, pid };
+	}
+	if (err) {
+		free_recordings(v, n);
+		return err;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+static void print_status(const struct recording *r)
+{
+	const struct tb_ctl *st = &r->m[TB_CTL_STATE], *rec = &r->m[TB_CTL_RECORDER];
+	char path[TB_CTL_PATH_MAX + 1];
+
+	snprintf(path, sizeof(path), "%.*s", TB_CTL_PATH_MAX, rec->path);
+	if (!st->want_off)
+		printf("recording %u: on, writing %s\n", r->pid, path);
+	else if (st->pid == r->pid)
+		printf("recording %u: stopped since it started (--paused), writing %s\n",
+		       r->pid, path);
+	else
+		printf("recording %u: stopped for %.1f s (by process %u), writing %s\n", r->pid,
+		       (mono_ns() - st->ts) / 1e9, st->pid, path);
+}
+
+/* Flip the switch and wait until the recorder has written the change. */
+static int switch_recording(struct recording *r, bool off)
+{
+	const char *done = off ? "stopped" : "started";
+	struct timespec tick = { 0, 5 * 1000 * 1000 };
+	__u64 ts, t0;
+	int err;
+
+	/* one `tracebpf ctl` at a time: two with opposite verbs would mix
+	 * their writes (every BPF map fd shares one inode, so this is one
+	 * lock for all of them, held only for a few milliseconds) */
+	if (flock(r->fd, LOCK_EX)) {
+		ERR("failed to lock recording %u's control map: %s", r->pid, strerror(errno));
+		return -errno;
+	}
+	if (r->m[TB_CTL_STATE].want_off == (off ? 1u : 0u) &&
+	    r->m[TB_CTL_RECORDER].ts == r->m[TB_CTL_STATE].ts) {
+		printf("recording %u is already %s\n", r->pid, done);
+		return 0;
+	}
+	t0 = mono_ns();
+	ts = request(r->m, off, getpid());
+	while (__atomic_load_n(&r->m[TB_CTL_RECORDER].ts, __ATOMIC_ACQUIRE) < ts) {
+		if (kill(r->pid, 0) && errno == ESRCH) {
+			ERR("failed to %s recording %u: it ended before it could log that",
+			    off ? "stop" : "start", r->pid);
+			return -ESRCH;
+		}
+		if (mono_ns() - t0 > ACK_TIMEOUT_NS) {
+			ERR("failed to %s recording %u: the recorder did not confirm within %llu s",
+			    off ? "stop" : "start", r->pid, ACK_TIMEOUT_NS / 1000000000ull);
+			fprintf(stderr, "tracebpf: hint: %s; is the recorder itself stopped "
+					"(kill -CONT %u)?\n", off ? "its BPF programs record "
+					"nothing already, but the trace file does not say so yet" :
+					"recording starts when it answers", r->pid);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&tick, NULL);
+	}
+	err = __atomic_load_n(&r->m[TB_CTL_RECORDER].err, __ATOMIC_RELAXED);
+	if (err) {
+		ERR("recording %u %s, but failed to attach to some probes again: %s", r->pid,
+		    done, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: the recorder said which on its stderr; their "
+				"events are missing from now on\n");
+		return err;
+	}
+	printf("recording %u %s\n", r->pid, done);
+	return 0;
+}
+
+struct ctl_args {
+	const char *verb;
+	long recorder;
+};
+
+static const struct argp_option ctl_options[] = {
+	{ "recorder", 'r', "PID", 0, "The recording to act on: its recorder's process id "
+				     "(needed when several run; 'status' lists them)", 0 },
+	{ 0 },
+};
+
+static error_t ctl_parse(int key, char *arg, struct argp_state *state)
+{
+	struct ctl_args *a = state->input;
+	char *end;
+
+	switch (key) {
+	case 'r':
+		errno = 0;
+		a->recorder = strtol(arg, &end, 10);
+		if (errno || *end || a->recorder <= 0 || a->recorder > 0x7fffffff)
+			argp_error(state, "bad --recorder '%s': give a process id", arg);
+		break;
+	case ARGP_KEY_ARG:
+		if (a->verb)
+			argp_error(state, "one command only, not '%s' after '%s'", arg, a->verb);
+		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status"))
+			argp_error(state, "unknown command '%s': start, stop or status", arg);
+		a->verb = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->verb)
+			argp_error(state, "no command: start, stop or status");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int tb_cmd_ctl(int argc, char **argv)
+{
+	static const struct argp argp = { ctl_options, ctl_parse, "start|stop|status",
+		"Stop and start a running recording without ending it: 'stop' switches "
+		"recording off in the kernel (processes are still followed, nothing else "
+		"is recorded), 'start' switches it back on, 'status' lists the running "
+		"recordings. 'tracebpf record --paused' starts one switched off.", NULL, NULL, NULL };
+	struct ctl_args a = {};
+	struct recording *v = NULL, *r = NULL;
+	int n = 0, err, i;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	err = find_recordings(&v, &n);
+	if (err) {
+		ERR("failed to list the running recordings: %s", strerror(-err));
+		if (err == -EPERM && geteuid())
+			fprintf(stderr, "tracebpf: hint: run as root, like the recorder "
+					"(sudo tracebpf ctl %s)\n", a.verb);
+		else
+			tb_hint_bpf(err, NULL);
+		return 1;
+	}
+	for (i = 0; i < n; i++)
+		if (a.recorder && v[i].pid == (__u32)a.recorder)
+			r = &v[i];
+	if (a.recorder && !r) {
+		ERR("no tracebpf recording runs in process %ld", a.recorder);
+		fprintf(stderr, "tracebpf: hint: 'tracebpf ctl status' lists the recordings "
+				"and their recorders' process ids\n");
+		err = -ESRCH;
+	} else if (!n) {
+		ERR("no tracebpf recording is running");
+		fprintf(stderr, "tracebpf: hint: start one with 'sudo tracebpf record -p PID' or "
+				"'sudo tracebpf record -- CMD' (--paused starts it stopped)\n");
+		err = -ESRCH;
+	} else if (!strcmp(a.verb, "status")) {
+		for (i = 0; i < n; i++)
+			if (!r || r == &v[i])
+				print_status(&v[i]);
+	} else if (!r && n > 1) {
+		ERR("%d recordings are running: which one should %s?", n, a.verb);
+		fprintf(stderr, "tracebpf: hint: choose one with --recorder PID:");
+		for (i = 0; i < n; i++)
+			fprintf(stderr, " %u", v[i].pid);
+		fprintf(stderr, " ('tracebpf ctl status' says more)\n");
+		err = -EINVAL;
+	} else {
+		err = switch_recording(r ? r : &v[0], !strcmp(a.verb, "stop"));
+	}
+	free_recordings(v, n);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ctl.h - stopping and starting a running recording: `tracebpf ctl
+ * start|stop|status` (tb_cmd_ctl), and the recorder's side of it: the
+ * control map (bpf/ctl.h) mapped into its memory, each change logged as a
+ * TB_REC_CTL record and then acknowledged.
+ */
+#ifndef TRACEBPF_USER_CTL_H
+#define TRACEBPF_USER_CTL_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+struct tb_writer;
+
+struct tb_ctl_rec {
+	struct tb_ctl *map;    /* TB_CTL_NKEYS entries, mmap'ed */
+	__u64 handled_ts;      /* the last request handled (its STATE ts) */
+	__u64 acked_ts;        /* ... and acknowledged */
+	int err;               /* how it went: acknowledged with it */
+	bool off;              /* stopped, as the file says */
+	__u32 by_pid;          /* who asked for the last change */
+};
+
+/* Maps the control map (map_fd, BPF_F_MMAPABLE) and fills in the recorder's
+ * entry (its pid, the trace file path); with paused, switches recording
+ * off before anything is attached (handled as a request once the file
+ * is open). 0 or a negative errno. */
+int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path);
+
+/* A request not handled yet: 1 with *want_off, *by and *ts filled in, else
+ * 0. *gate_off: the kernel side's switch as it is now. */
+int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
+		   bool *gate_off);
+
+/* Clears the kernel side's switch: the time read just before. */
+__u64 tb_ctl_open_gate(struct tb_ctl_rec *c);
+
+/* Records a change (a TB_REC_CTL record) and the state: 0 or a writer
+ * error. */
+int tb_ctl_log(struct tb_ctl_rec *c, struct tb_writer *w, bool off, __u64 ts, __u32 by);
+
+/* The request *ts is handled, with err (0 or a negative errno). */
+void tb_ctl_done(struct tb_ctl_rec *c, __u64 ts, int err);
+
+/* After the round that holds the records is written: tells `tracebpf ctl`
+ * its request is handled. */
+void tb_ctl_ack(struct tb_ctl_rec *c);
+
+void tb_ctl_close(struct tb_ctl_rec *c);
+
+/* `tracebpf ctl ...`: the exit status. */
+int tb_cmd_ctl(int argc, char **argv);
+
+#endif
