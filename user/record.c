@@ -60,7 +60,10 @@ static __u64 now_ns(clockid_t clk)
 /* An object (executable or library) with tracebpf probes: its USDT links
  * are NULL while a `tracebpf ctl stop` holds. */
 struct object {
-	char *path;
+	char *path;            /* as found (often /proc/PID/root/...) */
+	int fd;                /* the file itself, to attach to again after a
+				* stop: the path may be gone with PID, or name
+				* a new file, by then */
 	char key[64];          /* "dev:ino": uprobes are per inode */
 	struct bpf_link *link[2];
 };
@@ -452,8 +455,9 @@ static const struct { const char *name; bool id; } usdt_probes[2] = {
 	{ TB_PROBE, false }, { TB_PROBE_ID, true },
 };
 
-/* Attaches both probe names of an object (those not attached yet). */
-static int attach_usdt(struct recorder *r, struct object *ob)
+/* Attaches both probe names of an object (those not attached yet), through
+ * path. */
+static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
 {
 	struct bpf_link *link;
 	int err, n, i, total = 0;
@@ -461,11 +465,11 @@ static int attach_usdt(struct recorder *r, struct object *ob)
 	for (i = 0; i < 2; i++) {
 		if (ob->link[i])
 			continue;
-		n = tb_elf_count_probe(ob->path, usdt_probes[i].name);
+		n = tb_elf_count_probe(path, usdt_probes[i].name);
 		if (n <= 0)
 			continue;
 		link = bpf_program__attach_usdt(usdt_probes[i].id ? r->skel->progs.tb_event_id :
-						r->skel->progs.tb_event, -1, ob->path,
+						r->skel->progs.tb_event, -1, path,
 						TB_PROVIDER, usdt_probes[i].name, NULL);
 		if (!link) {
 			err = -errno;
@@ -494,26 +498,17 @@ static void detach_usdt(struct recorder *r)
 		}
 }
 
-/* tracebpf ctl start: every object again, unless its file was replaced
- * meanwhile (a new binary at the same path is not what the targets run).
- * The first error, after trying them all. */
+/* tracebpf ctl start: every object again, through the file it was (the
+ * targets still map that inode, whatever its path says now). The first
+ * error, after trying them all (each one said). */
 static int reattach_usdt(struct recorder *r)
 {
+	char via[64];
 	int err = 0, e;
-	char key[64];
 
 	for (int i = 0; i < r->nobjs; i++) {
-		struct object *ob = &r->objs[i];
-
-		e = file_key(ob->path, key);
-		if (!e && strcmp(key, ob->key))
-			e = -ESTALE;
-		if (e)
-			fprintf(stderr, "tracebpf: record: warning: cannot attach to '%s' again "
-					"(%s): its events are not recorded from now on\n",
-				ob->path, e == -ESTALE ? "the file was replaced" : strerror(-e));
-		else
-			e = attach_usdt(r, ob);
+		snprintf(via, sizeof(via), "/proc/self/fd/%d", r->objs[i].fd);
+		e = attach_usdt(r, &r->objs[i], via);
 		if (e && !err)
 			err = e;
 	}
@@ -540,13 +535,18 @@ static int attach_object(struct recorder *r, const char *path)
 	ob = &nv[r->nobjs];
 	memset(ob, 0, sizeof(*ob));
 	strcpy(ob->key, key);
+	ob->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (ob->fd < 0)
+		return -errno;
 	ob->path = strdup(path);
-	if (!ob->path)
-		return -ENOMEM;
-	if (!r->ctl.off && (err = attach_usdt(r, ob))) {
+	err = ob->path ? 0 : -ENOMEM;
+	if (!err && !r->ctl.off)
+		err = attach_usdt(r, ob, path);
+	if (err) {
 		for (int k = 0; k < 2; k++)
 			bpf_link__destroy(ob->link[k]);
 		free(ob->path);
+		close(ob->fd);
 		return err;
 	}
 	r->nobjs++;
@@ -1343,8 +1343,10 @@ cleanup:
 		release_stopped(&r, false);
 	}
 	stop_releaser(&r);
-	for (i = 0; i < r.nobjs; i++)
+	for (i = 0; i < r.nobjs; i++) {
 		free(r.objs[i].path);
+		close(r.objs[i].fd);
+	}
 	free(r.objs);
 	tb_ctl_close(&r.ctl);
 	ring_buffer__free(r.rb);

@@ -40,12 +40,16 @@ def check_error(p, *expected):
 class Phases:
     """The phases program under `tracebpf record`, driven over two FIFOs."""
 
-    def __init__(self, recorder, tmp_path, *opts, name="t"):
+    def __init__(self, recorder, tmp_path, *opts, name="t", before=None):
+        """before: a shell command the traced shell runs first (then it
+        execs phases)."""
         self.cmd_path, self.ack_path = tmp_path / f"{name}.cmd", tmp_path / f"{name}.ack"
         os.mkfifo(self.cmd_path)
         os.mkfifo(self.ack_path)
-        self.rec = recorder(*opts, "--", prog("phases"), self.cmd_path, self.ack_path,
-                            name=name)
+        cmd = [prog("phases"), self.cmd_path, self.ack_path]
+        if before:
+            cmd = ["sh", "-c", before + ' && exec "$0" "$@"', *cmd]
+        self.rec = recorder(*opts, "--", *cmd, name=name)
         # the program opens them once the recorder has attached and let it
         # run; a recorder that failed must fail the test, not hang it
         def writer():
@@ -168,6 +172,23 @@ def test_stop_and_start(recorder, tmp_path):
     pid = t.named("phase")[0]["pid"]
     ours = [r for r in kernel if r["pid"] == pid and ": sched_switch:" in r["text"]]
     assert len(ours) >= 200, len(ours)
+
+
+def test_start_after_a_traced_process_exited(recorder, tmp_path):
+    """A start attaches again to every object found so far, through the file
+    the recorder keeps open: loop_events' was found as /proc/PID/root/...
+    of a process that has exited by then."""
+    ph = Phases(recorder, tmp_path, before=f"{prog('loop_events')} 0.2")
+    assert ph.do("i 2")
+    assert check_ok(ctl("stop")).endswith(" stopped\n")
+    assert not ph.do("i 2")
+    assert check_ok(ctl("start")).endswith(" started\n")
+    assert ph.do("i 2")
+    rec = ph.finish()
+    assert "failed to attach" not in rec.stderr, rec.stderr
+    t = rec.trace()
+    assert sorted(e["args"]["seq"] for e in t.named("phase")) == [0, 1, 4, 5]
+    assert t.named("loop"), "loop_events ran traced before phases"
 
 
 def test_errors(recorder, tmp_path):
