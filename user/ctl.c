@@ -217,10 +217,16 @@ static int find_recordings(struct recording **out, int *nout)
 			continue;
 		}
 		pid = __atomic_load_n(&m[TB_CTL_RECORDER].pid, __ATOMIC_ACQUIRE);
-		if (!pid || (kill(pid, 0) && errno == ESRCH) ||
-		    !(nv = realloc(v, (n + 1) * sizeof(*v)))) {
+		nv = NULL;
+		if (pid && !(kill(pid, 0) && errno == ESRCH)) {
+			nv = realloc(v, (n + 1) * sizeof(*v));
+			err = nv ? 0 : -ENOMEM;
+		}
+		if (!nv) {   /* not set up yet, its recorder is gone, or ENOMEM */
 			munmap(m, map_bytes());
 			close(fd);
+			if (err)
+				break;
 			continue;
 		}
 		v = nv;
