@@ -228,7 +228,6 @@ struct conv {
 	 * may still have written one) */
 	struct { uint64_t from, to; } *stopped;   /* to = UINT64_MAX: open */
 	size_t nstopped, stopped_cap;
-	bool is_stopped;
 	uint64_t while_stopped;     /* records left out for that */
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
@@ -566,6 +565,10 @@ static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
 	return 0;
 }
 
+#define ALL_PIDS UINT32_MAX   /* no pid is that large (PID_MAX_LIMIT: 2^22) */
+
+/* Closes the slices open in process pid's threads (ALL_PIDS: every
+ * process's). */
 static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *why)
 {
 	size_t i;
@@ -574,7 +577,7 @@ static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *
 	for (i = 0; i < c->threads.cap; i++) {
 		struct thread *t = c->threads.vals[i];
 
-		if (t && t->pid == pid && t->depth) {
+		if (t && (pid == ALL_PIDS || t->pid == pid) && t->depth) {
 			err = close_stack(c, t, ts, why);
 			if (err)
 				return err;
@@ -960,30 +963,28 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 /* tracebpf ctl stop: the ends of the slices open now are not recorded, so
  * they end here, marked; an end recorded after the next start has no open
  * begin (unmatched_ends). start: the window closes. */
+static bool is_stopped(const struct conv *c)
+{
+	return c->nstopped && c->stopped[c->nstopped - 1].to == UINT64_MAX;
+}
+
 static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
 {
-	size_t i;
 	int err;
 
 	if (x->hdr.size < sizeof(*x))
 		return 0;
-	if (x->off && !c->is_stopped) {
-		for (i = 0; i < c->threads.cap; i++) {
-			struct thread *t = c->threads.vals[i];
-
-			if (t && t->depth && (err = close_stack(c, t, x->hdr.ts, "recording stopped")))
-				return err;
-		}
-		err = grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
-				 sizeof(*c->stopped));
+	if (x->off && !is_stopped(c)) {
+		err = close_process(c, ALL_PIDS, x->hdr.ts, "recording stopped");
+		if (!err)
+			err = grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
+					 sizeof(*c->stopped));
 		if (err)
 			return err;
 		c->stopped[c->nstopped].from = x->hdr.ts;
 		c->stopped[c->nstopped++].to = UINT64_MAX;
-		c->is_stopped = true;
-	} else if (!x->off && c->is_stopped) {
+	} else if (!x->off && is_stopped(c)) {
 		c->stopped[c->nstopped - 1].to = x->hdr.ts;
-		c->is_stopped = false;
 	}
 	return 0;
 }
@@ -1021,7 +1022,7 @@ static int process(struct conv *c, enum stage *stage)
 			err = on_ctl(c, (const void *)h);
 			continue;
 		}
-		if (c->is_stopped && shown_while_on(h->type)) {
+		if (shown_while_on(h->type) && is_stopped(c)) {
 			c->while_stopped++;
 			continue;
 		}

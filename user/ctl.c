@@ -129,7 +129,6 @@ int tb_ctl_log(struct tb_ctl_rec *c, struct tb_writer *w, bool off, __u64 ts, __
 	if (err)
 		return err;
 	c->off = off;
-	c->by_pid = by;
 	return 0;
 }
 
@@ -241,20 +240,27 @@ static int find_recordings(struct recording **out, int *nout)
 	return 0;
 }
 
+/* What is in effect (the kernel side's switch), and a request the recorder
+ * has not answered yet. */
 static void print_status(const struct recording *r)
 {
 	const struct tb_ctl *st = &r->m[TB_CTL_STATE], *rec = &r->m[TB_CTL_RECORDER];
 	char path[TB_CTL_PATH_MAX + 1];
 
 	snprintf(path, sizeof(path), "%.*s", TB_CTL_PATH_MAX, rec->path);
-	if (!st->want_off)
+	if (!st->off)
 		printf("recording %u: on, writing %s\n", r->pid, path);
+	else if (!st->want_off)   /* a start not answered yet */
+		printf("recording %u: stopped, writing %s\n", r->pid, path);
 	else if (st->pid == r->pid)
 		printf("recording %u: stopped since it started (--paused), writing %s\n",
 		       r->pid, path);
 	else
 		printf("recording %u: stopped for %.1f s (by process %u), writing %s\n", r->pid,
 		       (mono_ns() - st->ts) / 1e9, st->pid, path);
+	if (rec->ts != st->ts)
+		printf("recording %u: the %s asked by process %u waits for the recorder\n",
+		       r->pid, st->want_off ? "stop" : "start", st->pid);
 }
 
 /* Flip the switch and wait until the recorder has written the change. */
@@ -283,6 +289,9 @@ static int switch_recording(struct recording *r, bool off)
 		if (kill(r->pid, 0) && errno == ESRCH) {
 			ERR("failed to %s recording %u: it ended before it could log that",
 			    off ? "stop" : "start", r->pid);
+			fprintf(stderr, "tracebpf: hint: nothing left to %s: its trace file "
+					"holds what it recorded until it ended\n",
+				off ? "stop" : "start");
 			return -ESRCH;
 		}
 		if (mono_ns() - t0 > ACK_TIMEOUT_NS) {
@@ -329,7 +338,8 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		errno = 0;
 		a->recorder = strtol(arg, &end, 10);
 		if (errno || *end || a->recorder <= 0 || a->recorder > 0x7fffffff)
-			argp_error(state, "bad --recorder '%s': give a process id", arg);
+			argp_error(state, "invalid recorder pid '%s': give a positive process id "
+				   "('tracebpf ctl status' lists them)", arg);
 		break;
 	case ARGP_KEY_ARG:
 		if (a->verb)

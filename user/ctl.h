@@ -19,7 +19,6 @@ struct tb_ctl_rec {
 	__u64 acked_ts;        /* ... and acknowledged */
 	int err;               /* how it went: acknowledged with it */
 	bool off;              /* stopped, as the file says */
-	__u32 by_pid;          /* who asked for the last change */
 };
 
 /* Maps the control map (map_fd, BPF_F_MMAPABLE) and fills in the recorder's

@@ -12,15 +12,13 @@ import time
 import pytest
 
 from conftest import TRACEBPF, load, prog, wait_for
+from test_errors import run
 
 NCPUS = os.cpu_count()
 
 
 def ctl(*args, user=None):
-    cmd = [TRACEBPF, "ctl", *map(str, args)]
-    if user:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    return run("ctl", *args, user=user)
 
 
 def check_ok(p):
@@ -230,21 +228,51 @@ def test_errors(recorder, tmp_path):
 
 def test_recorder_frozen(recorder, tmp_path):
     """A recorder that cannot answer (SIGSTOP): ctl gives up with a hint
-    instead of hanging, and the change is logged once the recorder runs."""
+    instead of hanging. The stop is in effect at once all the same; a start
+    asked for meanwhile replaces it, and once the recorder runs again the
+    file has the window (the stop it never saw, stamped at the start's
+    request) and recording is on."""
     ph = Phases(recorder, tmp_path)
     pid = ph.rec.proc.pid
-    ph.do("i 2")
+    ph.do("i 2")                       # 0-1 recorded
     os.kill(pid, signal.SIGSTOP)
     try:
         check_error(ctl("stop"), f"failed to stop recording {pid}", "did not confirm",
                     f"kill -CONT {pid}")
+        ph.do("i 2")                   # 2-3: switched off in BPF already
+        check_error(ctl("start"), f"failed to start recording {pid}", "did not confirm",
+                    "recording starts when it answers")
+        # status says what is in effect, and what waits
+        st = check_ok(ctl("status"))
+        assert f"recording {pid}: stopped, writing" in st, st
+        assert re.search(rf"^recording {pid}: the start asked by process \d+ waits for the "
+                         "recorder$", st, re.M), st
     finally:
         os.kill(pid, signal.SIGCONT)
-    wait_for(lambda: "stopped for" in ctl("status").stdout, what="the stop to be logged")
-    ph.do("i 2")
+    # "on" only once the recorder has attached again and opened the switch
+    wait_for(lambda: ctl("status").stdout == f"recording {pid}: on, writing {ph.rec.tbt}\n",
+             what="the start to be handled")
+    assert ph.do("i 2")                # 4-5 recorded, the probes attached again
     t = ph.finish().trace()
-    assert sorted(e["args"]["seq"] for e in t.named("phase")) == [0, 1]
-    assert len(t.meta["recording_stopped"]) == 1
+    assert sorted(e["args"]["seq"] for e in t.named("phase")) == [0, 1, 4, 5]
+    wins = t.meta["recording_stopped"]
+    assert len(wins) == 1 and wins[0]["from_ns"] < wins[0]["to_ns"], wins
+
+
+def test_recorder_killed_while_ctl_waits(recorder, tmp_path):
+    ph = Phases(recorder, tmp_path)
+    pid = ph.rec.proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    c = subprocess.Popen([TRACEBPF, "ctl", "stop"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)   # not asserted on: only gives ctl time to start waiting
+    ph.rec.proc.kill()
+    ph.cmd.close()
+    os.close(ph.ack)
+    ph.rec.wait()
+    out, err = c.communicate(timeout=30)
+    check_error(subprocess.CompletedProcess(c.args, c.returncode, out, err),
+                f"failed to stop recording {pid}", "nothing left to stop")
 
 
 def test_killed_while_stopped(recorder, tmp_path):
