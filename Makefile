@@ -51,9 +51,24 @@ PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
-             $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind
+             $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind \
+             $(OUT)/progs/many_sites
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
-BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate
+BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
+              $(OUT)/bench/floor
+
+# libbpf >= 1.3: USDT attaches through one uprobe_multi link per binary (one
+# detach synchronisation instead of one per site). tools/deps.sh installs it.
+LIBBPF_MIN := 1.3
+LIBBPF_VER := $(shell pkg-config --modversion libbpf 2>/dev/null)
+# (test, demo and bench install the deps first, then build in a fresh make)
+ifneq ($(filter-out deps clean test demo bench,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(LIBBPF_VER),)
+ifneq ($(shell printf '%s\n%s\n' $(LIBBPF_MIN) $(LIBBPF_VER) | sort -V | head -1),$(LIBBPF_MIN))
+$(error tracebpf needs libbpf >= $(LIBBPF_MIN), found $(LIBBPF_VER): run 'sudo make deps' (Debian 12: libbpf-dev from bookworm-backports))
+endif
+endif
+endif
 
 # keep the BPF objects (bpftool can inspect them)
 .SECONDARY:
@@ -105,6 +120,20 @@ $(OUT)/progs/lib_user: tests/progs/lib_user.c $(OUT)/progs/libtbtest.so
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUT)/progs -ltbtest -Wl,-rpath,'$$ORIGIN' -o $@
 
+# 2,000 sites in an executable and 2,000 in a library it links (generated).
+MANY_SITES := 2000
+$(OUT)/gen/many_sites.c $(OUT)/gen/libmany_sites.c: tests/progs/gen_many_sites.py
+	$(call msg,GEN,$(OUT)/gen/many_sites.c)
+	$(Q)python3 $< $(MANY_SITES) $(OUT)/gen
+
+$(OUT)/progs/libmany_sites.so: $(OUT)/gen/libmany_sites.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUT)/progs/many_sites: $(OUT)/gen/many_sites.c $(OUT)/progs/libmany_sites.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUT)/progs -lmany_sites -Wl,-rpath,'$$ORIGIN' -o $@
+
 $(OUT)/progs/redzone: tests/progs/redzone.c lib/include/tracebpf/trace.h | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -O2 $< -o $@
@@ -126,6 +155,19 @@ $(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h tests/p
 $(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
+
+# The reference BPF program a recorded hit is measured against.
+$(OUT)/bench/floor.bpf.o: bench/floor.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bench
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/floor.skel.h: $(OUT)/bench/floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name floor_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/bench/floor: bench/floor.c $(OUT)/floor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $< -lbpf -lelf -lz -o $@
 
 $(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)

@@ -1,42 +1,115 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * probe_cost N - times N hits of one site,
- *     TRACE_EVENT_INSTANT1("bench", "hit", thread, "i", i),
- * with CLOCK_MONOTONIC around the loop and prints "ns_per_hit=<x.xx> n=<N>".
+ * probe_cost N [KIND [THREADS]] - times N hits of one site per thread, with
+ * CLOCK_MONOTONIC around the loop, and prints
+ *     "ns_per_hit=<x.xx> n=<N> threads=<T> rate=<aggregate hits/s>"
+ * (ns_per_hit is the slowest thread's wall time over N). KIND is the site:
+ *     instant2  TRACE_EVENT_INSTANT2("bench", "hit2", thread, "i", i, "j", j)
+ *               (the default: a typical two-integer event)
+ *     instant1  TRACE_EVENT_INSTANT1("bench", "hit", thread, "i", i)
+ *     slice     TRACE_EVENT0("bench", "slice"): a BEGIN and an END per hit
+ *     str       TRACE_EVENT_INSTANT1("bench", "str", thread, "s", "hello")
+ *     id        TRACE_COUNTER_ID1("bench", "ctr", 7, i): an event_id site
+ * THREADS (default 1) threads run the loop at once, from a barrier.
  * Without a tracer this is the disabled cost (a load and a branch); with one
  * it is the full cost of a hit. Built twice: normally (5-byte nop in the lea
  * pair) and with -DTRACEBPF_PROBE_NOP1 (the 1-byte nop of sys/sdt.h), to
  * compare the kernel's optimized uprobe path with the int3 trap.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
 #endif
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "tracebpf/trace.h"
 #include "../tests/progs/now_ns.h"
 
+enum kind { INSTANT2, INSTANT1, SLICE, STR, ID };
+static const char *const kinds[] = { "instant2", "instant1", "slice", "str", "id" };
+
+static uint64_t n;
+static enum kind kind;
+static pthread_barrier_t start;
+
+static void loop_instant2(void)
+{
+	for (uint64_t i = 0; i < n; i++)
+		TRACE_EVENT_INSTANT2("bench", "hit2", TRACE_EVENT_SCOPE_THREAD,
+				     "i", (int64_t)i, "j", (int64_t)(i & 4095));
+}
+
+static void loop_other(void)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		if (kind == INSTANT1) {
+			TRACE_EVENT_INSTANT1("bench", "hit", TRACE_EVENT_SCOPE_THREAD,
+					     "i", (int64_t)i);
+		} else if (kind == SLICE) {
+			TRACE_EVENT0("bench", "slice");
+		} else if (kind == STR) {
+			TRACE_EVENT_INSTANT1("bench", "str", TRACE_EVENT_SCOPE_THREAD,
+					     "s", "hello");
+		} else {
+			TRACE_COUNTER_ID1("bench", "ctr", 7, (int64_t)i);
+		}
+	}
+}
+
+static void *run(void *arg)
+{
+	uint64_t t0;
+
+	pthread_barrier_wait(&start);
+	t0 = now_ns();
+	if (kind == INSTANT2)
+		loop_instant2();
+	else
+		loop_other();
+	*(uint64_t *)arg = now_ns() - t0;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t n, i, t0, t1;
+	uint64_t t0, wall, slowest = 0, took[64];
+	pthread_t tid[64];
+	long threads = 1;
+	int k;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: probe_cost N\n");
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: probe_cost N [instant2|instant1|slice|str|id [THREADS]]\n");
 		return 2;
 	}
 	n = strtoull(argv[1], NULL, 0);
-	if (n == 0) {
-		fprintf(stderr, "probe_cost: N must be > 0\n");
+	for (k = 0; argc > 2 && k < 5 && strcmp(argv[2], kinds[k]); k++)
+		;
+	kind = argc > 2 ? (enum kind)k : INSTANT2;
+	threads = argc > 3 ? strtol(argv[3], NULL, 10) : 1;
+	if (n == 0 || k == 5 || threads < 1 || threads > 64) {
+		fprintf(stderr, "probe_cost: N must be > 0, KIND one of instant2 instant1 "
+				"slice str id, THREADS 1..64\n");
 		return 2;
 	}
+	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+	for (long t = 0; t < threads; t++)
+		if (pthread_create(&tid[t], NULL, run, &took[t])) {
+			fprintf(stderr, "probe_cost: cannot start a thread\n");
+			return 1;
+		}
 	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		TRACE_EVENT_INSTANT1("bench", "hit", TRACE_EVENT_SCOPE_THREAD,
-				     "i", (int64_t)i);
-	t1 = now_ns();
-	printf("ns_per_hit=%.2f n=%llu\n", (double)(t1 - t0) / (double)n,
-	       (unsigned long long)n);
+	pthread_barrier_wait(&start);
+	for (long t = 0; t < threads; t++) {
+		pthread_join(tid[t], NULL);
+		if (took[t] > slowest)
+			slowest = took[t];
+	}
+	wall = now_ns() - t0;
+	printf("ns_per_hit=%.2f n=%llu threads=%ld rate=%.0f\n",
+	       (double)slowest / (double)n, (unsigned long long)n, threads,
+	       (double)n * (double)threads / ((double)wall / 1e9));
 	return 0;
 }

@@ -50,7 +50,7 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "bench: installing ${need[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+. bench/stats.sh
 secs() { sed -n 's/.*Total time: \([0-9.]*\).*/\1/p'; }
 bench() { "${pin[@]}" perf bench sched pipe -l "$LOOPS" 2>&1 | secs; }
 
@@ -159,32 +159,9 @@ printf "trace-cmd -e sched_switch -e sched_waking: %.3f s  slowdown %.2fx  %.0f 
   "$tc" "$(awk -v a="$tc" -v b="$base" 'BEGIN {print a / b}')" \
   "$(awk -v e="$tc_ev" -v t="$tc" 'BEGIN {print e / t}')" "$tc_over"
 # paired: each tracebpf run against the trace-cmd run next to it
-ratios() { paste -d' ' "$1" "$out/tc" | awk '{print $1 / $5}'; }
-# The median's 95% interval by bootstrap: 2000 resamples (with
-# replacement) of the paired ratios, the 2.5th and 97.5th percentiles of
-# their medians. An interval that contains 1 means this run cannot tell
-# the two apart.
-interval() {
-  awk 'function isort(a, n,   i, j, v) {   # mawk has no asort
-         for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j > 0 && a[j] > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
-       }
-       BEGIN {srand(1)} {r[NR] = $1}
-       END {
-         n = NR
-         if (n == 0) { print "none"; exit }
-         for (b = 1; b <= 2000; b++) {
-           for (i = 1; i <= n; i++) s[i] = r[int(rand() * n) + 1]
-           isort(s, n); m[b] = s[int((n + 1) / 2)]   # median() above: the lower middle
-         }
-         isort(m, 2000); printf "%.3f-%.3f", m[50], m[1951]
-       }'
-}
-verdict() {  # interval -> words
-  awk -F- '{ if ($1 == "none") print "no runs"; else if ($2 <= 1) print "met"; else if ($1 > 1) print "not met";
-             else print "within noise (the interval contains 1)" }' <<<"$1"
-}
-same=$(ratios "$out/tb2" | interval)
+tcratios() { paste -d' ' "$1" "$out/tc" | awk '{print $1 / $5}'; }
+same=$(tcratios "$out/tb2" | interval)
 printf "tracebpf / trace-cmd, same two events   : %.3f (median of %d paired runs, 95%% interval %s; goal <= 1: %s)\n" \
-  "$(ratios "$out/tb2" | median)" "$runs" "$same" "$(verdict "$same")"
+  "$(tcratios "$out/tb2" | median)" "$runs" "$same" "$(verdict "$same" 1)"
 printf "tracebpf / trace-cmd, all sched events  : %.3f (95%% interval %s; tracebpf records about twice the events)\n" \
-  "$(ratios "$out/tb" | median)" "$(ratios "$out/tb" | interval)"
+  "$(tcratios "$out/tb" | median)" "$(tcratios "$out/tb" | interval)"

@@ -44,27 +44,50 @@ struct user_site {
 const volatile bool stop_for_attach = false;
 
 
-struct site_key {
-	__u64 gen;
-	__u64 addr;
+/* Which sites this CPU has already reported, with their argument types: a
+ * direct-mapped cache of one 64-bit word per slot, per CPU (an inlined array
+ * access, where a hash map costs a hashed lookup per hit). A word is
+ * the hash of (process image, site) with its low 12 bits replaced by the
+ * site's info; one aligned 8-byte store, so a program preempted on this CPU
+ * by another never leaves a torn slot. A miss (first hit on this CPU, or a slot taken by another site)
+ * reports the descriptor again: every report carries the same bytes (the
+ * converter keeps the last, pack drops duplicates), so a miss costs time,
+ * never correctness. Two sites share a slot's tag only if
+ * 52 bits of their hashes agree. */
+#define SITE_CACHE_BITS 14
+#define SITE_CACHE_SLOTS (1u << SITE_CACHE_BITS)
+struct site_cache {
+	__u64 slot[SITE_CACHE_SLOTS];
 };
 
-struct site_info {
-	__u8 arg_type[TB_MAX_ARGS];
-	__u8 has_str;
-	__u8 copy_name;   /* TB_SITE_COPY_NAME: the name is copied per hit */
-	__u8 pad[4];
-};
-
-/* Sites whose descriptor this (process, image) has already reported. LRU:
- * an evicted site is simply reported again. */
+/* One entry per CPU, indexed by CPU (user space sets max_entries to the
+ * number of possible CPUs): a per-CPU array's value is limited to 32 KiB. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct site_key);
-	__type(value, struct site_info);
-} sites SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct site_cache);
+} site_cache SEC(".maps");
 
+/* Site info, the low 12 bits of a cache word: arg_type[0] (bits 0-2),
+ * arg_type[1] (3-5), copy_name (6), valid (7). */
+#define SI_TYPE0(i)     ((i) & 7)
+#define SI_TYPE1(i)     (((i) >> 3) & 7)
+#define SI_COPY_NAME    0x40u
+#define SI_VALID        0x80u
+#define SITE_TAG_MASK   (~0xfffULL)
+
+static __always_inline __u64 site_hash(__u64 gen, __u64 addr)
+{
+	__u64 h = (addr ^ (gen * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+
+	return h ^ (h >> 29);
+}
+
+static __always_inline bool si_has_str(__u32 info)
+{
+	return SI_TYPE0(info) == TB_ARG_STR || SI_TYPE1(info) == TB_ARG_STR;
+}
 
 #define SCRATCH_SIZE 2048
 _Static_assert(sizeof(struct tb_rec_site) + 2 * TB_SITE_MAX <= SCRATCH_SIZE, "scratch");
@@ -105,26 +128,25 @@ static __always_inline void *scratch_buf(void)
 	return bpf_map_lookup_elem(&scratch, &zero);
 }
 
-/* Report a site descriptor once per (process image, site) and remember its
- * argument types. Returns NULL when the descriptor could not be read (the
- * event is still recorded; the converter counts it as unresolved). */
-static __noinline struct site_info *report_site(void *rb, struct site_key *key,
-						__u32 cpu, __u64 ts, __u64 pid_tgid)
+/* Report a site descriptor (a TB_REC_SITE in this CPU's ring, ahead of the
+ * event) and return its info bits (SI_*), 0 when the descriptor could not
+ * be read or reported (the event is still recorded; the converter counts it
+ * as unresolved, and the next hit tries again). */
+static __noinline __u32 report_site(void *rb, __u64 addr, __u32 cpu, __u64 ts,
+				    __u64 pid_tgid)
 {
-	struct site_info info = {};
 	struct tb_rec_site *rec;
 	struct user_site *us;
 	__u8 *buf = scratch_buf();
-	__u32 len;
+	__u32 len, info;
 	__u64 size;
-	int i;
 
 	if (!buf)
-		return NULL;
+		return 0;
 	rec = (void *)buf;
 	us = (void *)(buf + sizeof(*rec));
 	__builtin_memset(rec, 0, sizeof(*rec));
-	if (bpf_probe_read_user(us, sizeof(*us), (void *)key->addr) ||
+	if (bpf_probe_read_user(us, sizeof(*us), (void *)addr) ||
 	    us->magic != TRACEBPF_SITE_MAGIC || us->size < sizeof(*us) ||
 	    us->size > TB_SITE_MAX) {
 		rec->flags = TB_SITEF_FAULT;
@@ -135,32 +157,29 @@ static __noinline struct site_info *report_site(void *rb, struct site_key *key,
 		len = us->size;
 		asm volatile("" : "+r"(len));   /* keep clang from dropping the mask */
 		len &= 2 * TB_SITE_MAX - 1;
-		if (bpf_probe_read_user(us, len, (void *)key->addr)) {
+		if (bpf_probe_read_user(us, len, (void *)addr)) {
 			rec->flags = TB_SITEF_FAULT;
 			len = 0;
 		}
 	}
 	size = TB_REC_ALIGN(sizeof(*rec) + len);
 	fill_hdr(&rec->hdr, TB_REC_SITE, size, cpu, ts, pid_tgid);
-	rec->site = key->addr;
+	rec->site = addr;
 	rec->len = len;
 	if (size > SCRATCH_SIZE)
-		return NULL;
+		return 0;
 	if (bpf_ringbuf_output(rb, buf, size, wake_flags(rb, size))) {
 		count_drop();
-		return NULL;   /* report again at the next hit */
+		return 0;
 	}
 	if (rec->flags & TB_SITEF_FAULT)
-		return NULL;   /* try again at the next hit: the page may be in */
-
-	info.copy_name = us->flags & TB_SITE_COPY_NAME;
-	for (i = 0; i < TB_MAX_ARGS; i++) {
-		info.arg_type[i] = i < us->nargs ? us->arg_type[i] : TB_ARG_NONE;
-		if (info.arg_type[i] == TB_ARG_STR)
-			info.has_str = 1;
-	}
-	bpf_map_update_elem(&sites, key, &info, BPF_ANY);
-	return bpf_map_lookup_elem(&sites, key);
+		return 0;   /* the page may be in at the next hit */
+	info = SI_VALID | (us->flags & TB_SITE_COPY_NAME ? SI_COPY_NAME : 0);
+	if (us->nargs > 0 && us->arg_type[0] <= 7)
+		info |= us->arg_type[0];
+	if (us->nargs > 1 && us->arg_type[1] <= 7)
+		info |= (__u32)us->arg_type[1] << 3;
+	return info;
 }
 
 /* One USDT hit (BPF subprograms take at most five arguments). */
@@ -192,7 +211,7 @@ static __always_inline int copy_str(__u8 *buf, __u32 *off, __u64 uptr, __u16 *le
 
 /* An event with strings (arguments, runtime name): copy each string
  * behind the fixed part, in a scratch buffer. */
-static __noinline int emit_event_str(void *rb, struct site_info *si, struct hit *h)
+static __noinline int emit_event_str(void *rb, __u32 info, struct hit *h)
 {
 	__u8 *buf = scratch_buf();
 	struct tb_rec_event *ev;
@@ -209,12 +228,12 @@ static __noinline int emit_event_str(void *rb, struct site_info *si, struct hit 
 	ev->str_len[0] = 0;
 	ev->str_len[1] = 0;
 	off = h->is_id ? sizeof(struct tb_rec_event_id) : sizeof(*ev);
-	if (si->arg_type[0] == TB_ARG_STR) {
+	if (SI_TYPE0(info) == TB_ARG_STR) {
 		if (copy_str(buf, &off, h->a0, &len, &flags, TB_EVF_STR_FAULT))
 			return 0;
 		ev->str_len[0] = len;
 	}
-	if (si->arg_type[1] == TB_ARG_STR) {
+	if (SI_TYPE1(info) == TB_ARG_STR) {
 		if (copy_str(buf, &off, h->a1, &len, &flags, TB_EVF_STR_FAULT))
 			return 0;
 		ev->str_len[1] = len;
@@ -225,7 +244,7 @@ static __noinline int emit_event_str(void *rb, struct site_info *si, struct hit 
 		x->id = h->id;
 		x->name_len = 0;
 		x->pad[0] = x->pad[1] = x->pad[2] = 0;
-		if (si->copy_name) {
+		if (info & SI_COPY_NAME) {
 			if (copy_str(buf, &off, h->name, &len, &flags, TB_EVF_NAME_FAULT))
 				return 0;
 			x->name_len = len;
@@ -242,84 +261,119 @@ static __noinline int emit_event_str(void *rb, struct site_info *si, struct hit 
 	return 0;
 }
 
-/* Both probes: filter, report the site once, emit the record. */
-static __always_inline int on_hit(struct hit *h)
+/* The site's info from this CPU's cache, reporting the descriptor on a
+ * miss; 0 when it could not be reported. */
+static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 {
-	__u32 tgid = h->pid_tgid >> 32;
-	struct tb_rec_event_id *x;
+	__u64 hash = site_hash(gen, h->site), tag = hash & SITE_TAG_MASK;
+	__u32 idx = hash >> (64 - SITE_CACHE_BITS), info;
+	struct site_cache *c = bpf_map_lookup_elem(&site_cache, &h->cpu);
+	__u64 word;
+
+	if (!c)
+		return report_site(rb, h->site, h->cpu, h->ts, h->pid_tgid);
+	idx &= SITE_CACHE_SLOTS - 1;
+	word = c->slot[idx];
+	if ((word & SITE_TAG_MASK) == tag && (word & SI_VALID))
+		return word & ~SITE_TAG_MASK;
+	info = report_site(rb, h->site, h->cpu, h->ts, h->pid_tgid);
+	if (info)
+		c->slot[idx] = tag | info;
+	return info;
+}
+
+/* Both probes: filter, report the site once per CPU, emit the record.
+ * is_id is a constant in each caller, so each program has one path. */
+static __always_inline int on_hit(struct hit *h, const bool is_id)
+{
+	__u32 tgid = h->pid_tgid >> 32, info;
+	struct tb_rec_event_id *x = NULL;
 	struct tb_rec_event *ev;
-	struct site_info *si;
-	struct site_key key;
 	struct tb_proc_gen *p;
-	__u64 size;
 	void *rb;
 
 	p = bpf_map_lookup_elem(&traced, &tgid);
 	if (!p || recording_stopped())
 		return 0;
 	h->cpu = bpf_get_smp_processor_id();
+	h->is_id = is_id;
 	rb = cpu_ring(h->cpu);
 	if (!rb) {
 		count_drop();
 		return 0;
 	}
-	key.gen = p->gen;
-	key.addr = h->site;
-	si = bpf_map_lookup_elem(&sites, &key);
-	if (!si)
-		si = report_site(rb, &key, h->cpu, h->ts, h->pid_tgid);
-	if (si && (si->has_str || (h->is_id && si->copy_name)))
-		return emit_event_str(rb, si, h);
+	info = site_info(rb, h, p->gen);
+	if (si_has_str(info) || (is_id && (info & SI_COPY_NAME)))
+		return emit_event_str(rb, info, h);
 
-	size = h->is_id ? sizeof(*x) : sizeof(*ev);
-	if (h->is_id) {
+	if (is_id) {
 		x = bpf_ringbuf_reserve(rb, sizeof(*x), 0);
 		ev = (void *)x;
 	} else {
-		x = NULL;
 		ev = bpf_ringbuf_reserve(rb, sizeof(*ev), 0);
 	}
 	if (!ev) {
 		count_drop();
 		return 0;
 	}
-	fill_hdr(&ev->hdr, h->is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, size, h->cpu,
-		 h->ts, h->pid_tgid);
+	fill_hdr(&ev->hdr, is_id ? TB_REC_EVENT_ID : TB_REC_EVENT,
+		 is_id ? sizeof(*x) : sizeof(*ev), h->cpu, h->ts, h->pid_tgid);
 	ev->site = h->site;
 	ev->args[0] = h->a0;
 	ev->args[1] = h->a1;
 	ev->str_len[0] = 0;
 	ev->str_len[1] = 0;
-	/* a COPY site whose descriptor could not be read: no name copied */
-	ev->flags = h->is_id && !si ? TB_EVF_NAME_FAULT : 0;
+	/* an event_id site whose descriptor could not be read: no name copied */
+	ev->flags = is_id && !info ? TB_EVF_NAME_FAULT : 0;
 	if (x) {
 		x->id = h->id;
 		x->name_len = 0;
 		x->pad[0] = x->pad[1] = x->pad[2] = 0;
 	}
-	bpf_ringbuf_submit(ev, wake_flags(rb, size));
+	bpf_ringbuf_submit(ev, wake_flags(rb, is_id ? sizeof(*x) : sizeof(*ev)));
 	return 0;
 }
 
+/* tracebpf:event sites of the current header: site, a0, a1 in fixed
+ * registers (TRACEBPF_REGS_EVENT), read straight from the saved registers. */
 SEC("usdt")
-int BPF_USDT(tb_event, __u64 site, __u64 a0, __u64 a1)
+int tb_event(struct pt_regs *ctx)
 {
-	struct hit h = { .site = site, .a0 = a0, .a1 = a1,
-			 .ts = bpf_ktime_get_ns(),
-			 .pid_tgid = bpf_get_current_pid_tgid() };
+	struct hit h = { .ts = bpf_ktime_get_ns(), .site = ctx->di, .a0 = ctx->si,
+			 .a1 = ctx->dx, .pid_tgid = bpf_get_current_pid_tgid() };
 
-	return on_hit(&h);
+	return on_hit(&h, false);
 }
 
-/* tracebpf:event_id: site, id, runtime name, a0, a1 (trace.h). */
+/* tracebpf:event_id: site, id, runtime name, a0, a1 (TRACEBPF_REGS_EVENT_ID). */
 SEC("usdt")
-int BPF_USDT(tb_event_id, __u64 site, __u64 id, __u64 name, __u64 a0, __u64 a1)
+int tb_event_id(struct pt_regs *ctx)
 {
-	struct hit h = { .site = site, .a0 = a0, .a1 = a1, .id = id, .name = name,
-			 .ts = bpf_ktime_get_ns(),
-			 .pid_tgid = bpf_get_current_pid_tgid(), .is_id = 1 };
+	struct hit h = { .ts = bpf_ktime_get_ns(), .site = ctx->di, .id = ctx->si,
+			 .name = ctx->dx, .a0 = ctx->cx, .a1 = ctx->ax,
+			 .pid_tgid = bpf_get_current_pid_tgid() };
 
-	return on_hit(&h);
+	return on_hit(&h, true);
+}
+
+/* The same probes in binaries whose notes name other registers (built with
+ * an older trace.h): libbpf decodes each argument from the note's spec. */
+SEC("usdt")
+int BPF_USDT(tb_event_usdt, __u64 site, __u64 a0, __u64 a1)
+{
+	struct hit h = { .ts = bpf_ktime_get_ns(), .site = site, .a0 = a0, .a1 = a1,
+			 .pid_tgid = bpf_get_current_pid_tgid() };
+
+	return on_hit(&h, false);
+}
+
+SEC("usdt")
+int BPF_USDT(tb_event_id_usdt, __u64 site, __u64 id, __u64 name, __u64 a0, __u64 a1)
+{
+	struct hit h = { .ts = bpf_ktime_get_ns(), .site = site, .a0 = a0, .a1 = a1,
+			 .id = id, .name = name, .pid_tgid = bpf_get_current_pid_tgid() };
+
+	return on_hit(&h, true);
 }
 
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "probes.h"
+#include "tracebpf/trace.h"
 
 extern char **environ;
 
@@ -51,10 +52,19 @@ void tb_paths_free(struct tb_paths *p)
 	p->n = p->cap = 0;
 }
 
+/* The argument string the current trace.h writes for a probe name. */
+static const char *fixed_regs(const char *probe)
+{
+	return !strcmp(probe, TB_PROBE) ? TRACEBPF_REGS_EVENT :
+	       !strcmp(probe, TB_PROBE_ID) ? TRACEBPF_REGS_EVENT_ID : NULL;
+}
+
 /* Counts stapsdt notes (type 3, owner "stapsdt") whose provider is tracebpf
- * and name is `probe` (NULL: event or event_id). The note's descriptor is three addresses (pc, base,
- * semaphore) followed by provider\0 name\0 args\0. */
-static int count_notes(Elf *elf, const char *probe)
+ * and name is `probe` (NULL: event or event_id), and in *other_regs those
+ * whose argument string is not the current header's fixed registers. The
+ * note's descriptor is three addresses (pc, base, semaphore) followed by
+ * provider\0 name\0 args\0. */
+static int count_notes(Elf *elf, const char *probe, int *other_regs)
 {
 	size_t shstrndx, addr_sz;
 	Elf_Scn *scn = NULL;
@@ -81,6 +91,7 @@ static int count_notes(Elf *elf, const char *probe)
 		while ((off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
 			const char *d = (const char *)data->d_buf + doff;
 			const char *owner = (const char *)data->d_buf + noff;
+			const char *end = d + nh.n_descsz, *nlen, *args;
 			size_t plen;
 
 			if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) ||
@@ -93,11 +104,18 @@ static int count_notes(Elf *elf, const char *probe)
 			if (strcmp(d, TB_PROVIDER))
 				continue;
 			d += plen + 1;
-			if (!memchr(d, 0, nh.n_descsz - 3 * addr_sz - plen - 1))
+			nlen = memchr(d, 0, nh.n_descsz - 3 * addr_sz - plen - 1);
+			if (!nlen)
 				continue;
-			if (probe ? !strcmp(d, probe) :
-			    !strcmp(d, TB_PROBE) || !strcmp(d, TB_PROBE_ID))
-				count++;
+			if (probe ? strcmp(d, probe) :
+			    strcmp(d, TB_PROBE) && strcmp(d, TB_PROBE_ID))
+				continue;
+			count++;
+			args = nlen + 1;
+			if (!fixed_regs(d) ||
+			    strnlen(args, end - args) == (size_t)(end - args) ||
+			    strcmp(args, fixed_regs(d)))
+				(*other_regs)++;
 		}
 	}
 	return count;
@@ -110,8 +128,17 @@ int tb_elf_count_probes(const char *path)
 
 int tb_elf_count_probe(const char *path, const char *probe)
 {
+	int other;
+
+	return tb_elf_probe_regs(path, probe, &other);
+}
+
+int tb_elf_probe_regs(const char *path, const char *probe, int *other_regs)
+{
 	Elf *elf;
 	int fd, ret;
+
+	*other_regs = 0;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
@@ -122,7 +149,7 @@ int tb_elf_count_probe(const char *path, const char *probe)
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		ret = -ENOEXEC;
 	else
-		ret = count_notes(elf, probe);
+		ret = count_notes(elf, probe, other_regs);
 	if (elf)
 		elf_end(elf);
 	close(fd);

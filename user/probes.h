@@ -24,6 +24,10 @@ struct tb_paths {
 int tb_elf_count_probes(const char *path);
 /* The same for one probe name (TB_PROBE or TB_PROBE_ID). */
 int tb_elf_count_probe(const char *path, const char *probe);
+/* The same, and in *other_regs how many of those notes do not pass their
+ * arguments in the fixed registers of the current trace.h
+ * (TRACEBPF_REGS_EVENT, TRACEBPF_REGS_EVENT_ID). */
+int tb_elf_probe_regs(const char *path, const char *probe, int *other_regs);
 /* Adds path unless already there. 0 or -ENOMEM. */
 int tb_paths_add(struct tb_paths *p, const char *path);
 void tb_paths_free(struct tb_paths *p);

@@ -455,21 +455,36 @@ static const struct { const char *name; bool id; } usdt_probes[2] = {
 	{ TB_PROBE, false }, { TB_PROBE_ID, true },
 };
 
+/* The program for one probe name of an object: the one that reads the
+ * current header's fixed registers when every note of that name uses them,
+ * else the one that decodes each note's argument spec (older builds). */
+static struct bpf_program *usdt_prog(struct recorder *r, int i, bool fixed)
+{
+	struct record_bpf *sk = r->skel;
+
+	if (usdt_probes[i].id)
+		return fixed ? sk->progs.tb_event_id : sk->progs.tb_event_id_usdt;
+	return fixed ? sk->progs.tb_event : sk->progs.tb_event_usdt;
+}
+
 /* Attaches both probe names of an object (those not attached yet), through
- * path. */
+ * path: one uprobe_multi link per name for all its sites (libbpf >= 1.3). */
 static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
 {
 	struct bpf_link *link;
-	int err, n, i, total = 0;
+	int err, n, i, other, total = 0;
 
 	for (i = 0; i < 2; i++) {
 		if (ob->link[i])
 			continue;
-		n = tb_elf_count_probe(path, usdt_probes[i].name);
+		n = tb_elf_probe_regs(path, usdt_probes[i].name, &other);
 		if (n <= 0)
 			continue;
-		link = bpf_program__attach_usdt(usdt_probes[i].id ? r->skel->progs.tb_event_id :
-						r->skel->progs.tb_event, -1, path,
+		if (other && r->o->verbose)
+			fprintf(stderr, "tracebpf: record: %d of the %d %s probes in '%s' use other "
+				"registers than this trace.h: decoding their arguments per hit\n",
+				other, n, usdt_probes[i].name, ob->path);
+		link = bpf_program__attach_usdt(usdt_prog(r, i, !other), -1, path,
 						TB_PROVIDER, usdt_probes[i].name, NULL);
 		if (!link) {
 			err = -errno;
@@ -1001,6 +1016,11 @@ int tb_record(const struct tb_record_opts *o)
 		ERR("failed to count possible CPUs: %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: libbpf reads them from "
 				"/sys/devices/system/cpu/possible: is sysfs mounted?\n");
+		goto cleanup;
+	}
+	err = bpf_map__set_max_entries(r.skel->maps.site_cache, r.ncpus);
+	if (err) {
+		ERR("failed to size the site cache: %s", strerror(-err));
 		goto cleanup;
 	}
 	r.skel->rodata->wakeup_bytes = o->buffer_size / 4;

@@ -222,14 +222,16 @@ class Recording:
 @pytest.fixture
 def recorder(tmp_path):
     """recorder(args...) starts `tracebpf record -q -o tmp/t.json args...`;
-    wrap=[PROGRAM, ARG...] runs it under that program (which execs it)."""
+    wrap=[PROGRAM, ARG...] runs it under that program (which execs it);
+    stdin=subprocess.PIPE gives the recorder (and the command it starts) a
+    pipe to write to."""
     procs = []
 
-    def start(*args, name="t", cwd=None, wrap=()):
+    def start(*args, name="t", cwd=None, wrap=(), stdin=None):
         out = tmp_path / f"{name}.json"
         cmd = [*map(str, wrap), TRACEBPF, "record", "-q", "-o", str(out), *map(str, args)]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=cwd)
+                             cwd=cwd, stdin=stdin)
         procs.append(p)
         return Recording(p, out, tmp_path / f"{name}.tbt")
 

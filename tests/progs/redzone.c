@@ -78,8 +78,8 @@ __attribute__((noinline)) int rz_naive(uint64_t x)
 			__asm__ __volatile__(NAIVE_ASM_NOP TRACEBPF__ASM_NOTE
 					     TRACEBPF__ASM_BASE
 					     :
-					     : [site] "r"(&site), [a0] "r"(x),
-					       [a1] "r"(zero)
+					     : [site] "D"(&site), [a0] "S"(x),
+					       [a1] "d"(zero)
 					     : "memory");
 		}
 	} while (0);

@@ -70,17 +70,22 @@
  *
  * Every site has a `static const` descriptor, 8-aligned: struct tracebpf_site
  * followed in the same object by the strings cat, name and the argument names,
- * each NUL-terminated. The probe has exactly three 8-byte arguments, always in
- * registers: the descriptor's address, argument value 0, argument value 1 (0
- * when unused; doubles as their IEEE-754 bits, bools 0/1, strings and pointers
- * as their address, integers sign- or zero-extended to 64 bits).
+ * each NUL-terminated. The probe has exactly three 8-byte arguments, in fixed
+ * registers (note arguments `8@%rdi 8@%rsi 8@%rdx`, TRACEBPF_REGS_EVENT): the
+ * descriptor's address, argument value 0, argument value 1 (0 when unused;
+ * doubles as their IEEE-754 bits, bools 0/1, strings and pointers as their
+ * address, integers sign- or zero-extended to 64 bits).
  *
  * Sites with an id or a runtime name (async, flows, counter ids, COPY) use a
  * second probe, provider "tracebpf" name "event_id", with exactly five
- * 8-byte register arguments: descriptor address, id (integer or pointer
+ * 8-byte arguments in fixed registers (`8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax`,
+ * TRACEBPF_REGS_EVENT_ID): descriptor address, id (integer or pointer
  * value, 0 if none), runtime name pointer (NULL unless the descriptor has
  * TRACEBPF_SITEF_COPY_NAME; then the descriptor's name string is empty),
- * value 0, value 1. Its descriptor has TRACEBPF_SITEF_ID; with
+ * value 0, value 1. Because the registers are fixed, the recorder reads them
+ * from the saved registers without decoding the note per hit; a binary whose
+ * notes name other registers (built with an older header) is recorded
+ * through libbpf's generic USDT argument decoding. Its descriptor has TRACEBPF_SITEF_ID; with
  * TRACEBPF_SITEF_STEP a step string follows the name. Both probes share
  * the semaphore and the site layout below.
  *
@@ -183,6 +188,11 @@
 #define TRACEBPF_ARG_PTR    6 /* any other pointer, shown as hex */
 
 #define TRACEBPF_MAX_ARGS 2
+
+/* The argument strings of the two probes' notes: the registers the
+ * arguments are in (the recorder compares a note's string with these). */
+#define TRACEBPF_REGS_EVENT    "8@%rdi 8@%rsi 8@%rdx"
+#define TRACEBPF_REGS_EVENT_ID "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax"
 
 /* Followed in the same object by cat "\0" name "\0" argname0 "\0" ... */
 struct tracebpf_site {
@@ -292,9 +302,12 @@ unsigned short tracebpf_event_semaphore;
 
 /* One probe hit. always_inline so that every macro site gets its own copy of
  * the asm, hence its own probe address and note (also at -O0). Operands are
- * registers only ("r"): never memory, which could be %rsp-relative and off by
- * the 128 bytes the lea moved %rsp. "memory" because the tracer reads the
- * strings the arguments point to. */
+ * fixed registers (TRACEBPF_REGS_EVENT: %rdi %rsi %rdx), never memory, which
+ * could be %rsp-relative and off by the 128 bytes the lea moved %rsp: the
+ * tracer's program reads them straight from the registers the kernel saved,
+ * with no argument decoding per hit; the note still names them for other
+ * tools. "memory" because the tracer reads the strings the arguments point
+ * to. */
 TRACEBPF__INLINE void
 tracebpf__hit(const void *site, unsigned size, uint64_t a0, uint64_t a1)
 {
@@ -307,7 +320,7 @@ tracebpf__hit(const void *site, unsigned size, uint64_t a0, uint64_t a1)
 	(void)p[size - 1];
 	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE TRACEBPF__ASM_BASE
 			     :
-			     : [site] "r"(site), [a0] "r"(a0), [a1] "r"(a1)
+			     : [site] "D"(site), [a0] "S"(a0), [a1] "d"(a1)
 			     : "memory");
 }
 
@@ -324,8 +337,8 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 	(void)p[size - 1];
 	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE_ID TRACEBPF__ASM_BASE
 			     :
-			     : [site] "r"(site), [id] "r"(id), [nm] "r"(nm),
-			       [a0] "r"(a0), [a1] "r"(a1)
+			     : [site] "D"(site), [id] "S"(id), [nm] "d"(nm),
+			       [a0] "c"(a0), [a1] "a"(a1)
 			     : "memory");
 }
 
