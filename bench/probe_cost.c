@@ -10,6 +10,7 @@
  *     slice     TRACE_EVENT0("bench", "slice"): a BEGIN and an END per hit
  *     str       TRACE_EVENT_INSTANT1("bench", "str", thread, "s", "hello")
  *     id        TRACE_COUNTER_ID1("bench", "ctr", 7, i): an event_id site
+ *     empty     no site: the loop alone (the peer of a disabled site)
  * THREADS (default 1) threads run the loop at once, from a barrier.
  * Without a tracer this is the disabled cost (a load and a branch); with one
  * it is the full cost of a hit. Built twice: normally (5-byte nop in the lea
@@ -28,8 +29,9 @@
 #include "tracebpf/trace.h"
 #include "../tests/progs/now_ns.h"
 
-enum kind { INSTANT2, INSTANT1, SLICE, STR, ID };
-static const char *const kinds[] = { "instant2", "instant1", "slice", "str", "id" };
+enum kind { INSTANT2, INSTANT1, SLICE, STR, ID, EMPTY, NKINDS };
+static const char *const kinds[NKINDS] = { "instant2", "instant1", "slice", "str", "id",
+					   "empty" };
 
 static uint64_t n;
 static enum kind kind;
@@ -40,6 +42,14 @@ static void loop_instant2(void)
 	for (uint64_t i = 0; i < n; i++)
 		TRACE_EVENT_INSTANT2("bench", "hit2", TRACE_EVENT_SCOPE_THREAD,
 				     "i", (int64_t)i, "j", (int64_t)(i & 4095));
+}
+
+/* The same loop without a site: the counter goes through an empty asm so
+ * that the loop is not removed. */
+static void loop_empty(void)
+{
+	for (uint64_t i = 0; i < n; i++)
+		__asm__ __volatile__("" : "+r"(i));
 }
 
 static void loop_other(void)
@@ -67,6 +77,8 @@ static void *run(void *arg)
 	t0 = now_ns();
 	if (kind == INSTANT2)
 		loop_instant2();
+	else if (kind == EMPTY)
+		loop_empty();
 	else
 		loop_other();
 	*(uint64_t *)arg = now_ns() - t0;
@@ -81,17 +93,18 @@ int main(int argc, char **argv)
 	int k;
 
 	if (argc < 2 || argc > 4) {
-		fprintf(stderr, "usage: probe_cost N [instant2|instant1|slice|str|id [THREADS]]\n");
+		fprintf(stderr, "usage: probe_cost N [instant2|instant1|slice|str|id|empty "
+				"[THREADS]]\n");
 		return 2;
 	}
 	n = strtoull(argv[1], NULL, 0);
-	for (k = 0; argc > 2 && k < 5 && strcmp(argv[2], kinds[k]); k++)
+	for (k = 0; argc > 2 && k < NKINDS && strcmp(argv[2], kinds[k]); k++)
 		;
 	kind = argc > 2 ? (enum kind)k : INSTANT2;
 	threads = argc > 3 ? strtol(argv[3], NULL, 10) : 1;
-	if (n == 0 || k == 5 || threads < 1 || threads > 64) {
+	if (n == 0 || k == NKINDS || threads < 1 || threads > 64) {
 		fprintf(stderr, "probe_cost: N must be > 0, KIND one of instant2 instant1 "
-				"slice str id, THREADS 1..64\n");
+				"slice str id empty, THREADS 1..64\n");
 		return 2;
 	}
 	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);

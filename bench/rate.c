@@ -1,44 +1,38 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * rate EVENTS_PER_SEC SECONDS [NARGS] - one thread emits
+ * rate EVENTS_PER_SEC SECONDS [NARGS [THREADS]] - emits
  *     TRACE_EVENT_INSTANT1("bench", "rate", thread, "seq", n)
  * or, with NARGS = 2, a typical two-integer event
  *     TRACE_EVENT_INSTANT2("bench", "rate2", thread, "seq", n, "len", n % 4096)
- * at the given rate for SECONDS seconds, paced by busy-waiting on
- * CLOCK_MONOTONIC (event n is due at start + n / rate; if emitting falls
- * behind, it catches up without sleeping). Prints "emitted=<n>".
+ * at EVENTS_PER_SEC in all for SECONDS seconds, from THREADS threads
+ * (default 1) that each take an equal share and number their own events
+ * from 0. Each thread paces itself by busy-waiting on CLOCK_MONOTONIC
+ * (its event n is due at start + n / share; if emitting falls behind, it
+ * catches up without sleeping). Prints "pid=<pid>" first (flushed) and
+ * "emitted=<n>" (all threads) at the end.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
 #endif
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include "tracebpf/trace.h"
 #include "../tests/progs/now_ns.h"
 
-int main(int argc, char **argv)
+static double share, seconds;
+static int nargs;
+static uint64_t start;
+
+static void *emit(void *arg)
 {
-	double rate, seconds;
-	uint64_t start, end, now, n = 0;
+	uint64_t end = start + (uint64_t)(seconds * 1e9), now, n = 0;
 
-	int nargs = argc > 3 ? atoi(argv[3]) : 1;
-
-	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: rate EVENTS_PER_SEC SECONDS [NARGS]\n");
-		return 2;
-	}
-	rate = strtod(argv[1], NULL);
-	seconds = strtod(argv[2], NULL);
-	if (rate <= 0 || seconds < 0 || nargs < 1 || nargs > 2) {
-		fprintf(stderr, "rate: bad arguments\n");
-		return 2;
-	}
-	start = now_ns();
-	end = start + (uint64_t)(seconds * 1e9);
 	for (;;) {
-		uint64_t due = start + (uint64_t)((double)n * 1e9 / rate);
+		uint64_t due = start + (uint64_t)((double)n * 1e9 / share);
 
 		do
 			now = now_ns();
@@ -53,6 +47,44 @@ int main(int argc, char **argv)
 					     "seq", (int64_t)n, "len", (int64_t)(n % 4096));
 		n++;
 	}
-	printf("emitted=%llu\n", (unsigned long long)n);
+	*(uint64_t *)arg = n;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t counts[64], total = 0;
+	pthread_t tid[64];
+	double rate;
+	long threads;
+
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: rate EVENTS_PER_SEC SECONDS [NARGS [THREADS]]\n");
+		return 2;
+	}
+	rate = strtod(argv[1], NULL);
+	seconds = strtod(argv[2], NULL);
+	nargs = argc > 3 ? atoi(argv[3]) : 1;
+	threads = argc > 4 ? strtol(argv[4], NULL, 10) : 1;
+	if (rate <= 0 || seconds < 0 || nargs < 1 || nargs > 2 || threads < 1 || threads > 64) {
+		fprintf(stderr, "rate: bad arguments\n");
+		return 2;
+	}
+	share = rate / (double)threads;
+	printf("pid=%d\n", (int)getpid());
+	fflush(stdout);
+	start = now_ns();
+	for (long t = 1; t < threads; t++)
+		if (pthread_create(&tid[t], NULL, emit, &counts[t])) {
+			fprintf(stderr, "rate: cannot start a thread\n");
+			return 1;
+		}
+	emit(&counts[0]);
+	total = counts[0];
+	for (long t = 1; t < threads; t++) {
+		pthread_join(tid[t], NULL);
+		total += counts[t];
+	}
+	printf("emitted=%llu\n", (unsigned long long)total);
 	return 0;
 }

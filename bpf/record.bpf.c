@@ -113,6 +113,27 @@ struct {
 	__type(value, __u32);
 } stopped SEC(".maps");
 
+/* Which process each CPU last recorded for, and its generation: a hit
+ * checks it with inlined array accesses where the `traced` hash costs a
+ * helper call (about 50 ns per hit on this kind of machine, most of it the
+ * calls' mitigations). A slot is valid for one value of traced_epoch, which
+ * every change to `traced` advances: the kernel side's (fork, exec, exit)
+ * and user space's (new targets). Only traced processes are cached. */
+struct proc_slot {
+	__u64 key;   /* tgid << 32 | (u32)epoch; 0 while being written */
+	__u64 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);   /* user space: the number of possible CPUs */
+	__type(key, __u32);
+	__type(value, struct proc_slot);
+} proc_cache SEC(".maps");
+
+/* Advanced after every change to `traced` (user space too: record.c). */
+__u64 traced_epoch = 0;
+
 /* Processes that could not be added to `traced` because it was full. */
 __u64 lost_procs = 0;
 
@@ -282,42 +303,69 @@ static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 	return info;
 }
 
+static __always_inline void traced_changed(void)
+{
+	__sync_fetch_and_add(&traced_epoch, 1);
+}
+
+/* The generation of process tgid when it is traced, else 0 (generations
+ * start at 1). The slot is read key, gen, key and written key = 0, gen,
+ * key, each access once (volatile): another task that preempts this one on
+ * the same CPU and rewrites the slot changes the key between the two reads,
+ * and a key that reads the same twice belongs to the gen read between
+ * them (a process's gen only changes with the epoch). */
+static __always_inline __u64 traced_gen(__u32 tgid, __u32 cpu)
+{
+	volatile struct proc_slot *s = bpf_map_lookup_elem(&proc_cache, &cpu);
+	__u64 want = (__u64)tgid << 32 | (__u32)traced_epoch, k, gen;
+	struct tb_proc_gen *p;
+
+	if (s) {
+		k = s->key;
+		gen = s->gen;
+		if (k == want && s->key == want)
+			return gen;
+	}
+	p = bpf_map_lookup_elem(&traced, &tgid);
+	if (!p)
+		return 0;
+	gen = p->gen;
+	if (s) {
+		s->key = 0;
+		s->gen = gen;
+		s->key = want;
+	}
+	return gen;
+}
+
 /* Both probes: filter, report the site once per CPU, emit the record.
  * is_id is a constant in each caller, so each program has one path. */
 static __always_inline int on_hit(struct hit *h, const bool is_id)
 {
-	__u32 tgid = h->pid_tgid >> 32, info;
-	struct tb_rec_event_id *x = NULL;
-	struct tb_rec_event *ev;
-	struct tb_proc_gen *p;
+	struct tb_rec_event_id x;
+	struct tb_rec_event *ev = &x.ev;
+	__u64 gen;
+	__u32 info;
 	void *rb;
 
-	p = bpf_map_lookup_elem(&traced, &tgid);
-	if (!p || recording_stopped())
-		return 0;
 	h->cpu = bpf_get_smp_processor_id();
+	gen = traced_gen(h->pid_tgid >> 32, h->cpu);
+	if (!gen || recording_stopped())
+		return 0;
 	h->is_id = is_id;
 	rb = cpu_ring(h->cpu);
 	if (!rb) {
 		count_drop();
 		return 0;
 	}
-	info = site_info(rb, h, p->gen);
+	info = site_info(rb, h, gen);
 	if (si_has_str(info) || (is_id && (info & SI_COPY_NAME)))
 		return emit_event_str(rb, info, h);
 
-	if (is_id) {
-		x = bpf_ringbuf_reserve(rb, sizeof(*x), 0);
-		ev = (void *)x;
-	} else {
-		ev = bpf_ringbuf_reserve(rb, sizeof(*ev), 0);
-	}
-	if (!ev) {
-		count_drop();
-		return 0;
-	}
+	/* Built on the stack and copied by one bpf_ringbuf_output(): one helper
+	 * call where reserve + submit are two. */
 	fill_hdr(&ev->hdr, is_id ? TB_REC_EVENT_ID : TB_REC_EVENT,
-		 is_id ? sizeof(*x) : sizeof(*ev), h->cpu, h->ts, h->pid_tgid);
+		 is_id ? sizeof(x) : sizeof(*ev), h->cpu, h->ts, h->pid_tgid);
 	ev->site = h->site;
 	ev->args[0] = h->a0;
 	ev->args[1] = h->a1;
@@ -325,12 +373,14 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 	ev->str_len[1] = 0;
 	/* an event_id site whose descriptor could not be read: no name copied */
 	ev->flags = is_id && !info ? TB_EVF_NAME_FAULT : 0;
-	if (x) {
-		x->id = h->id;
-		x->name_len = 0;
-		x->pad[0] = x->pad[1] = x->pad[2] = 0;
+	if (is_id) {
+		x.id = h->id;
+		x.name_len = 0;
+		x.pad[0] = x.pad[1] = x.pad[2] = 0;
 	}
-	bpf_ringbuf_submit(ev, wake_flags(rb, is_id ? sizeof(*x) : sizeof(*ev)));
+	if (bpf_ringbuf_output(rb, &x, is_id ? sizeof(x) : sizeof(*ev),
+			       wake_flags(rb, is_id ? sizeof(x) : sizeof(*ev))))
+		count_drop();
 	return 0;
 }
 
@@ -394,6 +444,7 @@ int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
 		np.gen = __sync_fetch_and_add(&next_gen, 1);
 		if (bpf_map_update_elem(&traced, &ctgid, &np, BPF_ANY))
 			__sync_fetch_and_add(&lost_procs, 1);
+		traced_changed();
 	}
 	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
 	if (!rec)
@@ -495,6 +546,7 @@ int BPF_PROG(tb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	/* A new image: its sites are new even at the same addresses. */
 	pr->gen = __sync_fetch_and_add(&next_gen, 1);
+	traced_changed();
 	stop_self(tgid, TB_STOP_EXEC);
 	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
 	if (!rec)
@@ -540,7 +592,9 @@ int BPF_PROG(tb_exit, struct task_struct *task)
 	}
 	/* After the record: user space sees the map empty only once the last
 	 * exit record is in a ring. */
-	if (group_dead)
+	if (group_dead) {
 		bpf_map_delete_elem(&traced, &tgid);
+		traced_changed();
+	}
 	return 0;
 }

@@ -159,7 +159,9 @@ struct tb_rec_comm {
 };
 
 /* TB_REC_STATS: written by user space (hdr.cpu = ~0). Totals so far; the last
- * one in a file wins. drops[] has ncpus entries. */
+ * one in a file wins. drops[] has ncpus entries; since 2.3 a __u64
+ * lost_procs follows them (when hdr.size leaves room for it: tb_stats_lost_procs
+ * in user/tbfile.h). */
 struct tb_rec_stats {
 	struct tb_rec_hdr hdr;
 	__u64 events;      /* records received from the kernel */
@@ -167,6 +169,8 @@ struct tb_rec_stats {
 	__u32 ncpus;
 	__u32 pad;
 	/* __u64 drops[ncpus] */
+	/* __u64 lost_procs: processes that traced processes started and that
+	 * could not be traced (the traced set was full), since 2.3 */
 };
 
 /* TB_REC_SWITCH: hdr.pid/tid are prev's (tgid, tid), as in every record.

@@ -1503,9 +1503,7 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
 	if (c->stats) {
 		drops_total = c->stats->drops_total;
-		ncpus = c->stats->ncpus;
-		if (ncpus > (c->stats->hdr.size - sizeof(*c->stats)) / 8)
-			ncpus = (c->stats->hdr.size - sizeof(*c->stats)) / 8;
+		ncpus = tb_stats_ncpus(c->stats);
 	}
 
 	for (i = 0; i < nprocs; i++) {
@@ -1572,13 +1570,12 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_kuint(&j, "drops_total", drops_total);
 	tb_json_key(&j, "drops_per_cpu");
 	tb_json_begin_array(&j);
-	for (i = 0; i < ncpus; i++) {
-		uint64_t d;
-
-		memcpy(&d, (const char *)(c->stats + 1) + 8 * i, 8);
-		tb_json_uint(&j, d);
-	}
+	for (i = 0; i < ncpus; i++)
+		tb_json_uint(&j, tb_stats_drop(c->stats, i));
 	tb_json_end_array(&j);
+	/* processes started by traced ones that were not traced: their
+	 * events are missing from the trace (docs/tracebpf-record.md) */
+	tb_json_kuint(&j, "lost_processes", c->stats ? tb_stats_lost_procs(c->stats) : 0);
 	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
 	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
 	if (c->nstopped) {
@@ -1696,6 +1693,10 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 			"ring buffer was full (see metadata.drops_per_cpu); record "
 			"again with a larger --buffer-size (application events) or "
 			"--kernel-buffer-size (scheduler, -e)\n", (uint64_t)c.stats->drops_total);
+	if (c.stats && tb_stats_lost_procs(c.stats))
+		fprintf(stderr, PFX "warning: %" PRIu64 " processes started by traced processes "
+			"were not traced (see metadata.lost_processes); record again with a "
+			"larger --max-processes\n", tb_stats_lost_procs(c.stats));
 	if (verbose)
 		fprintf(stderr, PFX "%zu records, %" PRIu64 " events, %zu trace events "
 			"written, %" PRIu64 " unresolved sites, %" PRIu64

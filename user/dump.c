@@ -252,8 +252,8 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 	case TB_REC_STATS: {
 		const struct tb_rec_stats *s = (const void *)h;
 
-		fprintf(f, "STATS events=%" PRIu64 " drops=%" PRIu64, (uint64_t)s->events,
-			(uint64_t)s->drops_total);
+		fprintf(f, "STATS events=%" PRIu64 " drops=%" PRIu64 " lost_procs=%" PRIu64,
+			(uint64_t)s->events, (uint64_t)s->drops_total, tb_stats_lost_procs(s));
 		break;
 	}
 	case TB_REC_CTL: {

@@ -106,18 +106,14 @@ int tb_cmd_info(int argc, char **argv)
 	if (recs)
 		printf("bytes/event:    %.2f (file bytes / records)\n", (double)bytes / recs);
 	if (stats) {
-		uint32_t n = stats->ncpus;
+		uint32_t n = tb_stats_ncpus(stats);
 
-		if (n > (stats->hdr.size - sizeof(*stats)) / 8)
-			n = (stats->hdr.size - sizeof(*stats)) / 8;
 		printf("drops:          %" PRIu64 " (per cpu:", (uint64_t)stats->drops_total);
-		for (i = 0; i < n; i++) {
-			uint64_t d;
-
-			memcpy(&d, (const char *)(stats + 1) + 8 * i, 8);
-			printf(" %" PRIu64, d);
-		}
+		for (i = 0; i < n; i++)
+			printf(" %" PRIu64, tb_stats_drop(stats, i));
 		printf(")\n");
+		printf("lost processes: %" PRIu64 " (started by traced processes, not traced: "
+		       "the traced set was full)\n", tb_stats_lost_procs(stats));
 	} else {
 		printf("drops:          unknown (no statistics record)\n");
 	}

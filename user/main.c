@@ -30,7 +30,7 @@ static const char top_doc[] =
 
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
-       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED };
+       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -41,6 +41,9 @@ static const struct argp_option record_options[] = {
 					  "of two (K/M suffix; default 8M)", 0 },
 	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
 						     "(scheduler, -e; a full one spills into the other), a power of two (default 1M)", 0 },
+	{ "max-processes", OPT_MAX_PROCS, "N", 0, "Trace at most N processes at once (targets "
+						   "and their children; default 16384): one started "
+						   "beyond that is counted as lost, not traced", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
 						 "milliseconds (default 50)", 0 },
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
@@ -166,6 +169,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				   "e.g. 16M", arg);
 		break;
 	}
+	case OPT_MAX_PROCS:
+		v = strtol(arg, &end, 10);
+		if (*end || v < 1 || v > (1 << 22))
+			argp_error(state, "invalid --max-processes '%s': give 1 to 4194304", arg);
+		o->max_procs = v;
+		break;
 	case OPT_FLUSH:
 		v = strtol(arg, &end, 10);
 		if (*end || v < 1 || v > 10000)
@@ -282,6 +291,7 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 		.zlevel = 1,
 		.cmdline = cmdline,
 		.serve_max_lag = 64 << 20,
+		.max_procs = 16384,
 	};
 
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);

@@ -80,6 +80,7 @@ struct recorder {
 	__u64 events;          /* records received */
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
 	__u64 stats_drops;     /* drops_total of the last STATS record written */
+	__u64 stats_lost;      /* lost_procs of the last STATS record written */
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
 	char json_path[PATH_MAX];
@@ -93,6 +94,11 @@ struct recorder {
 	pid_t releaser;        /* start_releaser's process */
 	int releaser_fd;       /* write end of its pipe */
 	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl.c) */
+	char exe[PATH_MAX];    /* -- CMD, resolved */
+	struct tb_paths found; /* objects with probes the targets map at the start */
+	bool tty;              /* a live status line on stderr */
+	__u64 t0;              /* the recording's start */
+	__u64 last_status, last_events;  /* at the last status line */
 };
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler
@@ -304,6 +310,13 @@ static int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 	return tb_sched_add_drops(r->sched, vals, r->ncpus, kern);
 }
 
+/* Processes that traced processes started but that the kernel side could
+ * not add to `traced` (full): a plain read of the mapped .bss. */
+static __u64 lost_procs(struct recorder *r)
+{
+	return *(volatile __u64 *)&r->skel->bss->lost_procs;
+}
+
 /* A STATS record with the drop counts so far (the last one in the file
  * wins): written whenever they grew, so that a recorder killed later
  * leaves them in the file, and at the end. An error (-ENOMEM, or read_drops')
@@ -311,7 +324,8 @@ static int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 static int write_stats(struct recorder *r)
 {
 	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
-	size_t sz = sizeof(struct tb_rec_stats) + ncpus * sizeof(__u64);
+	size_t sz = sizeof(struct tb_rec_stats) + (ncpus + 1) * sizeof(__u64);
+	__u64 lost = lost_procs(r);
 	struct tb_rec_stats *st = calloc(1, sz);
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
 	__u64 app, kern;
@@ -323,6 +337,7 @@ static int write_stats(struct recorder *r)
 	if (err)
 		goto out;
 	memcpy(st + 1, vals, ncpus * sizeof(__u64));
+	memcpy((__u64 *)(st + 1) + ncpus, &lost, sizeof(lost));   /* 2.3 */
 	st->hdr.type = TB_REC_STATS;
 	st->hdr.size = sz;
 	st->hdr.cpu = ~0u;
@@ -331,6 +346,7 @@ static int write_stats(struct recorder *r)
 	st->ncpus = ncpus;
 	st->drops_total = app + kern;
 	r->stats_drops = st->drops_total;
+	r->stats_lost = lost;
 	if ((err = tb_writer_append(r->w, &st->hdr)) && !r->write_err)
 		r->write_err = err;   /* reported with the other write errors */
 	err = 0;
@@ -888,27 +904,15 @@ static int check_btf(const char *path)
 	return 0;
 }
 
-int tb_record(const struct tb_record_opts *o)
+/* ---- tb_record's steps: check the environment, find the targets, load,
+ * open the output, attach, poll, finish, report, destroy. Each returns 0 or
+ * a negative errno after saying what failed; destroy() undoes whatever the
+ * steps before it did. */
+
+static int check_env(const struct tb_record_opts *o)
 {
-	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1,
-			      .releaser = -1, .releaser_fd = -1 };
-	struct tb_paths objs = {};
-	struct tb_file_info info = {};
-	struct sigaction sa = {};
-	struct utsname uts;
-	char exe[PATH_MAX];
-	__u64 t0, last_status, last_events = 0;
-	int alive;
-	bool tty = isatty(2) && !o->quiet;
-	int err, i;
+	int err = check_caps();
 
-	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
-	/* A reader of `-o -` that goes away, or a releaser killed before we
-	 * tell it to leave, is a write error (EPIPE), not a death that would
-	 * leave a process stopped at exec. The command gets it back. */
-	signal(SIGPIPE, SIG_IGN);
-
-	err = check_caps();
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(EPERM));
 		fprintf(stderr, "tracebpf: hint: run as root (sudo tracebpf record ...), or give "
@@ -918,124 +922,157 @@ int tb_record(const struct tb_record_opts *o)
 	err = check_btf(o->btf_path ? o->btf_path : "/sys/kernel/btf/vmlinux");
 	if (err)
 		return err;
-	err = check_nofile();
-	if (err)
-		return err;
+	return check_nofile();
+}
 
-	/* Targets and the objects carrying their probes. */
-	if (o->cmd) {
-		err = tb_resolve_cmd(o->cmd[0], exe, sizeof(exe));
-		if (err) {
-			ERR("failed to find command '%s': %s", o->cmd[0], strerror(-err));
-			if (err == -ENOENT)
-				fprintf(stderr, "tracebpf: hint: give a path (./app) or a command in $PATH\n");
-			return err;
-		}
-		err = tb_cmd_probe_objects(exe, &objs);
-		if (err) {
-			ERR("failed to inspect '%s': %s", exe, strerror(-err));
-			goto cleanup;
-		}
-		/* Not an error: a shell or launcher may exec or dlopen an
-		 * instrumented program (tracebpf record -- sh -c ./app). */
-		if (!objs.n && !o->quiet) {
-			fprintf(stderr, "tracebpf: record: warning: '%s' has no tracebpf probes, neither "
-					"in it nor in the libraries it links; recording only the "
-					"programs it executes and the libraries it loads\n", exe);
-			fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
-					"and rebuild (see README.md); 'readelf -n %s' lists the probes\n", exe);
-		}
-	}
-	for (i = 0; i < o->npids; i++) {
-		int n = objs.n;
+/* -- CMD: the program and the objects with probes it would map. */
+static int find_cmd_objects(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int err;
 
-		if (kill(o->pids[i], 0) && errno == ESRCH) {
-			ERR("failed to find process %d: %s", o->pids[i], strerror(ESRCH));
-			fprintf(stderr, "tracebpf: hint: check the pid with 'ps -p %d'\n", o->pids[i]);
-			err = -ESRCH;
-			goto cleanup;
-		}
-		err = tb_proc_probe_objects(o->pids[i], &objs);
-		if (err) {
-			ERR("failed to read the mappings of process %d: %s", o->pids[i], strerror(-err));
-			if (err == -EACCES || err == -EPERM)
-				fprintf(stderr, "tracebpf: hint: /proc/%d/maps and /proc/%d/root need "
-						"ptrace access to that process: record as its user or with "
-						"CAP_SYS_PTRACE (a security module can refuse it too)\n",
-					o->pids[i], o->pids[i]);
-			goto cleanup;
-		}
-		if (objs.n == n) {
-			/* objects already found for another pid may be shared */
-			struct tb_paths mine = {};
-			int found;
-
-			tb_proc_probe_objects(o->pids[i], &mine);
-			found = mine.n;
-			tb_paths_free(&mine);
-			if (!found) {
-				ERR("process %d has no tracebpf probes in its executable or libraries",
-				    o->pids[i]);
-				fprintf(stderr, "tracebpf: hint: build it with <tracebpf/trace.h> and "
-						"TRACE_EVENT* macros (see README.md)\n");
-				err = -ENOENT;
-				goto cleanup;
-			}
-		}
-	}
-
-	err = output_paths(&r, o->out);
+	err = tb_resolve_cmd(o->cmd[0], r->exe, sizeof(r->exe));
 	if (err) {
-		ERR("failed to use output '%s': %s", o->out, strerror(-err));
-		goto cleanup;
+		ERR("failed to find command '%s': %s", o->cmd[0], strerror(-err));
+		if (err == -ENOENT)
+			fprintf(stderr, "tracebpf: hint: give a path (./app) or a command in $PATH\n");
+		return err;
 	}
+	err = tb_cmd_probe_objects(r->exe, &r->found);
+	if (err) {
+		ERR("failed to inspect '%s': %s", r->exe, strerror(-err));
+		return err;
+	}
+	/* Not an error: a shell or launcher may exec or dlopen an
+	 * instrumented program (tracebpf record -- sh -c ./app). */
+	if (!r->found.n && !o->quiet) {
+		fprintf(stderr, "tracebpf: record: warning: '%s' has no tracebpf probes, neither "
+				"in it nor in the libraries it links; recording only the "
+				"programs it executes and the libraries it loads\n", r->exe);
+		fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
+				"and rebuild (see README.md); 'readelf -n %s' lists the probes\n", r->exe);
+	}
+	return 0;
+}
 
-	{
-		struct tb_sched_opts so = {
-			.sched = !o->no_sched, .select = o->sched_select,
-			.traced_only = o->sched_traced,
-			.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
-			.ring_size = o->kernel_buffer_size,
-		};
+/* -p PID: the objects with probes it maps. */
+static int find_pid_objects(struct recorder *r, pid_t pid)
+{
+	int n = r->found.n, err;
 
-		err = tb_sched_prepare(&r.sched, &so);
+	if (kill(pid, 0) && errno == ESRCH) {
+		ERR("failed to find process %d: %s", pid, strerror(ESRCH));
+		fprintf(stderr, "tracebpf: hint: check the pid with 'ps -p %d'\n", pid);
+		return -ESRCH;
+	}
+	err = tb_proc_probe_objects(pid, &r->found);
+	if (err) {
+		ERR("failed to read the mappings of process %d: %s", pid, strerror(-err));
+		if (err == -EACCES || err == -EPERM)
+			fprintf(stderr, "tracebpf: hint: /proc/%d/maps and /proc/%d/root need "
+					"ptrace access to that process: record as its user or with "
+					"CAP_SYS_PTRACE (a security module can refuse it too)\n",
+				pid, pid);
+		return err;
+	}
+	if (r->found.n == n) {
+		/* objects already found for another pid may be shared */
+		struct tb_paths mine = {};
+		int found;
+
+		tb_proc_probe_objects(pid, &mine);
+		found = mine.n;
+		tb_paths_free(&mine);
+		if (!found) {
+			ERR("process %d has no tracebpf probes in its executable or libraries", pid);
+			fprintf(stderr, "tracebpf: hint: build it with <tracebpf/trace.h> and "
+					"TRACE_EVENT* macros (see README.md)\n");
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+static int find_targets(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int err = o->cmd ? find_cmd_objects(r) : 0;
+
+	for (int i = 0; !err && i < o->npids; i++)
+		err = find_pid_objects(r, o->pids[i]);
+	if (!err) {
+		err = output_paths(r, o->out);
 		if (err)
-			goto cleanup;
+			ERR("failed to use output '%s': %s", o->out, strerror(-err));
 	}
+	return err;
+}
 
-	/* open -> configure -> load */
-	r.skel = record_bpf__open();
-	if (!r.skel) {
+/* open -> configure -> load record.bpf.c; its rings. */
+static int load_record_bpf(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int err;
+
+	r->skel = record_bpf__open();
+	if (!r->skel) {
 		err = -errno;
 		ERR("failed to open BPF object: %s", strerror(-err));
-		goto cleanup;
+		return err;
 	}
-	r.ncpus = libbpf_num_possible_cpus();
-	if (r.ncpus <= 0) {
-		err = r.ncpus ? r.ncpus : -EINVAL;
+	r->ncpus = libbpf_num_possible_cpus();
+	if (r->ncpus <= 0) {
+		err = r->ncpus ? r->ncpus : -EINVAL;
 		ERR("failed to count possible CPUs: %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: libbpf reads them from "
 				"/sys/devices/system/cpu/possible: is sysfs mounted?\n");
-		goto cleanup;
+		return err;
 	}
-	err = bpf_map__set_max_entries(r.skel->maps.site_cache, r.ncpus);
+	err = bpf_map__set_max_entries(r->skel->maps.site_cache, r->ncpus);
+	if (!err)
+		err = bpf_map__set_max_entries(r->skel->maps.proc_cache, r->ncpus);
 	if (err) {
-		ERR("failed to size the site cache: %s", strerror(-err));
-		goto cleanup;
+		ERR("failed to size the per-CPU caches: %s", strerror(-err));
+		return err;
 	}
-	r.skel->rodata->wakeup_bytes = o->buffer_size / 4;
-	r.skel->rodata->stop_for_attach = true;
-	err = tb_rings_create(&r.rings, r.skel->maps.rings, r.ncpus, o->buffer_size, "tb_ring",
+	err = bpf_map__set_max_entries(r->skel->maps.traced, o->max_procs);
+	if (err) {
+		ERR("failed to size the set of traced processes: %s", strerror(-err));
+		return err;
+	}
+	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
+	r->skel->rodata->stop_for_attach = true;
+	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
 			      "ring buffer", "--buffer-size");
 	if (err)
-		goto cleanup;
-	err = record_bpf__load(r.skel);
+		return err;
+	err = record_bpf__load(r->skel);
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(-err));
 		tb_hint_bpf(err, "run with -v to see the verifier's log");
-		goto cleanup;
 	}
-	err = start_releaser(&r);
+	return err;
+}
+
+/* Both BPF objects loaded, their rings in one manager, the releaser and
+ * the ctl switch ready; nothing attached yet. */
+static int load_bpf(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	struct tb_sched_opts so = {
+		.sched = !o->no_sched, .select = o->sched_select,
+		.traced_only = o->sched_traced,
+		.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
+		.ring_size = o->kernel_buffer_size,
+	};
+	int err;
+
+	err = tb_sched_prepare(&r->sched, &so);
+	if (!err)
+		err = load_record_bpf(r);
+	if (err)
+		return err;
+	err = start_releaser(r);
 	if (err) {
 		ERR("failed to start the process that resumes targets if tracebpf is killed: %s",
 		    strerror(-err));
@@ -1044,27 +1081,34 @@ int tb_record(const struct tb_record_opts *o)
 					"(ulimit -u, or the cgroup's pids.max)\n");
 		else
 			tb_hint_bpf(err, NULL);
-		goto cleanup;
+		return err;
 	}
-	err = tb_rings_insert(&r.rings, bpf_map__fd(r.skel->maps.rings), &r.rb, on_record, &r);
+	err = tb_rings_insert(&r->rings, bpf_map__fd(r->skel->maps.rings), &r->rb, on_record, r);
 	if (err)
-		goto cleanup;
+		return err;
 	/* before anything is attached: --paused holds from the first event */
-	err = tb_ctl_init(&r.ctl, bpf_map__fd(r.skel->maps.tb_ctl), o->paused,
-			  strcmp(r.tbt_path, "-") ? r.tbt_path : "<stdout>");
+	err = tb_ctl_init(&r->ctl, bpf_map__fd(r->skel->maps.tb_ctl), o->paused,
+			  strcmp(r->tbt_path, "-") ? r->tbt_path : "<stdout>");
 	if (err) {
 		ERR("failed to map the control map (for tracebpf ctl): %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "
 				"(BPF_F_MMAPABLE, Linux 5.5 and later)\n");
-		goto cleanup;
+		return err;
 	}
-	err = tb_sched_load(r.sched, bpf_map__fd(r.skel->maps.traced),
-			    bpf_map__fd(r.skel->maps.rings), bpf_map__fd(r.skel->maps.tb_ctl),
-			    &r.rb, on_record, &r);
-	if (err)
-		goto cleanup;
+	return tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
+			     bpf_map__fd(r->skel->maps.rings), bpf_map__fd(r->skel->maps.tb_ctl),
+			     &r->rb, on_record, r);
+}
 
-	/* The file first: nothing the kernel hands us may be lost. */
+/* The file first: nothing the kernel hands us may be lost. Then --serve. */
+static int open_output(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	struct tb_file_info info = {};
+	struct tb_writer_opts wo = { .info = &info, .zlevel = o->zlevel };
+	struct utsname uts;
+	int err;
+
 	gethostname(info.hostname, sizeof(info.hostname) - 1);
 	if (!uname(&uts))
 		snprintf(info.kernel, sizeof(info.kernel), "%s", uts.release);
@@ -1072,77 +1116,86 @@ int tb_record(const struct tb_record_opts *o)
 	info.clock_id = CLOCK_MONOTONIC;
 	info.start_ts = now_ns(CLOCK_MONOTONIC);
 	info.realtime_offset_ns = (__s64)(now_ns(CLOCK_REALTIME) - info.start_ts);
-	{
-		struct tb_writer_opts wo = { .info = &info, .zlevel = o->zlevel };
-
-		err = tb_writer_open(&r.w, r.tbt_path, &wo);
-		if (err) {
-			err_write(r.tbt_path, err, true);
-			goto cleanup;
-		}
+	err = tb_writer_open(&r->w, r->tbt_path, &wo);
+	if (err) {
+		err_write(r->tbt_path, err, true);
+		return err;
 	}
-	err = tb_sched_write_formats(r.sched, r.w, now_ns(CLOCK_MONOTONIC));
+	err = tb_sched_write_formats(r->sched, r->w, now_ns(CLOCK_MONOTONIC));
 	if (!err) {
 		/* --paused: the file says so first, before anything is attached */
-		err = handle_ctl(&r, false);
+		err = handle_ctl(r, false);
 		if (!err && o->paused && !o->quiet)
 			fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
 					"start' (--paused)\n");
 	}
 	if (err) {
-		err_write(r.tbt_path, err, false);
-		goto cleanup;
+		err_write(r->tbt_path, err, false);
+		return err;
 	}
 	if (o->serve) {
-		err = tb_serve_open(&r.server, o->serve, r.tbt_path, o->serve_max_lag);
+		err = tb_serve_open(&r->server, o->serve, r->tbt_path, o->serve_max_lag);
 		if (err) {
 			ERR("failed to serve on '%s': %s", o->serve, strerror(-err));
 			if (err == -EADDRINUSE)
 				fprintf(stderr, "tracebpf: hint: remove the stale socket or "
 						"choose another path\n");
-			goto cleanup;
 		}
 	}
+	return err;
+}
 
-	/* attach: lifecycle tracepoints first, so no fork of a target is missed */
-	err = record_bpf__attach(r.skel);
+static int trace_process(struct recorder *r, pid_t pid, __u64 gen)
+{
+	int err = add_traced(r, pid, gen);
+
+	if (err) {
+		ERR("failed to trace process %d: %s", pid, strerror(-err));
+		tb_hint_bpf(err, NULL);
+	}
+	return err;
+}
+
+/* Lifecycle tracepoints first, so that no fork of a target is missed; then
+ * the targets, their objects' probes, the signals, and the command runs. */
+static int attach_targets(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	struct sigaction sa = {};
+	int err, i;
+
+	err = record_bpf__attach(r->skel);
 	if (err) {
 		ERR("failed to attach to the sched_process_* tracepoints: %s", strerror(-err));
 		tb_hint_bpf(err, "run with -v to see libbpf's log");
-		goto cleanup;
+		return err;
 	}
-	err = tb_sched_attach(r.sched);
+	err = tb_sched_attach(r->sched);
 	if (err)
-		goto cleanup;
+		return err;
 	if (o->cmd) {
-		err = spawn_child(&r, exe);
+		err = spawn_child(r, r->exe);
 		if (err) {
 			ERR("failed to start '%s': %s", o->cmd[0], strerror(-err));
-			goto cleanup;
+			return err;
 		}
-		err = add_traced(&r, r.child, 1);
-		if (err) {
-			ERR("failed to trace process %d: %s", r.child, strerror(-err));
-			tb_hint_bpf(err, NULL);
-			goto cleanup;
-		}
+		err = trace_process(r, r->child, 1);
+		if (err)
+			return err;
 	}
 	for (i = 0; i < o->npids; i++) {
-		err = add_traced(&r, o->pids[i], 2 + i);
-		if (err) {
-			ERR("failed to trace process %d: %s", o->pids[i], strerror(-err));
-			tb_hint_bpf(err, NULL);
-			goto cleanup;
-		}
-		write_comms(&r, o->pids[i]);
-		write_cmdline(&r, o->pids[i]);
-	}
-	for (i = 0; i < objs.n; i++) {
-		err = attach_object(&r, objs.v[i]);
+		err = trace_process(r, o->pids[i], 2 + i);
 		if (err)
-			goto cleanup;
+			return err;
+		write_comms(r, o->pids[i]);
+		write_cmdline(r, o->pids[i]);
 	}
-	attach_loader_hook(&r);
+	for (i = 0; i < r->found.n; i++) {
+		err = attach_object(r, r->found.v[i]);
+		if (err)
+			return err;
+	}
+	attach_loader_hook(r);
 
 	/* Ctrl-C, kill and a closed terminal stop the recording the same
 	 * way: last drain, processes released, file finished. */
@@ -1150,228 +1203,286 @@ int tb_record(const struct tb_record_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	return o->cmd ? start_child(r) : 0;
+}
 
-	if (o->cmd) {
-		err = start_child(&r);
-		if (err)
-			goto cleanup;
+/* The counters of losses: a STATS record in every round in which they
+ * grew (they are totals: if they cannot be read now, the read at the end
+ * still gets them all, or says it cannot). */
+static void stats_if_grown(struct recorder *r)
+{
+	__u64 app, kern;
+
+	if ((!total_drops(r, &app, &kern) && app + kern != r->stats_drops) ||
+	    lost_procs(r) != r->stats_lost)
+		write_stats(r);
+}
+
+/* One round: drain the rings, release the processes held for attach,
+ * answer ctl, append to the file. 1 when the recording is over, 0 to go
+ * on, or a negative errno (said). */
+static int poll_round(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int err, cerr, alive;
+	__u64 now;
+
+	/* Records are submitted without wakeups below the threshold, so poll
+	 * wakes on the timeout: that bounds the delivery latency. */
+	err = ring_buffer__poll(r->rb, o->flush_ms);
+	if (err == -EINTR)
+		return 0;
+	if (err < 0) {
+		ERR("failed to poll ring buffers: %s", strerror(-err));
+		return err;
 	}
-
-	t0 = last_status = now_ns(CLOCK_MONOTONIC);
-	while (!stop_signal) {
-		__u64 now;
-
-		/* Records are submitted without wakeups below the threshold, so
-		 * poll wakes on the timeout: that bounds the delivery latency. */
-		err = ring_buffer__poll(r.rb, o->flush_ms);
-		if (err == -EINTR) {
-			err = 0;
-			continue;
-		}
-		if (err < 0) {
-			ERR("failed to poll ring buffers: %s", strerror(-err));
-			break;
-		}
-		if (err > 0)
-			r.woken++;
-		else
-			r.ticks++;
-		err = tb_sched_flush(r.sched);
-		if (err)
-			break;
-		ring_buffer__consume(r.rb);
-		release_stopped(&r, true);
-		/* drop counts that grew reach the file in this round (the
-		 * counters are totals: if they cannot be read now, the read
-		 * at the end still gets them all, or says it cannot) */
-		{
-			__u64 app, kern;
-
-			if (!total_drops(&r, &app, &kern) && app + kern != r.stats_drops)
-				write_stats(&r);
-		}
-		{
-			int cerr = handle_ctl(&r, tty);
-
-			if (cerr && !r.write_err)
-				r.write_err = cerr;
-		}
-		err = tb_writer_flush(r.w);
-		if (!err)
-			err = r.write_err;
-		if (err) {
-			err_write(r.tbt_path, err, false);
-			break;
-		}
-		tb_ctl_ack(&r.ctl);   /* the change is in the file now */
-		if (r.server)
-			tb_serve_pump(r.server, tb_writer_bytes(r.w));
-		if (r.child > 0 && waitpid(r.child, NULL, WNOHANG) == r.child)
-			r.child = -1;
-		now = now_ns(CLOCK_MONOTONIC);
-		if (tty && now - last_status >= 1000000000ull) {
-			status_line(&r, (now - t0) / 1e9,
-				    (r.events - last_events) * 1e9 / (now - last_status));
-			last_status = now;
-			last_events = r.events;
-		}
-		if (o->duration > 0 && now - t0 >= o->duration * 1e9)
-			break;
-		alive = targets_alive(&r);
-		if (alive <= 0) {
-			err = alive;
-			break;
-		}
+	if (err > 0)
+		r->woken++;
+	else
+		r->ticks++;
+	err = tb_sched_flush(r->sched);
+	if (err)
+		return err;
+	ring_buffer__consume(r->rb);
+	release_stopped(r, true);
+	stats_if_grown(r);
+	cerr = handle_ctl(r, r->tty);
+	if (cerr && !r->write_err)
+		r->write_err = cerr;
+	err = tb_writer_flush(r->w);
+	if (!err)
+		err = r->write_err;
+	if (err) {
+		err_write(r->tbt_path, err, false);
+		return err;
 	}
-	if (tty)
+	tb_ctl_ack(&r->ctl);   /* the change is in the file now */
+	if (r->server)
+		tb_serve_pump(r->server, tb_writer_bytes(r->w));
+	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
+		r->child = -1;
+	now = now_ns(CLOCK_MONOTONIC);
+	if (r->tty && now - r->last_status >= 1000000000ull) {
+		status_line(r, (now - r->t0) / 1e9,
+			    (r->events - r->last_events) * 1e9 / (now - r->last_status));
+		r->last_status = now;
+		r->last_events = r->events;
+	}
+	if (o->duration > 0 && now - r->t0 >= o->duration * 1e9)
+		return 1;
+	alive = targets_alive(r);
+	return alive <= 0 ? (alive ? alive : 1) : 0;
+}
+
+static int record_loop(struct recorder *r)
+{
+	int ret = 0;
+
+	r->t0 = r->last_status = now_ns(CLOCK_MONOTONIC);
+	while (!stop_signal && !ret)
+		ret = poll_round(r);
+	if (r->tty)
 		fputs("\r\033[K", stderr);
+	return ret < 0 ? ret : 0;
+}
 
-	/* Drain what is left: everything the targets emitted is in the rings
-	 * or staged. */
-	{
-		int ferr = tb_sched_flush(r.sched);
+/* The threads' names of every process still traced. */
+static void write_all_comms(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
 
-		if (ferr && !err)
-			err = ferr;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		write_comms(r, key);
 	}
-	ring_buffer__consume(r.rb);
-	{
-		int fd = bpf_map__fd(r.skel->maps.traced);
-		__u32 key, next, *prev = NULL;
+	if (errno != ENOENT)
+		fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
+				"processes (%s): the trace may lack the names of their "
+				"threads\n", strerror(errno));
+}
 
-		while (!bpf_map_get_next_key(fd, prev, &next)) {
-			key = next;
-			prev = &key;
-			write_comms(&r, key);
-		}
-		if (errno != ENOENT)
-			fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
-					"processes (%s): the trace may lack the names of their "
-					"threads\n", strerror(errno));
+/* The last drain (everything the targets emitted is in the rings or
+ * staged), the names, the last counts, the file closed. err is the
+ * recording's so far; returns it, or the first error of these steps. */
+static int finish_output(struct recorder *r, int err)
+{
+	uint64_t size;
+	int e;
+
+	e = tb_sched_flush(r->sched);
+	if (e && !err)
+		err = e;
+	ring_buffer__consume(r->rb);
+	write_all_comms(r);
+	e = handle_ctl(r, false);   /* a request in the last round */
+	if (e && !r->write_err)
+		r->write_err = e;
+	e = write_stats(r);
+	if (e) {
+		err_drops(e);
+		if (!err)
+			err = e;
 	}
-	{
-		int cerr = handle_ctl(&r, false);   /* a request in the last round */
+	size = tb_writer_bytes(r->w);
+	e = tb_writer_close(r->w);
+	r->w = NULL;
+	if (r->server) {
+		struct stat sst;
 
-		if (cerr && !r.write_err)
-			r.write_err = cerr;
+		if (!stat(r->tbt_path, &sst))
+			size = (uint64_t)sst.st_size;   /* the index included */
+		tb_serve_close(r->server, size, 2000);
+		r->server = NULL;
 	}
-	{
-		int serr = write_stats(&r);
-
-		if (serr) {
-			err_drops(serr);
-			if (!err)
-				err = serr;
-		}
+	if (!e)
+		e = r->write_err;   /* a record of the last drain not taken */
+	if (e && !err) {
+		err_write(r->tbt_path, e, false);
+		err = e;
 	}
-	{
-		uint64_t size = tb_writer_bytes(r.w);
-		int cerr = tb_writer_close(r.w);
+	if (!e)
+		tb_ctl_ack(&r->ctl);
+	return err;
+}
 
-		r.w = NULL;
-		if (r.server) {
-			struct stat sst;
+/* The summary line and a warning for every kind of loss. */
+static void report(struct recorder *r)
+{
+	__u64 app = 0, kern = 0;
+	char bytes[32], drops[24] = "an unknown number";
+	struct stat st;
 
-			if (!stat(r.tbt_path, &sst))
-				size = (uint64_t)sst.st_size;   /* the index included */
-			tb_serve_close(r.server, size, 2000);
-			r.server = NULL;
-		}
-		if (!cerr)
-			cerr = r.write_err;   /* a record of the last drain not taken */
-		if (cerr && !err) {
-			err_write(r.tbt_path, cerr, false);
-			err = cerr;
-		}
-		if (!cerr)
-			tb_ctl_ack(&r.ctl);
+	if (!total_drops(r, &app, &kern))
+		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
+	bytes[0] = '\0';
+	if (strcmp(r->tbt_path, "-")) {
+		strcpy(bytes, " (");
+		fmt_bytes(bytes + 2, sizeof(bytes) - 3,
+			  stat(r->tbt_path, &st) ? 0 : (__u64)st.st_size);
+		strcat(bytes, ")");
 	}
-	{
-		__u64 app = 0, kern = 0;
-		char bytes[32], drops[24] = "an unknown number";
-		struct stat st;
+	fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %s dropped, wrote %s%s\n",
+		(unsigned long long)r->events, (now_ns(CLOCK_MONOTONIC) - r->t0) / 1e9,
+		drops, strcmp(r->tbt_path, "-") ? r->tbt_path : "the trace to stdout", bytes);
+	if (r->o->verbose)
+		fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
+				"--flush-interval timer, %llu times woken by the kernel\n",
+			(unsigned long long)r->ticks, (unsigned long long)r->woken);
+	if (app)
+		fprintf(stderr, "tracebpf: WARNING: %llu events were LOST because a ring buffer "
+				"was full; record again with a larger --buffer-size\n",
+			(unsigned long long)app);
+	if (kern)
+		fprintf(stderr, "tracebpf: WARNING: %llu kernel events were LOST because a "
+				"kernel ring buffer and the ring buffer it spills into were "
+				"full; record again with a larger --kernel-buffer-size or "
+				"--buffer-size\n", (unsigned long long)kern);
+	if (lost_procs(r))
+		fprintf(stderr, "tracebpf: WARNING: %llu processes started by traced processes "
+				"were NOT TRACED because the set of traced processes was full "
+				"(%u); record again with a larger --max-processes\n",
+			(unsigned long long)lost_procs(r), r->o->max_procs);
+}
 
-		if (!total_drops(&r, &app, &kern))
-			snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
-		bytes[0] = '\0';
-		if (strcmp(r.tbt_path, "-")) {
-			strcpy(bytes, " (");
-			fmt_bytes(bytes + 2, sizeof(bytes) - 3,
-				  stat(r.tbt_path, &st) ? 0 : (__u64)st.st_size);
-			strcat(bytes, ")");
-		}
-		fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %s dropped, wrote %s%s\n",
-			(unsigned long long)r.events, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
-			drops, strcmp(r.tbt_path, "-") ? r.tbt_path : "the trace to stdout", bytes);
-		if (o->verbose)
-			fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
-					"--flush-interval timer, %llu times woken by the kernel\n",
-				(unsigned long long)r.ticks, (unsigned long long)r.woken);
-		if (app)
-			fprintf(stderr, "tracebpf: WARNING: %llu events were LOST because a ring buffer "
-					"was full; record again with a larger --buffer-size\n",
-				(unsigned long long)app);
-		if (kern)
-			fprintf(stderr, "tracebpf: WARNING: %llu kernel events were LOST because a "
-					"kernel ring buffer and the ring buffer it spills into were "
-					"full; record again with a larger --kernel-buffer-size or "
-					"--buffer-size\n", (unsigned long long)kern);
-	}
-	if (!err && !o->no_json && r.json_path[0]) {
-		struct tb_convert_opts co = { .in = r.tbt_path, .out = r.json_path };
+/* The JSON (unless --no-json), and the one recording that cannot have
+ * recorded anything: a command without probes that never executed or
+ * loaded anything with probes (only a warning at the start, since it
+ * could have). */
+static int write_json(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int err = 0;
+
+	if (!o->no_json && r->json_path[0]) {
+		struct tb_convert_opts co = { .in = r->tbt_path, .out = r->json_path };
 
 		err = tb_convert(&co);
 		if (!err)
 			fprintf(stderr, "tracebpf: wrote %s (open it in https://ui.perfetto.dev)\n",
-				r.json_path);
+				r->json_path);
 	}
-	/* A command without probes was only a warning, since it could exec or
-	 * dlopen an instrumented program; if it never did, nothing could have
-	 * been recorded: that is an error, not an empty success. */
-	if (!err && o->cmd && !r.nobjs) {
+	if (!err && o->cmd && !r->nobjs) {
 		ERR("'%s' has no tracebpf probes, and neither had anything it executed or loaded",
 		    o->cmd[0]);
 		fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
 				"and rebuild (see README.md); 'readelf -n PROGRAM' lists the probes\n");
 		err = -ENOENT;
 	}
+	return err;
+}
 
-cleanup:
-	if (r.go_fd >= 0)
-		close(r.go_fd);   /* the child sees EOF and exits without exec */
-	if (r.exec_err_fd >= 0)
-		close(r.exec_err_fd);
-	if (r.child > 0) {
+/* Undo whatever the steps did, whichever failed. */
+static void destroy(struct recorder *r, int err)
+{
+	int i;
+
+	if (r->go_fd >= 0)
+		close(r->go_fd);   /* the child sees EOF and exits without exec */
+	if (r->exec_err_fd >= 0)
+		close(r->exec_err_fd);
+	if (r->child > 0) {
 		/* A command still running (Ctrl-C, --duration) is left running,
 		 * as perf record does; one we failed to start is killed. */
-		if (err && r.go_fd < 0 && r.exec_err_fd < 0)
-			kill(r.child, SIGKILL);
-		waitpid(r.child, NULL, err ? 0 : WNOHANG);
+		if (err && r->go_fd < 0 && r->exec_err_fd < 0)
+			kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, err ? 0 : WNOHANG);
 	}
-	if (r.w)
-		tb_writer_close(r.w);
-	if (r.server)
-		tb_serve_close(r.server, 0, 0);
-	for (i = 0; i < r.nlinks; i++)
-		bpf_link__destroy(r.links[i]);
-	free(r.links);
-	detach_usdt(&r);
-	tb_sched_destroy(r.sched);
-	if (r.skel) {
+	if (r->w)
+		tb_writer_close(r->w);
+	if (r->server)
+		tb_serve_close(r->server, 0, 0);
+	for (i = 0; i < r->nlinks; i++)
+		bpf_link__destroy(r->links[i]);
+	free(r->links);
+	detach_usdt(r);
+	tb_sched_destroy(r->sched);
+	if (r->skel) {
 		/* nothing stops a process any more: release whoever waits */
-		record_bpf__detach(r.skel);
-		release_stopped(&r, false);
+		record_bpf__detach(r->skel);
+		release_stopped(r, false);
 	}
-	stop_releaser(&r);
-	for (i = 0; i < r.nobjs; i++) {
-		free(r.objs[i].path);
-		close(r.objs[i].fd);
+	stop_releaser(r);
+	for (i = 0; i < r->nobjs; i++) {
+		free(r->objs[i].path);
+		close(r->objs[i].fd);
 	}
-	free(r.objs);
-	tb_ctl_close(&r.ctl);
-	ring_buffer__free(r.rb);
-	tb_rings_close(&r.rings);
-	record_bpf__destroy(r.skel);
-	tb_paths_free(&objs);
+	free(r->objs);
+	tb_ctl_close(&r->ctl);
+	ring_buffer__free(r->rb);
+	tb_rings_close(&r->rings);
+	record_bpf__destroy(r->skel);
+	tb_paths_free(&r->found);
+}
+
+int tb_record(const struct tb_record_opts *o)
+{
+	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1,
+			      .releaser = -1, .releaser_fd = -1, .tty = isatty(2) && !o->quiet };
+	int err;
+
+	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+	/* A reader of `-o -` that goes away, or a releaser killed before we
+	 * tell it to leave, is a write error (EPIPE), not a death that would
+	 * leave a process stopped at exec. The command gets it back. */
+	signal(SIGPIPE, SIG_IGN);
+	err = check_env(o);
+	if (err)
+		return err;
+	err = find_targets(&r);
+	if (!err)
+		err = load_bpf(&r);
+	if (!err)
+		err = open_output(&r);
+	if (!err)
+		err = attach_targets(&r);
+	if (!err) {
+		err = finish_output(&r, record_loop(&r));
+		report(&r);
+		if (!err)
+			err = write_json(&r);
+	}
+	destroy(&r, err);
 	return err;
 }

@@ -88,6 +88,32 @@ size_t tb_rec_min_size(uint16_t rec_type)
 	return rec_type < TB_REC_TYPE_MAX ? min_size[rec_type] : 0;
 }
 
+uint32_t tb_stats_ncpus(const struct tb_rec_stats *st)
+{
+	size_t room = st->hdr.size > sizeof(*st) ? (st->hdr.size - sizeof(*st)) / 8 : 0;
+
+	return st->ncpus < room ? st->ncpus : (uint32_t)room;
+}
+
+uint64_t tb_stats_drop(const struct tb_rec_stats *st, uint32_t cpu)
+{
+	uint64_t d = 0;
+
+	if (cpu < tb_stats_ncpus(st))
+		memcpy(&d, (const char *)(st + 1) + 8 * (size_t)cpu, 8);
+	return d;
+}
+
+uint64_t tb_stats_lost_procs(const struct tb_rec_stats *st)
+{
+	size_t off = sizeof(*st) + 8 * (size_t)st->ncpus;
+	uint64_t n = 0;
+
+	if (off + 8 <= st->hdr.size)
+		memcpy(&n, (const char *)st + off, 8);
+	return n;
+}
+
 static uint32_t crc(const void *p, size_t n)
 {
 	return (uint32_t)crc32(0L, p, (uInt)n);

@@ -14,7 +14,7 @@
 #include "../bpf/record.h"
 
 #define TB_FORMAT_MAJOR 2
-#define TB_FORMAT_MINOR 2
+#define TB_FORMAT_MINOR 3
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
@@ -90,6 +90,13 @@ struct tb_file_info {
 	char kernel[256];             /* uname -r */
 	char cmdline[4096];           /* the recorder's command line */
 };
+
+/* A STATS record's fields past its struct: the number of per-CPU drop
+ * counts it holds (ncpus, clamped to its size), one of them, and (2.3)
+ * lost_procs, 0 in a record written before 2.3. */
+uint32_t tb_stats_ncpus(const struct tb_rec_stats *st);
+uint64_t tb_stats_drop(const struct tb_rec_stats *st, uint32_t cpu);
+uint64_t tb_stats_lost_procs(const struct tb_rec_stats *st);
 
 /* Stream of a record type (TB_STREAM_*), or -EINVAL for an unknown type. */
 int tb_stream_of(uint16_t rec_type);

@@ -37,6 +37,7 @@ struct tb_record_opts {
 	unsigned sched_select;           /* --sched-events (sched.h), 0 = all */
 	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */
 	int nevents;
+	unsigned max_procs;              /* --max-processes: size of the traced set */
 };
 
 int tb_record(const struct tb_record_opts *o);

@@ -514,7 +514,7 @@ for cc in gcc clang; do
 	compile "$cc: compile bench/probe_cost.c -DTRACEBPF_PROBE_NOP1" "$P/probe_cost_nop1.$cc.log" -- \
 		$cc -std=c11 -O2 $WARN $INC -DTRACEBPF_PROBE_NOP1 "$ROOT/bench/probe_cost.c" -o "$P/probe_cost_nop1.$cc" -pthread
 	compile "$cc: compile bench/rate.c" "$P/rate.$cc.log" -- \
-		$cc -std=c11 -O2 $WARN $INC "$ROOT/bench/rate.c" -o "$P/rate.$cc"
+		$cc -std=c11 -O2 $WARN $INC "$ROOT/bench/rate.c" -o "$P/rate.$cc" -pthread
 
 	[ -x "$P/probe_cost.$cc" ] && check_binary "$cc probe_cost" "$P/probe_cost.$cc" lea 6
 	# the extended API (event_id sites) in C and as C++

@@ -170,12 +170,18 @@ def child_pid_of(rec):
     ld.so probe."""
     def is_loader_probe(pid):
         # the recorder briefly runs the program with LD_TRACE_LOADED_OBJECTS
-        # to learn its libraries (user/probes.c): not the traced child
+        # to learn its libraries (user/probes.c): not the traced child.
+        # Inside execve the new /proc/PID/exe is visible before the new
+        # environment is: an empty environ is not known yet, so look again
+        # (taking it for the child made callers kill a probe that had
+        # already exited: ProcessLookupError in test_stop_signals and
+        # test_drops_survive_a_killed_recorder).
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
-                return b"LD_TRACE_LOADED_OBJECTS=1" in f.read().split(b"\0")
+                env = f.read()
         except OSError:
             return True
+        return not env or b"LD_TRACE_LOADED_OBJECTS=1" in env.split(b"\0")
 
     def runs_tracebpf(pid):
         try:

@@ -327,3 +327,66 @@ def test_attach_to_several_pids(recorder, spawn):
     by_pid = Counter(e["pid"] for e in t.named("loop", "I"))
     assert set(by_pid) == set(pids), (by_pid, pids, bpid)
     assert min(by_pid.values()) > 10
+
+
+def test_notes_with_other_registers(recorder):
+    """A binary with a note whose arguments are not in trace.h's fixed
+    registers (as one built with an older header): every site of it is
+    decoded from the notes' specs, and each value is exact. With the
+    fixed-register program the 'other' site's values would be whatever
+    %rdi/%rsi/%rdx held."""
+    n = 50
+    rec = recorder("-v", "--no-sched", "--", prog("other_regs"), n).wait()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert re.search(r"tracebpf: record: 1 of the 2 event probes in '.*other_regs' use other "
+                     r"registers than this trace.h: decoding their arguments per hit",
+                     rec.stderr), rec.stderr[-3000:]
+    t = rec.trace()
+    other = [e["args"] for e in t.named("other", "I")]
+    fixed = [e["args"] for e in t.named("fixed", "I")]
+    assert other == [{"i": i, "sq": i * i} for i in range(n)], other[:5]
+    assert fixed == [{"i": i, "neg": -i} for i in range(n)], fixed[:5]
+
+
+def test_fixed_registers_read_directly(recorder):
+    """An ordinary binary (every note in the fixed registers) gets the
+    program that reads them straight from the saved registers: no message
+    about decoding, and exact values."""
+    rec = recorder("-v", "--no-sched", "--", prog("mt_events"), 2, 50).wait()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert "use other registers" not in rec.stderr
+    t = rec.trace()
+    for tid in {e["tid"] for e in t.named("work", "X")}:
+        seqs = [e["args"]["seq"] for e in t.named("work", "X") if e["tid"] == tid]
+        assert seqs == list(range(50)), seqs[:5]
+
+
+def test_processes_the_traced_set_cannot_hold(recorder):
+    """--max-processes 3: the shell and two of its five children are
+    traced, the other three cannot be added to the full set. They are
+    counted and reported like drops: a warning, info, dump, the JSON's
+    metadata.lost_processes. The five children are alive together (sleep 2),
+    so none frees its place before the last has started."""
+    rec = recorder("--max-processes", 3, "--no-sched", "--", "sh", "-c",
+                   "for i in 1 2 3 4 5; do sleep 2 & done; wait; " + prog("loop_events") + " 0.01"
+                   ).wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert re.search(r"tracebpf: WARNING: 3 processes started by traced processes were NOT "
+                     r"TRACED because the set of traced processes was full \(3\); record again "
+                     r"with a larger --max-processes", rec.stderr), rec.stderr[-2000:]
+    t = rec.trace()
+    assert t.meta["lost_processes"] == 3, t.meta
+    assert t.named("loop", "I"), "the traced shell's later child was recorded"
+    info = subprocess.run([TRACEBPF, "info", str(rec.tbt)], capture_output=True, text=True)
+    assert re.search(r"^lost processes: 3 ", info.stdout, re.M), info.stdout
+    dump = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert re.findall(r"STATS .* lost_procs=(\d+)", dump.stdout)[-1] == "3", dump.stdout[-500:]
+    conv = subprocess.run([TRACEBPF, "convert", str(rec.tbt), "-o", str(rec.tbt) + ".json"],
+                          capture_output=True, text=True)
+    assert "warning: 3 processes started by traced processes were not traced" in conv.stderr
+
+
+def test_max_processes_usage_error(recorder):
+    rec = recorder("--max-processes", 0, "--", prog("loop_events"), 0.01).wait()
+    assert rec.rc == 64, (rec.rc, rec.stderr)
+    assert "invalid --max-processes '0': give 1 to 4194304" in rec.stderr

@@ -91,7 +91,7 @@ def test_sigkill_recorder_20_times(tmp_path):
         emitted = count_of(countfile)
         info = run("info", tbt)
         assert info.returncode == 0, info.stderr
-        assert "format:         2.2" in info.stdout
+        assert "format:         2.3" in info.stdout
         out = tmp_path / f"k{i}.json"
         c = run("convert", tbt, "-o", out)
         assert c.returncode == 0, c.stderr
@@ -270,7 +270,7 @@ def test_golden_files_convert(tmp_path):
     golden = sorted((ROOT / "tests" / "data").glob("v*.tbt"))
     versions = [g.name.split("-")[0][1:] for g in golden]
     # one per released format version; an empty list must not pass
-    assert {"1.0", "2.0", "2.1", "2.2"} <= set(versions), golden
+    assert {"1.0", "2.0", "2.1", "2.2", "2.3"} <= set(versions), golden
     for g, version in zip(golden, versions):
         out = tmp_path / (g.stem + ".json")
         c = run("convert", g, "-o", out)
@@ -282,6 +282,9 @@ def test_golden_files_convert(tmp_path):
         if version == "2.2":   # recorded --paused, then tracebpf ctl start
             assert len(t.meta["recording_stopped"]) == 1, t.meta
             assert "tracebpf ctl:   1 stop, 1 start\n" in info.stdout, info.stdout
+        if version == "2.3":   # the second sleep did not fit in --max-processes 2
+            assert t.meta["lost_processes"] == 1, t.meta
+            assert "lost processes: 1 " in info.stdout, info.stdout
 
 
 def test_info_truncated_and_errors(tmp_path):

@@ -676,6 +676,57 @@ static void test_golden_v2_2(void **state)
 	assert_int_equal(ctl_seen, 2);
 }
 
+/* 2.3: STATS records end with lost_procs (the second sleep, the set of
+ * traced processes holding 2). */
+static uint64_t lost_seen;
+
+static void check_lost_v2_3(const struct tb_rec_hdr *h)
+{
+	check_sched_v2_1(h);
+	if (h->type == TB_REC_STATS) {
+		const struct tb_rec_stats *st = (const void *)h;
+
+		assert_int_equal(tb_stats_ncpus(st), 2);
+		assert_int_equal(h->size, sizeof(*st) + 3 * 8);
+		lost_seen = tb_stats_lost_procs(st);
+	}
+}
+
+static void test_golden_v2_3(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 8, [TB_REC_FORK] = 4,
+		[TB_REC_EXEC] = 3, [TB_REC_EXIT] = 4, [TB_REC_COMM] = 5,
+		[TB_REC_CMDLINE] = 3, [TB_REC_STATS] = 2, [TB_REC_SWITCH] = 53,
+		[TB_REC_WAKE] = 65, [TB_REC_KTASK] = 14,
+	};
+
+	(void)state;
+	lost_seen = 0;
+	check_golden("tests/data/v2.3-mt_events.tbt", 2, 3, true, want, check_lost_v2_3);
+	assert_int_equal(lost_seen, 1);
+}
+
+/* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
+static void test_stats_without_lost_procs(void **state)
+{
+	__u64 buf[6 + 2] = { 0 };
+	struct tb_rec_stats *st = (void *)buf;
+
+	(void)state;
+	st->hdr.type = TB_REC_STATS;
+	st->hdr.size = sizeof(*st) + 2 * 8;
+	st->ncpus = 2;
+	buf[6] = 5;
+	buf[7] = 7;
+	assert_int_equal(tb_stats_lost_procs(st), 0);
+	assert_int_equal(tb_stats_drop(st, 1), 7);
+	st->ncpus = 9;   /* more than its size holds: clamped */
+	assert_int_equal(tb_stats_ncpus(st), 2);
+	assert_int_equal(tb_stats_drop(st, 5), 0);
+	assert_int_equal(tb_stats_lost_procs(st), 0);
+}
+
 static void test_empty_file(void **state)
 {
 	struct tb_reader *r;
@@ -706,6 +757,8 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_0),
 		cmocka_unit_test(test_golden_v2_1),
 		cmocka_unit_test(test_golden_v2_2),
+		cmocka_unit_test(test_golden_v2_3),
+		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};
 

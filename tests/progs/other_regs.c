@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * other_regs N - a binary whose probe notes name other registers than the
+ * current trace.h's fixed ones, as a build with an older header has: one
+ * hand-written tracebpf:event site passing (descriptor, a0, a1) in %rbx,
+ * %rcx, %rax (TRACE_EVENT_INSTANT2("test", "other", t, "i", i, "sq",
+ * i * i)), next to an ordinary TRACE_EVENT_INSTANT2("test", "fixed", t, "i",
+ * i, "neg", -i). Emits both N times and prints "done". The recorder must
+ * decode every site of such a binary from its notes' argument specs.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "tracebpf/trace.h"
+
+__attribute__((noinline)) static void other(int64_t i)
+{
+	TRACEBPF__SITE(site, TRACEBPF_PHASE_INSTANT, TRACEBPF_SCOPE_THREAD, 2,
+		       TRACEBPF_ARG_INT, TRACEBPF_ARG_INT,
+		       "test" "\0" "other" "\0" "i" "\0" "sq");
+	if (__builtin_expect(TRACEBPF_ENABLED(), 0)) {
+		const volatile unsigned char *p = (const volatile unsigned char *)&site;
+		uint64_t a0 = (uint64_t)i, a1 = (uint64_t)(i * i);
+
+		(void)p[0];
+		(void)p[site.h.size - 1];
+		__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE TRACEBPF__ASM_BASE
+				     :
+				     : [site] "b"(&site), [a0] "c"(a0), [a1] "a"(a1)
+				     : "memory");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc == 2 ? strtol(argv[1], NULL, 10) : -1;
+
+	if (n < 0) {
+		fprintf(stderr, "usage: other_regs N\n");
+		return 2;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		other(i);
+		TRACE_EVENT_INSTANT2("test", "fixed", TRACE_EVENT_SCOPE_THREAD, "i", i,
+				     "neg", -i);
+	}
+	printf("done\n");
+	return 0;
+}
