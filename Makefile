@@ -26,7 +26,7 @@ endif
 CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror
 USER_CFLAGS   := $(CFLAGS_COMMON) -I$(OUT) -Ibpf -Iuser -Ilib/include \
                  -I/usr/include/traceevent -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
-USER_LDLIBS   := -lbpf -lelf -lz -ltraceevent
+USER_LDLIBS   := -lbpf -lelf -ldeflate -lz -ltraceevent
 # The host's system include dirs (asm/ comes from the multiarch dir), added
 # after our own so vmlinux.h wins, as libbpf-bootstrap does.
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
@@ -146,7 +146,7 @@ $(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h tests/progs/now_ns.
 # ---- unit tests (cmocka) ----
 $(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -lz -ltraceevent -o $@
+	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 
 # ---- benchmarks ----
 $(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
@@ -208,7 +208,7 @@ $(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) user/*.h bpf/reco
 	$(Q)mkdir -p $(OUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Iuser -Ibpf -I/usr/include/traceevent $< $(CORE_SRCS) -lz -ltraceevent -o $@
+		-D_GNU_SOURCE -Iuser -Ibpf -I/usr/include/traceevent $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
 .PHONY: fuzz
 fuzz: $(OUT)/fuzz/fuzz_reader

@@ -32,7 +32,7 @@ bpf_ok() {
 }
 # libclang-rt-14-dev: the libFuzzer and sanitizer runtimes of the fuzz target
 # (clang only recommends it, and recommends are not installed here)
-pkgs=(make gcc g++ clang llvm libelf-dev zlib1g-dev pkg-config
+pkgs=(make gcc g++ clang llvm libelf-dev zlib1g-dev libdeflate-dev pkg-config
       binutils libcmocka-dev libtraceevent-dev python3 python3-pytest procps util-linux
       libclang-rt-14-dev)
 missing=()
