@@ -586,6 +586,15 @@ if [ -f "$ROOT/bpf/record.h" ]; then
 		"$(sed -n 's/^#define TRACEBPF_SITE_MAX[[:space:]]*\([0-9]*\).*/\1/p' "$ROOT/lib/include/tracebpf/trace.h")"
 fi
 
+# The build refuses a libbpf older than 1.3 (one perf-event uprobe per
+# site) with a message that says what to do; a recent one passes (-n: the
+# check runs when the Makefile is read, nothing is built).
+msg=$(make -s -n -C "$ROOT" LIBBPF_VER=1.1.2 all 2>&1 >/dev/null)
+check_eq "make refuses libbpf 1.1.2" "yes" \
+	"$(grep -q "tracebpf needs libbpf >= 1.3, found 1.1.2: run 'sudo make deps'" <<<"$msg" && echo yes || echo "no: $msg")"
+check_eq "make takes libbpf 1.4.6" "0" \
+	"$(make -s -n -C "$ROOT" LIBBPF_VER=1.4.6 all >/dev/null 2>&1; echo $?)"
+
 rm -rf "$T" "$B/bad.o"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
