@@ -59,6 +59,8 @@ struct tb_sched {
 	struct bpf_link **links;
 	int nlinks;
 	bool staging;            /* hot programs stage records (bpf/sched.bpf.c) */
+	__u32 *taken;            /* after unstage: bytes taken out of each CPU's
+				  * staging buffer (stragglers land past them) */
 	struct tb_rings rings;   /* kernel events' rings (--kernel-buffer-size) */
 	struct ring_buffer *rb;  /* polls them (and record.bpf.c's) */
 	tb_ring_fn fn;           /* takes their records */
@@ -654,8 +656,11 @@ static long unstage(struct tb_sched *s)
 	if (vsz != sizeof(struct tb_stage) || ncpu <= 0)
 		return -EINVAL;   /* cannot happen: one struct, from record.h */
 	v = calloc(ncpu, sizeof(*v));
-	if (!v)
+	s->taken = calloc(ncpu, sizeof(*s->taken));
+	if (!v || !s->taken) {
+		free(v);
 		return -ENOMEM;
+	}
 	s->skel->bss->no_stage = true;
 	s->staging = false;
 	nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
@@ -676,6 +681,7 @@ static long unstage(struct tb_sched *s)
 	for (int cpu = 0; cpu < ncpu; cpu++) {
 		__u32 len = v[cpu].len < TB_STAGE_BYTES ? v[cpu].len : TB_STAGE_BYTES;
 
+		s->taken[cpu] = len;
 		if (!len)
 			continue;
 		s->fn(s->fn_ctx, v[cpu].buf, len);
@@ -685,12 +691,47 @@ static long unstage(struct tb_sched *s)
 	return n;
 }
 
+/* After unstage: a program that had read no_stage as false just before it
+ * was set, and whose vCPU then stalled past unstage's wait (a host can
+ * deschedule a vCPU for milliseconds), stages its record after the map was
+ * read. Every round (and the last) takes what lies past the bytes already
+ * taken; a buffer shorter than that was rewritten from its start (only from
+ * outside: programs no longer flush it) and is taken whole. A map that
+ * cannot be read now is read at the next round. */
+static void sweep_stragglers(struct tb_sched *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.stage), ncpu = libbpf_num_possible_cpus();
+	struct tb_stage *v = ncpu > 0 ? calloc(ncpu, sizeof(*v)) : NULL;
+	__u32 zero = 0;
+
+	if (v && !bpf_map_lookup_elem(fd, &zero, v)) {
+		for (int cpu = 0; cpu < ncpu; cpu++) {
+			__u32 len = v[cpu].len < TB_STAGE_BYTES ? v[cpu].len : TB_STAGE_BYTES;
+			__u32 from = len < s->taken[cpu] ? 0 : s->taken[cpu];
+
+			if (v[cpu].busy || len == from)
+				continue;   /* one still writing: at the next round */
+			s->fn(s->fn_ctx, v[cpu].buf + from, len - from);
+			s->taken[cpu] = len;
+			if (s->o.verbose)
+				fprintf(stderr, "tracebpf: record: took %u bytes staged on CPU %d "
+						"after the staging buffers were read\n", len - from, cpu);
+		}
+	}
+	free(v);
+}
+
 int tb_sched_flush(struct tb_sched *s)
 {
 	int fd, ncpu, err = 0;
 
-	if (!s || !s->skel || !s->staging)
+	if (!s || !s->skel)
 		return 0;
+	if (!s->staging) {
+		if (s->taken)
+			sweep_stragglers(s);
+		return 0;
+	}
 	fd = bpf_program__fd(s->skel->progs.tb_stage_flush);
 	ncpu = libbpf_num_possible_cpus();
 	for (int cpu = 0; cpu < ncpu; cpu++) {
@@ -738,6 +779,7 @@ void tb_sched_destroy(struct tb_sched *s)
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
+	free(s->taken);
 	sched_bpf__destroy(s->skel);
 	tb_rings_close(&s->rings);
 	for (int i = 0; i < s->nev; i++)

@@ -262,6 +262,38 @@ def set_stage(stage, busy):
     raise AssertionError(f"staging buffers (len, busy) per CPU stayed {state}, wrote (0, 1)")
 
 
+def test_record_staged_after_the_recovery(recorder, spawn):
+    """After a refused flush the recorder reads every CPU's staging buffer
+    once; a program whose vCPU stalled between its check of no_stage and
+    its write stages a record after that read. Every later round takes what
+    lies past the bytes already taken. Such a straggler is made here by
+    writing a staged cpu_idle record (state 7777) into the map through
+    bpftool after the recovery: it must reach the trace (it never did
+    before the rounds looked again)."""
+    target = spawn(prog("quiet_thread"))
+    assert target.stdout.readline().strip() == "ready"
+    rec = recorder("--flush-interval", "50", "-p", target.pid,
+                   wrap=[prog("deny_bpf_cmd"), "--after", 1, 10])
+    # -q: deny_bpf_cmd's line (which call it refused), then the recovery's
+    lines = [rec.proc.stderr.readline(), rec.proc.stderr.readline()]
+    assert "scheduler records go straight to the rings from now on" in lines[1], lines
+    map_id, size = stage_map(rec.proc.pid)
+    ts = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    idle = struct.pack("<HHIQIIIIII", 12, 40, 0, ts, 0, 0, 1, 7777, 0, 0)   # TB_REC_CPU
+    value = (struct.pack("<IIII", len(idle), 1, 0, 0) + idle).ljust(size, b"\0")
+    p = subprocess.run(["bpftool", "map", "update", "id", str(map_id), "key", "0", "0", "0", "0",
+                        "value", *(str(b) for b in value)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    wait_for(lambda: all(l == len(idle) for l, _ in stage_state((map_id, size))),
+             what="the written staging buffers to read back")
+    time.sleep(0.2)   # a few rounds: the sweep runs in each
+    rec.stop()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    t = rec.trace()
+    got = [l for l in t.systrace if l["event"] == "cpu_idle" and "state=7777" in l["details"]]
+    assert got, [l for l in t.systrace if l["event"] == "cpu_idle"][:5]
+
+
 def test_busy_staging_buffer_falls_back_to_the_rings(recorder, spawn):
     """A program that finds its CPU's staging buffer busy (it interrupted
     another one writing it: rare, an interrupt's wakeup nested in a
