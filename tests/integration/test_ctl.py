@@ -265,7 +265,13 @@ def test_recorder_killed_while_ctl_waits(recorder, tmp_path):
     os.kill(pid, signal.SIGSTOP)
     c = subprocess.Popen([TRACEBPF, "ctl", "stop"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(0.3)   # not asserted on: only gives ctl time to start waiting
+    # ctl has found the recording and asked once status shows the request
+    # waiting for the (frozen) recorder: only then does killing the recorder
+    # test a ctl that waits (a fixed sleep could end before ctl asked, and
+    # ctl would then find no recording)
+    wait_for(lambda: re.search(rf"^recording {pid}: the stop asked by process {c.pid} waits "
+                               rf"for the recorder", ctl("status").stdout, re.M),
+             what="ctl stop to wait for the recorder")
     ph.rec.proc.kill()
     ph.cmd.close()
     os.close(ph.ack)

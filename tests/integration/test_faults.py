@@ -30,17 +30,25 @@ COMMANDS = {
 }
 
 
+# The environment every recording of this module gives its command (the
+# recorder passes its own to the command it starts): a process left stopped
+# is found by it, not by a name another process on the machine may have.
+MARK = f"TRACEBPF_FAULTS_RUN={os.getpid()}"
+
+
 def stopped_pingpongs():
-    """pingpong processes (or threads) left stopped."""
+    """This module's traced processes left stopped: [(pid, comm, state)]."""
     left = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 stat = f.read()
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
         except OSError:
             continue
         comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
-        if state in "Tt" and comm in ("pingpong", "ping", "pong"):
+        if state in "Tt" and MARK.encode() in env:
             left.append((int(pid), comm, state))
     return left
 
@@ -54,7 +62,8 @@ def record_refusing(tmp_path, cmd, after):
     out = tmp_path / f"f{cmd}_{after}.json"
     p = subprocess.run([prog("deny_bpf_cmd"), "--after", str(after), str(cmd), TRACEBPF,
                         "record", "-q", "-o", str(out), "--", prog("pingpong"), str(ROUNDS)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, **dict([MARK.split("=", 1)])))
     return Run(p, out)
 
 

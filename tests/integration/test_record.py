@@ -177,22 +177,37 @@ def test_redzone_locals_survive_tracing(recorder):
     safe, naive, calls = map(int, m.groups())
     assert calls == 200000
     assert safe == 0, f"tracebpf's probe site corrupted {safe} red-zone locals"
-    # the control proves the test can see corruption on this kernel
-    assert naive > 0, "naive 5-byte-nop site not corrupted: the kernel did not optimize it"
     t = rec.trace()
     assert len(t.by_ph("I")) >= 2 * 200000 - 10
+    # The control proves the test can see corruption on this kernel: only a
+    # kernel that rewrites a 5-byte-nop uprobe into a call (6.18) corrupts
+    # the naive site. Elsewhere there is nothing to see: skip, not fail.
+    if naive == 0:
+        pytest.skip("this kernel does not optimize 5-byte-nop uprobes: the naive site "
+                    "is not corrupted, so the guard cannot be shown to matter here")
 
 
 def test_string_and_typed_args(recorder):
     rec = recorder("--", build_demo()).wait()
     t = rec.trace()
     assert t.by_ph("X") and t.by_ph("I") and t.by_ph("C")
-    # every arg of the demo's typed slices decodes to the expected JSON type
-    kinds = set()
-    for e in t.events:
-        for v in (e.get("args") or {}).values():
-            kinds.add(type(v).__name__)
-    assert {"int", "float", "str", "bool"} <= kinds, kinds
+    # The demo's arguments decode to their JSON types and values, checked
+    # per event (not pooled over all events: the metadata's thread_name
+    # args are strings too, which once let a broken string argument pass).
+    # consumers process the 300 items the producer labels "item-<id>"
+    process = {e["args"]["id"]: e["args"]["weight"] for e in t.named("process", "X")}
+    assert sorted(process) == list(range(300)), sorted(process)[:5]
+    assert all(w == 0.5 + (i % 7) * 0.25 for i, w in process.items()), process
+    inspect = t.named("inspect", "X")
+    assert len(inspect) == 300
+    for e in inspect:
+        label, urgent = e["args"]["label"], e["args"]["urgent"]
+        assert isinstance(label, str) and re.fullmatch(r"item-\d+", label), e
+        assert urgent is (int(label[5:]) % 10 == 0), e
+    checks = {e["args"]["label"] for e in t.named("checksum", "X")}
+    assert checks == {f"item-{i}" for i in range(300)}, sorted(checks)[:5]
+    ptrs = [e["args"]["ptr"] for e in t.named("item_at", "I")]
+    assert len(ptrs) == 300 and all(re.fullmatch(r"0x[0-9a-f]+", p) for p in ptrs), ptrs[:3]
 
 
 def build_demo():

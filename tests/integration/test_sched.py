@@ -16,6 +16,8 @@ import pytest
 from conftest import TRACEBPF, child_pid_of, fd_infos, in_poll, load, prog, wait_for
 from test_errors import check_failed, run
 
+NCPUS = os.cpu_count()
+
 ROUNDS = 500
 
 
@@ -141,34 +143,66 @@ def test_staging_refused_by_the_kernel(recorder):
 
 def test_staged_records_flushed_at_stop(recorder, spawn):
     """Records still staged on a CPU when the recorder stops reach the file.
-    With a 10 s flush interval the recorder sleeps in poll() from attach to
-    the SIGINT sent right after an (untraced, system-wide scheduler events)
-    5-round pingpong: no periodic flush runs in between, and 5 rounds are
-    far fewer records than fill a 4 KiB staging buffer, so they reach the
-    rings only through the flush at stop."""
+    --sched=traced: only switches involving the target are staged, so
+    nothing else fills a buffer (system-wide, the machine's own switches
+    fill 4 KiB and send it to the ring by themselves within milliseconds,
+    with or without a flush at stop). A 10 s flush interval and no exit of
+    a traced process (which would wake the recorder for a round): the
+    target is stopped and continued (SIGSTOP, SIGCONT: each wakes it), the
+    switches it makes are read out of the staging buffers, and each of them,
+    by (prev, next, microsecond), must be in the file after SIGINT: only the
+    flush at stop can have put them there."""
     target = spawn(prog("quiet_thread"))
     assert target.stdout.readline().strip() == "ready"
-    rec = recorder("--flush-interval", "10000", "-p", target.pid)
+    rec = recorder("--sched=traced", "--flush-interval", "10000", "-p", target.pid)
     wait_for(lambda: in_poll(rec.proc.pid), what="the recorder's poll loop")
-    pp = subprocess.run([prog("pingpong"), "5"], capture_output=True, text=True, timeout=60)
-    assert pp.returncode == 0, pp.stderr
+    tids = {int(t) for t in os.listdir(f"/proc/{target.pid}/task")}
+    stop_and_continue(target.pid)
+    stage = stage_map(rec.proc.pid)
+    staged = [x for cpu in range(NCPUS) for x in staged_switches(stage, cpu, tids)]
+    assert staged, "the target's switches are not in the staging buffers"
     rec.stop()
     t = rec.trace()
-    ping, pong, cpu = pingpong_ids(pp)
-    # the switches of all 5 rounds (check_pingpong's wakeup checks need more
-    # rounds: with 5, a preempted ping may never block, so pong wakes nobody)
-    sw = switches(t)
-    into = Counter(int(s["next_pid"]) for s in sw if s["cpu"] == cpu)
-    assert into[ping] >= 5 and into[pong] >= 5, (into[ping], into[pong])
-    between = [s for s in sw if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
-    assert len(between) >= 5, len(between)
-    # Every round one of them blocks in read() and the other's write wakes
-    # it, but which one depends on wakeup preemption: when the woken thread
-    # always preempts the writer, only ping ever blocks. So: a waking
-    # between the two, in either direction.
-    wakes = [dict(l, **parse_kv(l["details"])) for l in t.systrace if l["event"] == "sched_waking"]
-    pair = [w for w in wakes if {int(w["pid"]), w["tid"]} == {ping, pong}]
-    assert pair, f"no sched_waking between ping {ping} and pong {pong} in {len(wakes)} wakings"
+    got = {(int(s["prev_pid"]), int(s["next_pid"]), s["ts_ns"] // 1000) for s in switches(t)}
+    missing = [x for x in staged if x not in got]
+    assert not missing, f"{len(missing)} of the {len(staged)} staged switches are not in the file"
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (after the parenthesised comm)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def staged_switches(stage, cpu, tids):
+    """The SWITCH records from or to one of tids that CPU cpu's staging
+    buffer holds now, as (prev tid, next tid, microsecond): struct tb_stage
+    read by field name through the map's BTF, the records as bpf/record.h
+    lays them out."""
+    p = subprocess.run(["bpftool", "-j", "map", "lookup", "id", str(stage[0]),
+                        "key", "0", "0", "0", "0"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    v = next(x["value"] for x in json.loads(p.stdout)["formatted"]["values"] if x["cpu"] == cpu)
+    buf, off, out = bytes(v["buf"]), 0, []
+    while off + 24 <= min(v["len"], len(buf)):
+        rtype, size, _cpu, ts, _pid, prev = struct.unpack_from("<HHIQII", buf, off)
+        if size < 24:
+            break
+        if rtype == 9 and size >= 32:   # TB_REC_SWITCH: hdr.tid is prev, next_tid at 24
+            nxt = struct.unpack_from("<I", buf, off + 24)[0]
+            if prev in tids or nxt in tids:
+                out.append((prev, nxt, ts // 1000))
+        off += size
+    return out
+
+
+def stop_and_continue(pid):
+    """SIGSTOP then SIGCONT: each wakes the target, so it switches in and
+    out, and no traced process exits (an exit would wake the recorder)."""
+    os.kill(pid, signal.SIGSTOP)
+    wait_for(lambda: proc_state(pid) == "T", what="the target to stop")
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: proc_state(pid) == "S", what="the target to sleep again")
 
 
 def test_flush_refused_while_recording(recorder, spawn):
@@ -177,17 +211,19 @@ def test_flush_refused_while_recording(recorder, spawn):
     through once, for the check at load, and refuses it after) leaves each
     CPU's staged records unflushed: the recorder takes them out of the
     staging map itself, warns, and goes on with records straight to the
-    rings. Here the flush at stop is the first to fail: with a 10 s flush
-    interval a 5-round pingpong's records sit only in the staging buffers,
-    so without the recovery its switches would be missing (as in
-    test_staged_records_flushed_at_stop)."""
+    rings. Here the flush at stop is the first to fail: set up as in
+    test_staged_records_flushed_at_stop, every staged switch of the target
+    must be in the file, and the warning counts at least as many records."""
     target = spawn(prog("quiet_thread"))
     assert target.stdout.readline().strip() == "ready"
-    rec = recorder("--flush-interval", "10000", "-p", target.pid,
+    rec = recorder("--sched=traced", "--flush-interval", "10000", "-p", target.pid,
                    wrap=[prog("deny_bpf_cmd"), "--after", 1, 10])
     wait_for(lambda: in_poll(rec.proc.pid), what="the recorder's poll loop")
-    pp = subprocess.run([prog("pingpong"), "5"], capture_output=True, text=True, timeout=60)
-    assert pp.returncode == 0, pp.stderr
+    tids = {int(t) for t in os.listdir(f"/proc/{target.pid}/task")}
+    stop_and_continue(target.pid)
+    stage = stage_map(rec.proc.pid)
+    staged = [x for cpu in range(NCPUS) for x in staged_switches(stage, cpu, tids)]
+    assert staged, "the target's switches are not in the staging buffers"
     rec.stop()
     assert rec.rc == 0, rec.stderr[-2000:]
     m = re.search(r"warning: failed to flush CPU \d+'s staged scheduler events "
@@ -195,12 +231,11 @@ def test_flush_refused_while_recording(recorder, spawn):
                   r"buffers; scheduler records go straight to the rings from now on",
                   rec.stderr)
     assert m, rec.stderr[-2000:]
+    assert int(m.group(1)) >= len(staged), (m.group(1), staged)
     t = rec.trace()
-    ping, pong, cpu = pingpong_ids(pp)
-    sw = switches(t)
-    between = [s for s in sw if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
-    assert len(between) >= 5, (len(between), m.group(1))
-    assert int(m.group(1)) >= len(between)
+    got = {(int(s["prev_pid"]), int(s["next_pid"]), s["ts_ns"] // 1000) for s in switches(t)}
+    missing = [x for x in staged if x not in got]
+    assert not missing, f"{len(missing)} of the {len(staged)} staged switches are not in the file"
     assert t.meta["drops_total"] == 0
 
 

@@ -106,12 +106,21 @@ def test_sigkill_recorder_20_times(tmp_path):
     print("kills (events kept, events emitted, torn tail):", prefixes)
 
 
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (after the parenthesised comm)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def test_sigterm_loses_nothing(tmp_path):
     p, child, countfile, tbt = start_seq(tmp_path, "term")
     try:
         wait_for(lambda: count_of(countfile) >= 20000, what="20000 events")
         os.kill(child, signal.SIGSTOP)
-        time.sleep(0.05)
+        # The count is final once the child is stopped: wait for its state
+        # to say so ('T' in /proc/PID/stat), not for a fixed 50 ms, which a
+        # busy machine can outlast before the signal is delivered.
+        wait_for(lambda: proc_state(child) == "T", what="the child to stop")
         emitted = count_of(countfile)
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=60)   # the stopped child holds the pipes open
