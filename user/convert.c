@@ -1756,7 +1756,6 @@ int tb_convert(const struct tb_convert_opts *o)
 	FILE *f = NULL, *gz = NULL;
 	enum stage stage;
 	struct stat st;
-	mode_t mask;
 	int err, fd;
 
 	if (!o->connect && (err = tb_io_check_distinct("convert", in, out)))
@@ -1805,9 +1804,9 @@ int tb_convert(const struct tb_convert_opts *o)
 			     "the output directory must be writable" : NULL);
 			goto out;
 		}
-		mask = umask(0);
-		umask(mask);
-		if (fchmod(fd, 0666 & ~mask)) {
+		/* 0600 whatever the umask, like the trace it renders
+		 * (docs/tracebpf-record.md, FILES) */
+		if (fchmod(fd, 0600)) {
 			err = -errno;
 			close(fd);
 			fail("create", tmp, err, NULL);

@@ -62,7 +62,6 @@ int tb_cmd_info(int argc, char **argv)
 		return 1;
 	}
 	fi = tb_reader_info(r);
-	bytes = tb_reader_offset(r);
 	printf("format:         %u.%u\n", fi->major, fi->minor);
 	printf("host:           %s\n", fi->hostname);
 	printf("kernel:         %s\n", fi->kernel);
@@ -102,7 +101,10 @@ int tb_cmd_info(int argc, char **argv)
 	printf("records:        %" PRIu64 " (%" PRIu64 " user events)\n", recs,
 	       tb_reader_stream_stats(r, TB_STREAM_USER)->records);
 	tb_reader_discarded(r, &dropped_bytes);
-	printf("file bytes:     %" PRIu64 "\n", bytes + tb_reader_tail_bytes(r) - dropped_bytes);
+	/* the tail's bytes are part of the file, but the part of it that was
+	 * read is in the offset already: the input's size counts each once */
+	bytes = tb_reader_input_bytes(r);
+	printf("file bytes:     %" PRIu64 "\n", bytes);
 	if (recs)
 		printf("bytes/event:    %.2f (file bytes / records)\n", (double)bytes / recs);
 	if (stats) {

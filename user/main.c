@@ -235,11 +235,19 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		}
 		break;
 	}
-	case 'e':
+	case 'e': {
+		char sys[64], ev[128];
+
 		if (o->nevents == TB_MAX_EVENT_SPECS)
 			argp_error(state, "too many -e (at most %d)", TB_MAX_EVENT_SPECS);
+		/* the syntax is a usage error (64); whether it exists is known
+		 * once tracefs is read (exit 1) */
+		if (tb_sched_parse_spec(arg, sys, sizeof(sys), ev, sizeof(ev)))
+			argp_error(state, "invalid tracepoint '%s': give SUBSYS:EVENT, e.g. "
+				   "-e sched:sched_migrate_task or -e 'irq:*'", arg);
 		o->events[o->nevents++] = arg;
 		break;
+	}
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */
 		o->cmd = &state->argv[state->next - 1];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -1100,6 +1101,38 @@ static int load_bpf(struct recorder *r)
 			     &r->rb, on_record, r);
 }
 
+/* An output that exists is kept as PATH.old (one generation, as perf keeps
+ * perf.data.old): a recording never replaces the last one silently. A
+ * device, FIFO or symlink is written through, as before; a trace another
+ * recorder is still writing (locked) is left for tb_writer_open to refuse:
+ * 1 then, else 0 or a negative errno (said). */
+static int keep_old(const char *path)
+{
+	char old[PATH_MAX + 8];
+	struct stat st;
+	bool busy = false;
+	int fd, err;
+
+	if (lstat(path, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		busy = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+		close(fd);
+	}
+	if (busy)
+		return 1;
+	snprintf(old, sizeof(old), "%s.old", path);
+	if (rename(path, old)) {
+		err = -errno;
+		ERR("failed to keep the existing '%s' as '%s': %s", path, old, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: move it away, or record with another -o\n");
+		return err;
+	}
+	fprintf(stderr, "tracebpf: record: kept the existing '%s' as '%s'\n", path, old);
+	return 0;
+}
+
 /* The file first: nothing the kernel hands us may be lost. Then --serve. */
 static int open_output(struct recorder *r)
 {
@@ -1108,6 +1141,15 @@ static int open_output(struct recorder *r)
 	struct tb_writer_opts wo = { .info = &info, .zlevel = o->zlevel };
 	struct utsname uts;
 	int err;
+
+	if (strcmp(r->tbt_path, "-")) {
+		/* nothing moved for a recording that is going to be refused */
+		err = keep_old(r->tbt_path);
+		if (!err && !o->no_json && r->json_path[0])
+			err = keep_old(r->json_path);
+		if (err < 0)
+			return err;
+	}
 
 	gethostname(info.hostname, sizeof(info.hostname) - 1);
 	if (!uname(&uts))

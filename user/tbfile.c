@@ -318,7 +318,9 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 		/* Locked before it is truncated: a second writer of the same
 		 * file (two recorders with one -o) must not destroy the first
 		 * one's trace. A file system without locks is written anyway. */
-		w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		/* 0600, as perf.data: a trace holds the whole machine's
+		 * scheduling, other users' process names included */
+		w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 		if (w->fd < 0) {
 			err = -errno;
 			free(w);
@@ -649,6 +651,7 @@ struct tb_reader {
 	size_t rlen, rpos;
 	bool done;
 	uint64_t tail;
+	uint64_t input_end;       /* when stopped at a tail: the input's size */
 	const char *reason;
 	/* following a file being written */
 	const volatile int *stop;
@@ -868,6 +871,11 @@ uint64_t tb_reader_offset(const struct tb_reader *r)
 	return r->off;
 }
 
+uint64_t tb_reader_input_bytes(const struct tb_reader *r)
+{
+	return r->input_end > r->off ? r->input_end : r->off;
+}
+
 static bool seekable(const struct tb_reader *r)
 {
 	struct stat st;
@@ -897,6 +905,7 @@ static int stop(struct tb_reader *r, const char *reason)
 	r->done = true;
 	r->reason = reason;
 	r->tail = r->off - r->chunk_off + rest_of_input(r->fd);
+	r->input_end = r->chunk_off + r->tail;   /* the tail includes what was read of it */
 	r->recs = NULL;
 	r->rlen = r->rpos = 0;
 	drop_open_round(r);

@@ -164,6 +164,9 @@ const struct tb_stream_stats *tb_reader_stream_stats(const struct tb_reader *r,
 						     unsigned stream);
 /* Input bytes consumed (file header and chunks). */
 uint64_t tb_reader_offset(const struct tb_reader *r);
+/* The input's size: the bytes consumed, and once iteration stopped at a
+ * torn or corrupt tail, those left unread behind it too. */
+uint64_t tb_reader_input_bytes(const struct tb_reader *r);
 /* Limit iteration to streams in mask (bit 1<<TB_STREAM_*); default all. */
 void tb_reader_set_streams(struct tb_reader *r, uint32_t mask);
 /* Next record, in file order (2.0: a round's records are handed out once

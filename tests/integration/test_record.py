@@ -405,3 +405,36 @@ def test_max_processes_usage_error(recorder):
     rec = recorder("--max-processes", 0, "--", prog("loop_events"), 0.01).wait()
     assert rec.rc == 64, (rec.rc, rec.stderr)
     assert "invalid --max-processes '0': give 1 to 4194304" in rec.stderr
+
+
+def test_outputs_private_and_kept(tmp_path):
+    """Trace files are created 0600 whatever the umask (they hold the whole
+    machine's scheduling, other users' process names included), as perf
+    creates perf.data; a second recording with the same -o keeps the first
+    one's files as FILE.old (one generation) and says so."""
+    out, tbt = tmp_path / "r.json", tmp_path / "r.tbt"
+
+    def record():
+        p = subprocess.run(["sh", "-c", 'umask 0 && exec "$@"', "sh", TRACEBPF, "record", "-q",
+                            "-o", str(out), "--", prog("mt_events"), "1", "5"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p
+    first = record()
+    assert "kept the existing" not in first.stderr, first.stderr
+    for f in (tbt, out):
+        assert f.stat().st_mode & 0o777 == 0o600, (f, oct(f.stat().st_mode))
+    before = {f: f.read_bytes() for f in (tbt, out)}
+    second = record()
+    for f in (tbt, out):
+        old = f.with_name(f.name + ".old")
+        assert f"tracebpf: record: kept the existing '{f}' as '{old}'" in second.stderr, \
+            second.stderr
+        assert old.read_bytes() == before[f], f"{old} is not the first recording's {f.name}"
+        assert f.stat().st_mode & 0o777 == 0o600
+        assert f.read_bytes() != before[f]   # a new recording (its own host time, pids)
+    gz = tmp_path / "r.json.gz"
+    p = subprocess.run(["sh", "-c", 'umask 0 && exec "$@"', "sh", TRACEBPF, "convert", str(tbt),
+                        "-o", str(gz)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert gz.stat().st_mode & 0o777 == 0o600, oct(gz.stat().st_mode)

@@ -474,16 +474,19 @@ def test_event_glob(recorder):
     assert set(events) <= {"signal_generate", "signal_deliver"}, events
 
 
-@pytest.mark.parametrize("spec,msg", [
-    ("nosuch:event", "failed to find tracepoint 'nosuch:event': no such tracepoint"),
-    ("bad", "invalid tracepoint 'bad': give SUBSYS:EVENT"),
-    ("nosuch*:*", "the pattern matches no tracepoint"),
-    ("sched:", "invalid tracepoint 'sched:'"),
-    ("../../x:y", "invalid tracepoint '../../x:y'"),
+@pytest.mark.parametrize("spec,msg,rc", [
+    ("nosuch:event", "failed to find tracepoint 'nosuch:event': no such tracepoint", 1),
+    ("nosuch*:*", "the pattern matches no tracepoint", 1),
+    # the syntax is a usage error (64), as documented for every command
+    ("bad", "invalid tracepoint 'bad': give SUBSYS:EVENT", 64),
+    ("sched", "invalid tracepoint 'sched': give SUBSYS:EVENT", 64),
+    ("sched:", "invalid tracepoint 'sched:'", 64),
+    ("../../x:y", "invalid tracepoint '../../x:y'", 64),
 ])
-def test_event_errors(tmp_path, spec, msg):
+def test_event_errors(tmp_path, spec, msg, rc):
     p = run("record", "-e", spec, "-o", tmp_path / "x.json", "--", prog("pingpong"), 1)
     check_failed(p, msg)
+    assert p.returncode == rc, (p.returncode, p.stderr)
     assert not (tmp_path / "x.tbt").exists(), "nothing may be written on a bad -e"
 
 

@@ -307,6 +307,12 @@ def test_info_truncated_and_errors(tmp_path):
     info = run("info", cut)
     assert info.returncode == 0
     assert "truncated tail: " in info.stdout and "finished:       no" in info.stdout
+    # the file's size, not more: the bytes read of the torn chunk count once
+    # (they were counted in the offset and again in the tail: 17,130 for a
+    # 10,000-byte file); the same through a pipe
+    assert f"file bytes:     {len(data) - 100}\n" in info.stdout, info.stdout
+    piped = subprocess.run([TRACEBPF, "info", "-"], input=data[:-100], capture_output=True)
+    assert f"file bytes:     {len(data) - 100}\n".encode() in piped.stdout, piped.stdout
     assert "bytes/event:" in info.stdout
     # a newer major is refused with a clear message
     newer = bytearray(data)
