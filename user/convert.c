@@ -183,6 +183,13 @@ struct thread {
 	int64_t sort_index;
 	struct open_slice *stack;
 	size_t depth, cap;
+	/* 1 + the recording window (0 until the first tracebpf ctl start,
+	 * then one more per start) in which the thread was born (a FORK
+	 * record); 0: it was there before. On a thread older than the window,
+	 * an END with nothing open ends a slice that began before the window:
+	 * slices nest, so one still open then encloses everything the thread
+	 * recorded since, which is what an empty stack says. */
+	uint32_t born_window;
 };
 
 /* One output event. X: site/ev are the begin, esite/eev the end (NULL when
@@ -195,6 +202,8 @@ struct oev {
 	const struct site *site, *esite;
 	const struct tb_rec_event *ev, *eev;
 	const char *unfinished;
+	const char *begun_before;   /* I: the end of a slice that began before
+				     * the recording (window) started */
 	bool inherited;             /* X: a ghost slice ended in a forked child */
 };
 
@@ -232,6 +241,8 @@ struct conv {
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
+	uint64_t ends_before;       /* ENDs of slices begun before the recording */
+	uint32_t window;            /* tracebpf ctl starts seen */
 };
 
 static int grow_array(void **p, size_t *cap, size_t need, size_t elem)
@@ -722,6 +733,20 @@ static int end_ghost(struct conv *c, struct thread *t,
 	return add_out(c, &e);
 }
 
+/* The END of a slice that began before the recording, or before it was
+ * started again: attaching (-p, or the kernel enabling a binary's sites
+ * one by one) or a ctl start can come in the middle of a scope. Its begin
+ * is unknown, so it is shown as what it is, an instant at the end, marked,
+ * and counted (ends_before_recording), not paired with anything. */
+static int end_before(struct conv *c, struct oev *e)
+{
+	e->ph = 'I';
+	e->begun_before = c->window ? "began before tracebpf ctl start" :
+				      "began before the recording started";
+	c->ends_before++;
+	return add_out(c, e);
+}
+
 static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
 {
 	struct site *s = find_site(c, rec->hdr.pid, rec->site);
@@ -764,6 +789,8 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 		if (!t->depth) {
 			if (t->nghosts)
 				return end_ghost(c, t, ev, s, seq);
+			if (t->born_window != c->window + 1)
+				return end_before(c, &e);
 			free((void *)ev);
 			c->unmatched++;
 			return 0;
@@ -861,8 +888,11 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	size_t i;
 	int err;
 
-	if (!get_thread(c, f->child_tid, f->child_pid))
+	struct thread *t = get_thread(c, f->child_tid, f->child_pid);
+
+	if (!t)
 		return -ENOMEM;
+	t->born_window = c->window + 1;
 	err = set_name(c, f->child_pid, f->child_tid, f->comm);
 	if (err || f->flags & TB_FORKF_THREAD)
 		return err;
@@ -985,6 +1015,7 @@ static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
 		c->stopped[c->nstopped++].to = UINT64_MAX;
 	} else if (!x->off && is_stopped(c)) {
 		c->stopped[c->nstopped - 1].to = x->hdr.ts;
+		c->window++;   /* slices that began before now are not known */
 	}
 	return 0;
 }
@@ -1332,7 +1363,8 @@ static void write_event(struct tb_json *j, const struct oev *e)
 	tb_json_kuint(j, "tid", e->tid);
 	if (e->ph == 'I') {
 		tb_json_key(j, "s");
-		tb_json_string_n(j, &e->site->scope, 1);
+		/* an END site has no scope: its instant is the thread's */
+		tb_json_string_n(j, e->site->scope ? &e->site->scope : "t", 1);
 	}
 	tb_json_kstr(j, "cat", e->site->cat);
 	write_name(j, e->site, e->ev);
@@ -1356,6 +1388,9 @@ static void write_event(struct tb_json *j, const struct oev *e)
 		if (e->unfinished)
 			args_add(&as, (struct arg){ .name = "tracebpf_unfinished",
 						    .str = e->unfinished });
+		if (e->begun_before)
+			args_add(&as, (struct arg){ .name = "tracebpf_end_of",
+						    .str = e->begun_before });
 		write_args(j, &as);
 	}
 	tb_json_end_object(j);
@@ -1578,6 +1613,7 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_kuint(&j, "lost_processes", c->stats ? tb_stats_lost_procs(c->stats) : 0);
 	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
 	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
+	tb_json_kuint(&j, "ends_before_recording", c->ends_before);
 	if (c->nstopped) {
 		tb_json_key(&j, "recording_stopped");   /* tracebpf ctl stop..start */
 		tb_json_begin_array(&j);

@@ -438,3 +438,59 @@ def test_outputs_private_and_kept(tmp_path):
                         "-o", str(gz)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert gz.stat().st_mode & 0o777 == 0o600, oct(gz.stat().st_mode)
+
+
+def test_attach_in_the_middle_of_scopes(recorder, spawn):
+    """record -p of threads busy in nested scopes (an outer scope of 50
+    inner ones): the recorder attaches while they are inside both, and the
+    kernel turns the sites on one by one, so a thread's first records can
+    be ENDs, and the outer scope's END comes after inner slices recorded
+    inside it. Each is the end of a slice that began before the recording: a
+    marked instant, counted in ends_before_recording, before any recorded
+    slice of its name; nothing is unmatched and nothing is paired wrongly
+    (every complete outer slice holds exactly its inner slices 0..49, in
+    order).
+    Five attaches at different moments of the loop."""
+    before_total = 0
+    for k in range(5):
+        # The program ends while recorded, so every slice ends at its own
+        # END: slices closed together at the recording's end can end on the
+        # same ns, and a viewer's double sum may then put the child one ulp
+        # past its parent (a known limit, docs/design.md).
+        p = spawn(prog("nested_loop"), 2, 0.6)
+        assert p.stdout.readline().startswith("pid=")
+        time.sleep(0.05 * k)
+        rec = recorder("--no-sched", "-p", p.pid, name=f"a{k}").wait(timeout=60)
+        assert p.wait(timeout=60) == 0
+        assert rec.rc == 0, rec.stderr[-2000:]
+        t = rec.trace()
+        assert t.meta["unmatched_ends"] == 0, t.meta
+        marks = [e for e in t.by_ph("I") if e["args"].get("tracebpf_end_of")]
+        assert len(marks) == t.meta["ends_before_recording"], (len(marks), t.meta)
+        before_total += len(marks)
+        for tid in {e["tid"] for e in t.by_ph("X")}:
+            xs = [e for e in t.by_ph("X") if e["tid"] == tid]   # in ts order
+            mine = [e for e in marks if e["tid"] == tid]
+            # Marks end scopes entered before the site's BEGIN was live:
+            # several inner ones when the kernel enabled the inner END's
+            # site before its BEGIN's. All come before any recorded slice
+            # of their name (once both sites are live, every scope pairs).
+            assert {e["name"] for e in mine} <= {"inner", "outer"}, mine
+            for name in ("inner", "outer"):
+                first = next((x["ts"] for x in xs if x["name"] == name), None)
+                assert first is None or all(m["ts"] <= first for m in mine
+                                            if m["name"] == name), (name, mine, first)
+            # each complete outer slice holds exactly the inner ones 0..49
+            inner = [x for x in xs if x["name"] == "inner"]
+            k = 0
+            for o in (x for x in xs if x["name"] == "outer"
+                      and "tracebpf_unfinished" not in x["args"]):
+                while k < len(inner) and inner[k]["ts"] < o["ts"]:
+                    k += 1
+                js = []
+                while k < len(inner) and inner[k]["ts"] + inner[k]["dur"] <= o["ts"] + o["dur"]:
+                    js.append(inner[k]["args"]["j"])
+                    k += 1
+                assert js == list(range(50)), (o, js[:5], len(js))
+    # the race is real: across five attaches some thread began with an END
+    assert before_total > 0, "no attach landed inside a scope"

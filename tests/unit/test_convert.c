@@ -403,7 +403,7 @@ static void write_scenario(void)
 	event(w, 9500, 200, 200, A_TICK, 0, 0, "x", 2, NULL, 0);  /* unresolved 5 */
 	site(w, 10000, 100, A_OUTER_E, 'E', 0, "app", "outer", 1, t_int, n_ret, SITE_OK);
 	EV(w, 10000, 100, 100, A_OUTER_E, 42, 0);
-	EV(w, 11000, 100, 100, A_INNER_E, 0, 0);                   /* unmatched */
+	EV(w, 11000, 100, 100, A_INNER_E, 0, 0);                   /* began before */
 	EV(w, 12000, 100, 100, A_OUTER, 1, 0);                     /* never ends */
 	EV(w, 13000, 300, 300, A_TICK, 0, 0);                      /* unresolved 6 */
 	stats(w, 15000, 4, (const uint64_t[]){ 9, 9, 9, 9 });
@@ -439,7 +439,9 @@ static const char py_scenario[] =
 "assert c['args'] == {'msg': 'from child', 'val': 2.5}, c\n"
 "p = find('I', 'plain')\n"
 "assert p['s'] == 't' and p['cat'] == 'misc' and p['args'] == {'flag': True, 'neg': -3}, p\n"
-"assert len([e for e in ev if e['ph'] == 'I']) == 4\n"
+"assert len([e for e in ev if e['ph'] == 'I']) == 5\n"
+"i = [e for e in ev if e['ph'] == 'I' and 'tracebpf_end_of' in e['args']]\n"
+"assert [(e['name'], e['tid'], e['ts']) for e in i] == [('inner', 100, 11.0)], i\n"
 "q = [e for e in ev if e['ph'] == 'C']\n"
 "assert len(q) == 2, q\n"
 "assert q[0]['name'] == 'queue' and q[0]['pid'] == 100 and q[0]['args'] == {'depth': 5, 'load': 0.5}, q\n"
@@ -452,7 +454,8 @@ static const char py_scenario[] =
 "assert meta('thread_name', 300, 300) == 'tid 300'\n"
 "assert not [e for e in ev if e['ph'] == 'M' and e['pid'] == 0]\n"
 "assert md['drops_total'] == 4 and md['drops_per_cpu'] == [0, 3, 0, 1], md\n"
-"assert md['unresolved_sites'] == 6 and md['unmatched_ends'] == 1, md\n"
+"assert md['unresolved_sites'] == 6 and md['unmatched_ends'] == 0, md\n"
+"assert md['ends_before_recording'] == 1, md\n"
 "assert md['events'] == 20, md\n"
 "assert md['truncated_tail_bytes'] == 0 and 'truncated_tail_reason' not in md\n"
 "assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
@@ -494,7 +497,7 @@ static void test_scenario(void **state)
 	assert_non_null(strstr(out, "\"name\":\"process_name\",\"args\":{\"name\":\"app\"}"));
 	assert_non_null(strstr(out, "\"drops_total\":4,\"drops_per_cpu\":[0,3,0,1]"));
 	assert_non_null(strstr(out, "\"unresolved_sites\":6"));
-	assert_non_null(strstr(out, "\"unmatched_ends\":1"));
+	assert_non_null(strstr(out, "\"unmatched_ends\":0,\"ends_before_recording\":1"));
 	assert_null(strstr(out, "systemTraceEvents"));
 	assert_null(strstr(out, "\"name\":\"bad\""));
 
@@ -590,7 +593,9 @@ static void ctl(struct tb_writer *w, uint64_t ts, bool off)
 /* tracebpf ctl stop..start: a slice open at a stop ends there, marked; an
  * event stamped inside a window is left out (a program that read the
  * switch just before it flipped); the end of the cut slice recorded after
- * the start is unmatched; a window still open at the end has no to_ns. */
+ * the start, before the thread's first BEGIN of that window, is an instant
+ * marked as the end of a slice that began before the start (not paired
+ * with anything); a window still open at the end has no to_ns. */
 static void test_stopped_windows(void **state)
 {
 	struct tb_writer *w = open_trace(0);
@@ -618,14 +623,57 @@ static void test_stopped_windows(void **state)
 	assert_string_equal(err, "");
 	out = slurp(out_path);
 	assert_int_equal(py_check(out,
-"assert sorted(e['args']['n'] for e in ev if e['ph'] == 'I') == [1, 3], ev\n"
+"assert sorted(e['args']['n'] for e in ev if e['ph'] == 'I' and e['name'] == 'tick') == [1, 3], ev\n"
+"e = [e for e in ev if e['ph'] == 'I' and e['name'] == 'span']\n"
+"assert len(e) == 1 and e[0]['ts'] == 4.0 and e[0]['s'] == 't', e\n"
+"assert e[0]['args'] == {'tracebpf_end_of': 'began before tracebpf ctl start'}, e\n"
 "s = find('X', 'span', ts=1.0)\n"
 "assert abs(s['dur'] - 1.0) < 1e-9 and s['args']['tracebpf_unfinished'] == 'recording stopped', s\n"
 "s = find('X', 'span', ts=4.5)\n"
 "assert abs(s['dur'] - 0.5) < 1e-9 and s['args']['tracebpf_unfinished'] == 'recording stopped', s\n"
 "assert md['recording_stopped'] == [{'from_ns': 2000, 'to_ns': 3000}, {'from_ns': 5000}], md\n"
-"assert md['records_while_stopped'] == 3 and md['unmatched_ends'] == 1, md\n"
+"assert md['records_while_stopped'] == 3 and md['unmatched_ends'] == 0, md\n"
+"assert md['ends_before_recording'] == 1, md\n"
 "assert md['format_version'] == '2.3', md\n"), 0);
+	free(out);
+	free(err);
+}
+
+/* Attaching in the middle of scopes: on a thread that existed when the
+ * recording started, an END with nothing open ends a slice that began
+ * before the recording (one still open then encloses everything recorded
+ * on the thread since): a marked instant, counted, never paired; also after
+ * slices of its own were recorded (an outer scope around them). On a thread
+ * born during the recording it is unmatched (nothing of it is older). */
+static void test_ends_before_recording(void **state)
+{
+	struct tb_writer *w = open_trace(0);
+	char *err, *out;
+
+	(void)state;
+	site(w, 100, 1, 0xa, 'B', 0, "c", "inner", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xe, 'E', 0, "c", "inner", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xf, 'E', 0, "c", "outer", 0, NULL, NULL, SITE_OK);
+	EV(w, 1000, 1, 1, 0xe, 0, 0);     /* began before: inner */
+	EV(w, 1100, 1, 1, 0xf, 0, 0);     /* began before: outer */
+	EV(w, 2000, 1, 1, 0xa, 0, 0);
+	EV(w, 2500, 1, 1, 0xe, 0, 0);     /* the slice 2000-2500 */
+	EV(w, 3000, 1, 1, 0xf, 0, 0);     /* after its own slice: began before */
+	EV(w, 3500, 1, 2, 0xf, 0, 0);     /* another old thread: began before */
+	fork_(w, 4000, 1, 1, 1, 3, "new");
+	EV(w, 4500, 1, 3, 0xe, 0, 0);     /* born at 4000: unmatched */
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	assert_string_equal(err, "");
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+"b = [(e['tid'], e['name'], e['ts']) for e in ev if e['ph'] == 'I']\n"
+"assert b == [(1, 'inner', 1.0), (1, 'outer', 1.1), (1, 'outer', 3.0), (2, 'outer', 3.5)], b\n"
+"assert all(e['args'] == {'tracebpf_end_of': 'began before the recording started'}\n"
+"           for e in ev if e['ph'] == 'I'), ev\n"
+"x = [(e['tid'], e['name'], e['ts'], e['dur']) for e in ev if e['ph'] == 'X']\n"
+"assert x == [(1, 'inner', 2.0, 0.5)], x\n"
+"assert md['ends_before_recording'] == 4 and md['unmatched_ends'] == 1, md\n"), 0);
 	free(out);
 	free(err);
 }
@@ -849,6 +897,7 @@ int main(void)
 		cmocka_unit_test(test_convert_file),
 		cmocka_unit_test(test_equal_timestamps),
 		cmocka_unit_test(test_stopped_windows),
+		cmocka_unit_test(test_ends_before_recording),
 		cmocka_unit_test(test_empty_trace),
 		cmocka_unit_test(test_truncated_trace),
 		cmocka_unit_test(test_stdin_stdout),

@@ -62,9 +62,13 @@
  * Every macro is one statement, except the scoped TRACE_EVENTn, which are
  * declarations (in C, put one that follows a `case` label in braces).
  *
- * A scoped TRACE_EVENTn emits its END only if its BEGIN was emitted (the
- * tracer was attached when the scope was entered), so attaching in the middle
- * of a scope never produces an END without its BEGIN.
+ * A scoped TRACE_EVENTn emits its END only if the sites were enabled when
+ * the scope was entered. A tracer attaching meanwhile can still record an
+ * END without its BEGIN: the kernel enables a binary's sites one by one, and
+ * the shared semaphore is on from the first, so a scope entered just before
+ * its BEGIN's probe was in place ends with a recorded END. tracebpf shows
+ * such an END as the end of a slice that began before the recording
+ * (docs/tracebpf-convert.md).
  *
  * ## How a site looks in the binary (the ABI the tracebpf recorder reads)
  *
