@@ -1517,29 +1517,12 @@ static void render_begin(struct conv *c, FILE *f)
 /* Names (known only at the end: exit records carry the last comm) as M
  * events after the trace events, which every viewer accepts, then the
  * metadata. */
-static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
+/* The process and thread names (and sort indices), after the events. */
+static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **threads,
+			size_t nthreads)
 {
-	const struct tb_file_info *info = tb_reader_info(r);
-	void **procs = sorted_vals(&c->procs, c->old_procs, c->nold_procs);
-	void **threads = sorted_vals(&c->threads, c->old_threads, c->nold_threads);
-	size_t nprocs = c->procs.n + c->nold_procs, nthreads = c->threads.n + c->nold_threads;
-	uint64_t drops_total = 0;
-	uint32_t ncpus = 0, i;
-	struct tb_json j = c->j;
 	char buf[64];
-	int err;
-
-	if (!procs || !threads) {
-		free(procs);
-		free(threads);
-		return -ENOMEM;
-	}
-	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
-	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
-	if (c->stats) {
-		drops_total = c->stats->drops_total;
-		ncpus = tb_stats_ncpus(c->stats);
-	}
+	size_t i;
 
 	for (i = 0; i < nprocs; i++) {
 		const struct proc *p = procs[i];
@@ -1551,16 +1534,16 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 		snprintf(name, sizeof(name), p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
 			 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
 		if (p->app_name)
-			write_meta_name_n(&j, "process_name", p->out_pid, p->pid,
+			write_meta_name_n(j, "process_name", p->out_pid, p->pid,
 					  p->app_name, p->app_name_len);
 		else
-			write_meta_event(&j, "process_name", p->out_pid, p->pid, name);
+			write_meta_event(j, "process_name", p->out_pid, p->pid, name);
 		/* catapult shows labels under the process name; Perfetto and
 		 * DevTools ignore this metadata event */
 		if (p->cmdline)
-			write_meta_labels(&j, p->out_pid, p->pid, p->cmdline);
+			write_meta_labels(j, p->out_pid, p->pid, p->cmdline);
 		if (p->has_sort)
-			write_sort_index(&j, "process_sort_index", p->out_pid, p->pid,
+			write_sort_index(j, "process_sort_index", p->out_pid, p->pid,
 					 p->sort_index);
 	}
 	for (i = 0; i < nthreads; i++) {
@@ -1569,15 +1552,88 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
 		if (t->app_name)
-			write_meta_name_n(&j, "thread_name", t->out_pid, t->tid,
+			write_meta_name_n(j, "thread_name", t->out_pid, t->tid,
 					  t->app_name, t->app_name_len);
 		else
-			write_meta_event(&j, "thread_name", t->out_pid, t->tid,
+			write_meta_event(j, "thread_name", t->out_pid, t->tid,
 					 t->has_name ? t->name : buf);
 		if (t->has_sort)
-			write_sort_index(&j, "thread_sort_index", t->out_pid, t->tid,
+			write_sort_index(j, "thread_sort_index", t->out_pid, t->tid,
 					 t->sort_index);
 	}
+}
+
+/* The JSON's metadata object: versions, host, clock, counts of everything
+ * lost or incomplete (the output contract, docs/tracebpf-convert.md). */
+static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *j)
+{
+	const struct tb_file_info *info = tb_reader_info(r);
+	uint32_t ncpus = c->stats ? tb_stats_ncpus(c->stats) : 0, i;
+	char buf[64];
+
+	tb_json_key(j, "metadata");
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "tracebpf_version", TRACEBPF_VERSION);
+	snprintf(buf, sizeof(buf), "%u.%u", info->major, info->minor);
+	tb_json_kstr(j, "format_version", buf);
+	tb_json_kstr(j, "hostname", info->hostname);
+	tb_json_kstr(j, "kernel_release", info->kernel);
+	tb_json_kstr(j, "command_line", info->cmdline);
+	tb_json_kstr(j, "clock", clock_name(info->clock_id));
+	tb_json_kint(j, "realtime_offset_ns", info->realtime_offset_ns);
+	tb_json_kuint(j, "start_ts", info->start_ts);
+	tb_json_kuint(j, "events", c->events);
+	tb_json_kuint(j, "drops_total", c->stats ? c->stats->drops_total : 0);
+	tb_json_key(j, "drops_per_cpu");
+	tb_json_begin_array(j);
+	for (i = 0; i < ncpus; i++)
+		tb_json_uint(j, tb_stats_drop(c->stats, i));
+	tb_json_end_array(j);
+	/* processes started by traced ones that were not traced: their
+	 * events are missing from the trace (docs/tracebpf-record.md) */
+	tb_json_kuint(j, "lost_processes", c->stats ? tb_stats_lost_procs(c->stats) : 0);
+	tb_json_kuint(j, "unresolved_sites", c->unresolved);
+	tb_json_kuint(j, "unmatched_ends", c->unmatched);
+	tb_json_kuint(j, "ends_before_recording", c->ends_before);
+	if (c->nstopped) {
+		tb_json_key(j, "recording_stopped");   /* tracebpf ctl stop..start */
+		tb_json_begin_array(j);
+		for (i = 0; i < c->nstopped; i++) {
+			tb_json_begin_object(j);
+			tb_json_kuint(j, "from_ns", c->stopped[i].from);
+			if (c->stopped[i].to != UINT64_MAX)
+				tb_json_kuint(j, "to_ns", c->stopped[i].to);
+			tb_json_end_object(j);
+		}
+		tb_json_end_array(j);
+		tb_json_kuint(j, "records_while_stopped", c->while_stopped);
+	}
+	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
+	tb_json_kuint(j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
+	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
+	if (tb_reader_tail_reason(r))
+		tb_json_kstr(j, "truncated_tail_reason", tb_reader_tail_reason(r));
+	tb_json_end_object(j);
+}
+
+static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
+{
+	void **procs = sorted_vals(&c->procs, c->old_procs, c->nold_procs);
+	void **threads = sorted_vals(&c->threads, c->old_threads, c->nold_threads);
+	size_t nprocs = c->procs.n + c->nold_procs, nthreads = c->threads.n + c->nold_threads;
+	struct tb_json j = c->j;
+	int err = 0;
+
+	if (!procs || !threads) {
+		free(procs);
+		free(threads);
+		return -ENOMEM;
+	}
+	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
+	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
+	write_names(&j, procs, nprocs, threads, nthreads);
+	free(procs);
+	free(threads);
 	tb_json_newline(&j);
 	tb_json_end_array(&j);
 
@@ -1590,53 +1646,9 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 			return err;
 		tb_json_newline(&j);
 	}
-	tb_json_key(&j, "metadata");
-	tb_json_begin_object(&j);
-	tb_json_kstr(&j, "tracebpf_version", TRACEBPF_VERSION);
-	snprintf(buf, sizeof(buf), "%u.%u", info->major, info->minor);
-	tb_json_kstr(&j, "format_version", buf);
-	tb_json_kstr(&j, "hostname", info->hostname);
-	tb_json_kstr(&j, "kernel_release", info->kernel);
-	tb_json_kstr(&j, "command_line", info->cmdline);
-	tb_json_kstr(&j, "clock", clock_name(info->clock_id));
-	tb_json_kint(&j, "realtime_offset_ns", info->realtime_offset_ns);
-	tb_json_kuint(&j, "start_ts", info->start_ts);
-	tb_json_kuint(&j, "events", c->events);
-	tb_json_kuint(&j, "drops_total", drops_total);
-	tb_json_key(&j, "drops_per_cpu");
-	tb_json_begin_array(&j);
-	for (i = 0; i < ncpus; i++)
-		tb_json_uint(&j, tb_stats_drop(c->stats, i));
-	tb_json_end_array(&j);
-	/* processes started by traced ones that were not traced: their
-	 * events are missing from the trace (docs/tracebpf-record.md) */
-	tb_json_kuint(&j, "lost_processes", c->stats ? tb_stats_lost_procs(c->stats) : 0);
-	tb_json_kuint(&j, "unresolved_sites", c->unresolved);
-	tb_json_kuint(&j, "unmatched_ends", c->unmatched);
-	tb_json_kuint(&j, "ends_before_recording", c->ends_before);
-	if (c->nstopped) {
-		tb_json_key(&j, "recording_stopped");   /* tracebpf ctl stop..start */
-		tb_json_begin_array(&j);
-		for (i = 0; i < c->nstopped; i++) {
-			tb_json_begin_object(&j);
-			tb_json_kuint(&j, "from_ns", c->stopped[i].from);
-			if (c->stopped[i].to != UINT64_MAX)
-				tb_json_kuint(&j, "to_ns", c->stopped[i].to);
-			tb_json_end_object(&j);
-		}
-		tb_json_end_array(&j);
-		tb_json_kuint(&j, "records_while_stopped", c->while_stopped);
-	}
-	tb_json_kuint(&j, "kernel_events", tb_ftrace_lines(c->ftrace));
-	tb_json_kuint(&j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
-	tb_json_kuint(&j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
-	if (tb_reader_tail_reason(r))
-		tb_json_kstr(&j, "truncated_tail_reason", tb_reader_tail_reason(r));
-	tb_json_end_object(&j);
+	write_metadata(c, r, &j);
 	tb_json_end_object(&j);
 	tb_json_newline(&j);
-	free(procs);
-	free(threads);
 
 	err = tb_json_error(&j);
 	if (!err && fflush(f))
