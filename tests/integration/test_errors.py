@@ -407,3 +407,20 @@ def test_releaser_cannot_start(tmp_path):
             remove_cgroup(cg)
     check_failed(p, "failed to start the process that resumes targets if tracebpf is killed",
                  "pids.max")
+
+
+@pytest.mark.parametrize("args,rc", [
+    (["info"], 64), (["dump", "--bogus"], 64), (["pack", "a"], 64), (["convert"], 64),
+    (["ctl", "bogus"], 64), (["record"], 64), (["record", "-b", "3", "--", "true"], 64),
+    (["record", "-e", "sched", "--", "true"], 64), (["bogus"], 64),
+    (["info", "/nonexistent.tbt"], 1), (["dump", "/nonexistent.tbt"], 1),
+    (["convert", "/nonexistent.tbt"], 1), (["pack", "/nonexistent.tbt", "/tmp/never.tbt"], 1),
+    (["version"], 0),
+])
+def test_exit_status_as_documented(args, rc):
+    """The EXIT STATUS of every command page: 64 for a usage error, 1 for a
+    failure said on stderr, 0 for success."""
+    p = subprocess.run([TRACEBPF, *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == rc, (args, p.returncode, p.stderr[-500:])
+    if rc:
+        assert p.stderr.strip(), f"{args}: exit {rc} without saying why"
