@@ -49,8 +49,9 @@ const volatile bool stop_for_attach = false;
  * access, where a hash map costs a hashed lookup per hit). A word is
  * the hash of (process image, site) with its low 12 bits replaced by the
  * site's info; one aligned 8-byte store, so a program preempted on this CPU
- * by another never leaves a torn slot. A miss (first hit on this CPU, or a slot taken by another site)
- * reports the descriptor again: every report carries the same bytes (the
+ * by another never leaves a torn slot. A miss (first hit on this CPU, or a
+ * slot taken by another site) reports the descriptor again: every report
+ * carries the same bytes (the
  * converter keeps the last, pack drops duplicates), so a miss costs time,
  * never correctness. Two sites share a slot's tag only if
  * 52 bits of their hashes agree. */
@@ -117,8 +118,9 @@ struct {
  * checks it with inlined array accesses where the `traced` hash costs a
  * helper call (about 50 ns per hit on this kind of machine, most of it the
  * calls' mitigations). A slot is valid for one value of traced_epoch, which
- * every change to `traced` advances: the kernel side's (fork, exec, exit)
- * and user space's (new targets). Only traced processes are cached. */
+ * the kernel side advances after every change it makes to `traced` (fork,
+ * exec, exit). Only traced processes are cached, so a process user space
+ * adds (a new target) invalidates nothing and advances nothing. */
 struct proc_slot {
 	__u64 key;   /* tgid << 32 | (u32)epoch; 0 while being written */
 	__u64 gen;
@@ -131,7 +133,7 @@ struct {
 	__type(value, struct proc_slot);
 } proc_cache SEC(".maps");
 
-/* Advanced after every change to `traced` (user space too: record.c). */
+/* Advanced after the kernel side changes `traced` (see proc_cache). */
 __u64 traced_epoch = 0;
 
 /* Processes that could not be added to `traced` because it was full. */

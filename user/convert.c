@@ -1794,6 +1794,39 @@ static const char *open_hint(int err)
 	}
 }
 
+/* The file the JSON is written to, next to out and renamed over it at the
+ * end: a viewer must never see a half-written object (Perfetto rejects
+ * it). *tmp is its name (freed and NULL on failure, said). */
+static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **f)
+{
+	int err, fd;
+
+	*tmp = malloc(strlen(out) + sizeof(".XXXXXX"));
+	if (!*tmp) {
+		fail("create", out_name, -ENOMEM, NULL);
+		return -ENOMEM;
+	}
+	strcpy(*tmp, out);
+	strcat(*tmp, ".XXXXXX");
+	fd = mkstemp(*tmp);
+	/* 0600 whatever the umask, like the trace it renders
+	 * (docs/tracebpf-record.md, FILES) */
+	if (fd >= 0 && !fchmod(fd, 0600) && (*f = fdopen(fd, "w")))
+		return 0;
+	err = -errno;
+	if (fd < 0) {
+		fail("create", out_name, err, err == -EACCES || err == -EROFS ?
+		     "the output directory must be writable" : NULL);
+	} else {
+		fail("create", *tmp, err, NULL);
+		close(fd);
+		unlink(*tmp);
+	}
+	free(*tmp);
+	*tmp = NULL;
+	return err;
+}
+
 int tb_convert(const struct tb_convert_opts *o)
 {
 	const char *in = o->in ? o->in : "-", *out = o->out ? o->out : "-";
@@ -1804,7 +1837,7 @@ int tb_convert(const struct tb_convert_opts *o)
 	FILE *f = NULL, *gz = NULL;
 	enum stage stage;
 	struct stat st;
-	int err, fd;
+	int err;
 
 	if (!o->connect && (err = tb_io_check_distinct("convert", in, out)))
 		return err;
@@ -1831,42 +1864,8 @@ int tb_convert(const struct tb_convert_opts *o)
 			fail("open", out_name, err, NULL);
 			goto out;
 		}
-	} else {
-		/* Write next to the target and rename: a viewer must never see
-		 * a half-written object (Perfetto rejects it). */
-		tmp = malloc(strlen(out) + sizeof(".XXXXXX"));
-		if (!tmp) {
-			err = -ENOMEM;
-			fail("create", out_name, err, NULL);
-			goto out;
-		}
-		strcpy(tmp, out);
-		strcat(tmp, ".XXXXXX");
-		fd = mkstemp(tmp);
-		if (fd < 0) {
-			err = -errno;
-			free(tmp);
-			tmp = NULL;
-			fail("create", out_name, err,
-			     err == -EACCES || err == -EROFS ?
-			     "the output directory must be writable" : NULL);
-			goto out;
-		}
-		/* 0600 whatever the umask, like the trace it renders
-		 * (docs/tracebpf-record.md, FILES) */
-		if (fchmod(fd, 0600)) {
-			err = -errno;
-			close(fd);
-			fail("create", tmp, err, NULL);
-			goto out;
-		}
-		f = fdopen(fd, "w");
-		if (!f) {
-			err = -errno;
-			close(fd);
-			fail("create", tmp, err, NULL);
-			goto out;
-		}
+	} else if ((err = create_tmp(out, out_name, &tmp, &f))) {
+		goto out;
 	}
 
 	if (tb_io_is_gz(out)) {

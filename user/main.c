@@ -126,29 +126,51 @@ static long process_of(long pid)
 	return pid;
 }
 
-static error_t record_parse(int key, char *arg, struct argp_state *state)
+/* -p PID[,PID...]: a thread id stands for its process; duplicates go. */
+static void add_pids(struct argp_state *state, struct tb_record_opts *o, char *arg)
 {
-	struct tb_record_opts *o = state->input;
 	char *end, *tok, *save;
 	long v;
 
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		errno = 0;
+		v = strtol(tok, &end, 10);
+		if (errno || *end || v <= 0 || v > INT_MAX)
+			argp_error(state, "invalid pid '%s': give a positive process id", tok);
+		v = process_of(v);
+		for (int i = 0; i < o->npids; i++)
+			if (o->pids[i] == v)
+				v = 0;   /* given twice, or two threads of it */
+		if (!v)
+			continue;
+		if (o->npids == TB_MAX_TARGETS)
+			argp_error(state, "too many pids (at most %d)", TB_MAX_TARGETS);
+		o->pids[o->npids++] = v;
+	}
+}
+
+/* -e SUBSYS:EVENT: the syntax is a usage error (64); whether the event
+ * exists is known once tracefs is read (exit 1). */
+static void add_event(struct argp_state *state, struct tb_record_opts *o, char *arg)
+{
+	char sys[64], ev[128];
+
+	if (o->nevents == TB_MAX_EVENT_SPECS)
+		argp_error(state, "too many -e (at most %d)", TB_MAX_EVENT_SPECS);
+	if (tb_sched_parse_spec(arg, sys, sizeof(sys), ev, sizeof(ev)))
+		argp_error(state, "invalid tracepoint '%s': give SUBSYS:EVENT, e.g. "
+			   "-e sched:sched_migrate_task or -e 'irq:*'", arg);
+	o->events[o->nevents++] = arg;
+}
+
+static error_t record_parse(int key, char *arg, struct argp_state *state)
+{
+	struct tb_record_opts *o = state->input;
+	char *end;
+
 	switch (key) {
 	case 'p':
-		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			errno = 0;
-			v = strtol(tok, &end, 10);
-			if (errno || *end || v <= 0 || v > INT_MAX)
-				argp_error(state, "invalid pid '%s': give a positive process id", tok);
-			v = process_of(v);
-			for (int i = 0; i < o->npids; i++)
-				if (o->pids[i] == v)
-					v = 0;   /* given twice, or two threads of it */
-			if (!v)
-				continue;
-			if (o->npids == TB_MAX_TARGETS)
-				argp_error(state, "too many pids (at most %d)", TB_MAX_TARGETS);
-			o->pids[o->npids++] = v;
-		}
+		add_pids(state, o, arg);
 		break;
 	case 'o':
 		o->out = arg;
@@ -170,22 +192,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	}
 	case OPT_MAX_PROCS:
-		v = strtol(arg, &end, 10);
-		if (*end || v < 1 || v > (1 << 22))
-			argp_error(state, "invalid --max-processes '%s': give 1 to 4194304", arg);
-		o->max_procs = v;
+		o->max_procs = tb_io_arg_range(state, arg, 1, 1 << 22, "--max-processes", NULL);
 		break;
 	case OPT_FLUSH:
-		v = strtol(arg, &end, 10);
-		if (*end || v < 1 || v > 10000)
-			argp_error(state, "invalid flush interval '%s': give 1 to 10000 ms", arg);
-		o->flush_ms = v;
+		o->flush_ms = tb_io_arg_range(state, arg, 1, 10000, "flush interval", "ms");
 		break;
 	case 'z':
-		v = strtol(arg, &end, 10);
-		if (*end || v < 0 || v > 9)
-			argp_error(state, "invalid compression level '%s': give 0 to 9", arg);
-		o->zlevel = v;
+		o->zlevel = tb_io_arg_range(state, arg, 0, 9, "compression level", NULL);
 		break;
 	case OPT_BTF:
 		o->btf_path = arg;
@@ -235,19 +248,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		}
 		break;
 	}
-	case 'e': {
-		char sys[64], ev[128];
-
-		if (o->nevents == TB_MAX_EVENT_SPECS)
-			argp_error(state, "too many -e (at most %d)", TB_MAX_EVENT_SPECS);
-		/* the syntax is a usage error (64); whether it exists is known
-		 * once tracefs is read (exit 1) */
-		if (tb_sched_parse_spec(arg, sys, sizeof(sys), ev, sizeof(ev)))
-			argp_error(state, "invalid tracepoint '%s': give SUBSYS:EVENT, e.g. "
-				   "-e sched:sched_migrate_task or -e 'irq:*'", arg);
-		o->events[o->nevents++] = arg;
+	case 'e':
+		add_event(state, o, arg);
 		break;
-	}
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */
 		o->cmd = &state->argv[state->next - 1];

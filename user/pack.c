@@ -236,13 +236,10 @@ struct pack_args {
 static error_t pack_parse(int key, char *arg, struct argp_state *state)
 {
 	struct pack_args *a = state->input;
-	char *end;
 
 	switch (key) {
 	case 'z':
-		a->zlevel = (int)strtol(arg, &end, 10);
-		if (*end || a->zlevel < 0 || a->zlevel > 9)
-			argp_error(state, "invalid compression level '%s': give 0 to 9", arg);
+		a->zlevel = (int)tb_io_arg_range(state, arg, 0, 9, "compression level", NULL);
 		break;
 	case ARGP_KEY_ARG:
 		if (!a->in)

@@ -175,6 +175,20 @@ FILE *tb_io_gz_wrap(FILE *f)
 	return g;
 }
 
+long tb_io_arg_range(struct argp_state *state, const char *arg, long lo, long hi,
+		     const char *what, const char *unit)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi)
+		argp_error(state, "invalid %s '%s': give %ld to %ld%s%s", what, arg, lo, hi,
+			   unit ? " " : "", unit ? unit : "");
+	return v;
+}
+
 error_t tb_io_source_parse(int key, char *arg, struct argp_state *state)
 {
 	struct tb_io_source *a = state->input;

@@ -32,6 +32,11 @@ struct tb_io_source {
 /* The argp parser of those options; state->input is a struct tb_io_source.
  * A command lists the options it offers: 'c' (connect), 'f' (follow). */
 error_t tb_io_source_parse(int key, char *arg, struct argp_state *state);
+
+/* An option's whole-number value from lo to hi; anything else is a usage
+ * error (exit 64): "invalid WHAT 'ARG': give LO to HI[ UNIT]". */
+long tb_io_arg_range(struct argp_state *state, const char *arg, long lo, long hi,
+		     const char *what, const char *unit);
 /* tb_io_open of a parsed source. */
 int tb_io_open_source(struct tb_reader **r, const char *cmd, const struct tb_io_source *src);
 

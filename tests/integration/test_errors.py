@@ -424,3 +424,21 @@ def test_exit_status_as_documented(args, rc):
     assert p.returncode == rc, (args, p.returncode, p.stderr[-500:])
     if rc:
         assert p.stderr.strip(), f"{args}: exit {rc} without saying why"
+
+
+def test_convert_into_a_read_only_directory(tmp_path):
+    """convert cannot create its temporary file next to the output (a
+    read-only mount, in a private mount namespace): exit 1, what failed, the
+    hint, and no file left behind."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    golden = ROOT / "tests" / "data" / "v2.3-mt_events.tbt"
+    p = subprocess.run(["unshare", "-m", "sh", "-c",
+                        'mount -t tmpfs -o ro tmpfs "$1" && exec "$2" convert "$3" -o "$1/x.json"',
+                        "sh", str(ro), TRACEBPF, str(golden)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert re.search(r"tracebpf: convert: failed to create '.*/ro/x\.json': Read-only file system",
+                     p.stderr), p.stderr
+    assert "hint: the output directory must be writable" in p.stderr, p.stderr
+    assert not list(ro.iterdir())
