@@ -600,3 +600,5 @@ int BPF_PROG(tb_exit, struct task_struct *task)
 	}
 	return 0;
 }
+
+#include "fast.bpf.h"

@@ -109,6 +109,52 @@ struct tb_rec_event_id {
  * is outside enum tb_rec_type. */
 #define TB_RING_KICK      0xffffu
 
+/* The fast path (docs/design.md, "The fast path"): the samples a thread
+ * writes into its own user ring buffer, as lib/include/tracebpf/trace.h
+ * lays them out (struct tracebpf_fast_rec; user/fast.c asserts that the two
+ * agree). tb_fast_drain turns them into TB_REC_EVENT and TB_REC_SITE
+ * records in the recorder's ring. */
+#define TB_FAST_EVENT     1u   /* struct tb_fast_rec */
+#define TB_FAST_SITE      2u   /* the head, then the descriptor's bytes */
+#define TB_FAST_HEAD      24u  /* type .. site */
+
+struct tb_fast_rec {
+	__u16 type;
+	__u16 size;    /* bytes of the sample, a multiple of 8 */
+	__u32 cpu;     /* the thread's CPU (rseq), or ~0 */
+	__u64 ts;      /* CLOCK_MONOTONIC ns */
+	__u64 site;
+	__u64 args[TB_MAX_ARGS];
+};
+
+#define TB_EVF_FAST       4u   /* written by the fast path */
+
+/* A ring-only record (never stored): a thread of a traced process asks for
+ * its fast-path ring (the `tracebpf:ring` probe). */
+#define TB_RING_FAST_REQ  0xfffeu
+
+struct tb_ring_req {
+	struct tb_rec_hdr hdr;
+	__u64 key;     /* the object: its semaphore's address */
+};
+
+/* The context of one run of tb_fast_drain (BPF_PROG_TEST_RUN): in, then
+ * out. */
+struct tb_fast_drain {
+	__u32 slot;      /* in: the ring's index in fast_rings */
+	__u32 pid;       /* in: the thread the ring belongs to */
+	__u32 tid;
+	__u32 pad;
+	__u64 drained;   /* out: samples taken */
+	__u64 dropped;   /* out: records the recorder's ring refused (counted
+			  * in drops) */
+	__u64 bad;       /* out: samples that were not a record */
+	__s64 ret;       /* out: bpf_user_ringbuf_drain's return */
+	__u32 full;      /* out: stopped because the recorder's ring is full:
+			  * consume it, then drain again */
+	__u32 pad2;
+};
+
 /* TB_REC_SITE: the descriptor bytes exactly as the application holds them
  * (struct tracebpf_site followed by its NUL-separated strings). */
 struct tb_rec_site {

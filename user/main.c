@@ -30,7 +30,8 @@ static const char top_doc[] =
 
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
-       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS };
+       OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
+       OPT_FAST_BUF, OPT_FAST_RINGS };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -44,6 +45,14 @@ static const struct argp_option record_options[] = {
 	{ "max-processes", OPT_MAX_PROCS, "N", 0, "Trace at most N processes at once (targets "
 						   "and their children; default 16384): one started "
 						   "beyond that is counted as lost, not traced", 0 },
+	{ "fast-path", OPT_FAST, NULL, 0, "Let traced threads write events into ring buffers "
+					      "of ours mapped into them, not through their probes "
+					      "(experimental: see the record page's FAST PATH)", 0 },
+	{ "fast-buffer-size", OPT_FAST_BUF, "SIZE", 0, "Fast-path ring buffer per thread, a power "
+						       "of two (default 1M); a full one sends events "
+						       "to the probes", 0 },
+	{ "max-fast-rings", OPT_FAST_RINGS, "N", 0, "At most N fast-path rings at once (default "
+						    "1024); other threads take the probes", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
 						 "milliseconds (default 50)", 0 },
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
@@ -182,8 +191,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration '%s': give seconds > 0", arg);
 		break;
 	case 'b':
-	case OPT_KBUF: {
-		size_t *size = key == 'b' ? &o->buffer_size : &o->kernel_buffer_size;
+	case OPT_KBUF:
+	case OPT_FAST_BUF: {
+		size_t *size = key == 'b' ? &o->buffer_size :
+			       key == OPT_KBUF ? &o->kernel_buffer_size : &o->fast_buffer_size;
 
 		if (parse_size(arg, size) || *size < 4096 || (*size & (*size - 1)) ||
 		    *size > (1ull << 30))
@@ -193,6 +204,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	}
 	case OPT_MAX_PROCS:
 		o->max_procs = tb_io_arg_range(state, arg, 1, 1 << 22, "--max-processes", NULL);
+		break;
+	case OPT_FAST:
+		o->fast_path = true;
+		break;
+	case OPT_FAST_RINGS:
+		o->max_fast_rings = tb_io_arg_range(state, arg, 1, 1 << 16, "--max-fast-rings", NULL);
 		break;
 	case OPT_FLUSH:
 		o->flush_ms = tb_io_arg_range(state, arg, 1, 10000, "flush interval", "ms");
@@ -303,6 +320,8 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 		.cmdline = cmdline,
 		.serve_max_lag = 64 << 20,
 		.max_procs = 16384,
+		.fast_buffer_size = 1 << 20,
+		.max_fast_rings = 1024,
 	};
 
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);

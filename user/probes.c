@@ -56,7 +56,8 @@ void tb_paths_free(struct tb_paths *p)
 static const char *fixed_regs(const char *probe)
 {
 	return !strcmp(probe, TB_PROBE) ? TRACEBPF_REGS_EVENT :
-	       !strcmp(probe, TB_PROBE_ID) ? TRACEBPF_REGS_EVENT_ID : NULL;
+	       !strcmp(probe, TB_PROBE_ID) ? TRACEBPF_REGS_EVENT_ID :
+	       !strcmp(probe, TB_PROBE_RING) ? TB_REGS_RING : NULL;
 }
 
 /* Counts stapsdt notes (type 3, owner "stapsdt") whose provider is tracebpf

@@ -13,6 +13,8 @@
 #define TB_PROVIDER "tracebpf"
 #define TB_PROBE    "event"
 #define TB_PROBE_ID "event_id"   /* sites with an id or a runtime name */
+#define TB_PROBE_RING "ring"     /* a thread asks for its fast-path ring */
+#define TB_REGS_RING "8@%rdi"
 
 struct tb_paths {
 	char **v;

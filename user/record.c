@@ -28,6 +28,7 @@
 #include "record.skel.h"
 #include "convert.h"
 #include "ctl.h"
+#include "fast.h"
 #include "probes.h"
 #include "rings.h"
 #include "sched.h"
@@ -58,6 +59,9 @@ static __u64 now_ns(clockid_t clk)
 	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* event, event_id, and ring (the fast path's requests) */
+#define TB_NPROBES 3
+
 /* An object (executable or library) with tracebpf probes: its USDT links
  * are NULL while a `tracebpf ctl stop` holds. */
 struct object {
@@ -66,7 +70,7 @@ struct object {
 				* stop: the path may be gone with PID, or name
 				* a new file, by then */
 	char key[64];          /* "dev:ino": uprobes are per inode */
-	struct bpf_link *link[2];
+	struct bpf_link *link[TB_NPROBES];
 };
 
 struct recorder {
@@ -92,6 +96,7 @@ struct recorder {
 	int exec_err_fd;       /* read end: the child's exec errno */
 	struct tb_server *server;  /* --serve */
 	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
+	struct tb_fast *fast;   /* the fast path (user/fast.c), NULL when off */
 	pid_t releaser;        /* start_releaser's process */
 	int releaser_fd;       /* write end of its pipe */
 	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl.c) */
@@ -101,6 +106,23 @@ struct recorder {
 	__u64 t0;              /* the recording's start */
 	__u64 last_status, last_events;  /* at the last status line */
 };
+
+static void consume_rings(void *ctx)
+{
+	struct recorder *r = ctx;
+
+	ring_buffer__consume(r->rb);
+}
+
+/* Threads and images that are gone give up their fast-path rings. */
+static void fast_follow(struct recorder *r, const struct tb_rec_hdr *h)
+{
+	if (h->type == TB_REC_EXIT && h->size >= sizeof(struct tb_rec_exit))
+		tb_fast_exit(r->fast, h->pid, h->tid,
+			     ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS);
+	else if (h->type == TB_REC_EXEC)
+		tb_fast_exec(r->fast, h->pid);
+}
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler
  * programs, bpf/sched.bpf.c) several back to back. */
@@ -119,6 +141,13 @@ static int on_record(void *ctx, void *data, size_t size)
 			off += h->size;
 			continue;
 		}
+		if (h->type == TB_RING_FAST_REQ) {   /* a thread asks for a ring */
+			if (h->size >= sizeof(struct tb_ring_req))
+				tb_fast_request(r->fast, (const void *)h);
+			off += h->size;
+			continue;
+		}
+		fast_follow(r, h);
 		r->events++;
 		err = tb_writer_append(r->w, h);
 		if (err && !r->write_err)
@@ -468,8 +497,8 @@ static bool is_attached(struct recorder *r, const char *path)
 	return false;
 }
 
-static const struct { const char *name; bool id; } usdt_probes[2] = {
-	{ TB_PROBE, false }, { TB_PROBE_ID, true },
+static const struct { const char *name; bool id; } usdt_probes[TB_NPROBES] = {
+	{ TB_PROBE, false }, { TB_PROBE_ID, true }, { TB_PROBE_RING, false },
 };
 
 /* The program for one probe name of an object: the one that reads the
@@ -479,6 +508,8 @@ static struct bpf_program *usdt_prog(struct recorder *r, int i, bool fixed)
 {
 	struct record_bpf *sk = r->skel;
 
+	if (i == 2)
+		return sk->progs.tb_ring_req;
 	if (usdt_probes[i].id)
 		return fixed ? sk->progs.tb_event_id : sk->progs.tb_event_id_usdt;
 	return fixed ? sk->progs.tb_event : sk->progs.tb_event_usdt;
@@ -491,12 +522,12 @@ static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
 	struct bpf_link *link;
 	int err, n, i, other, total = 0;
 
-	for (i = 0; i < 2; i++) {
-		if (ob->link[i])
+	for (i = 0; i < TB_NPROBES; i++) {
+		if (ob->link[i] || (i == 2 && !r->fast))
 			continue;
 		n = tb_elf_probe_regs(path, usdt_probes[i].name, &other);
-		if (n <= 0)
-			continue;
+		if (n <= 0 || (i == 2 && other))
+			continue;   /* no sites, or a request probe we do not know */
 		if (other && r->o->verbose)
 			fprintf(stderr, "tracebpf: record: %d of the %d %s probes in '%s' use other "
 				"registers than this trace.h: decoding their arguments per hit\n",
@@ -524,7 +555,7 @@ static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
 static void detach_usdt(struct recorder *r)
 {
 	for (int i = 0; i < r->nobjs; i++)
-		for (int k = 0; k < 2; k++) {
+		for (int k = 0; k < TB_NPROBES; k++) {
 			bpf_link__destroy(r->objs[i].link[k]);
 			r->objs[i].link[k] = NULL;
 		}
@@ -575,7 +606,7 @@ static int attach_object(struct recorder *r, const char *path)
 	if (!err && !r->ctl.off)
 		err = attach_usdt(r, ob, path);
 	if (err) {
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < TB_NPROBES; k++)
 			bpf_link__destroy(ob->link[k]);
 		free(ob->path);
 		close(ob->fd);
@@ -1045,6 +1076,10 @@ static int load_record_bpf(struct recorder *r)
 	r->skel->rodata->stop_for_attach = true;
 	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
 			      "ring buffer", "--buffer-size");
+	if (!err)
+		err = tb_fast_prepare(&r->fast, r->skel, &(struct tb_fast_opts){
+			.ring_size = o->fast_buffer_size, .max_rings = o->max_fast_rings,
+			.off = !o->fast_path, .verbose = o->verbose });
 	if (err)
 		return err;
 	err = record_bpf__load(r->skel);
@@ -1085,6 +1120,8 @@ static int load_bpf(struct recorder *r)
 		return err;
 	}
 	err = tb_rings_insert(&r->rings, bpf_map__fd(r->skel->maps.rings), &r->rb, on_record, r);
+	if (!err)
+		err = tb_fast_start(r->fast);
 	if (err)
 		return err;
 	/* before anything is attached: --paused holds from the first event */
@@ -1282,10 +1319,13 @@ static int poll_round(struct recorder *r)
 		r->woken++;
 	else
 		r->ticks++;
+	/* before the rings: see merge.h's rounds */
+	tb_fast_drain_all(r->fast, consume_rings, r);
 	err = tb_sched_flush(r->sched);
 	if (err)
 		return err;
 	ring_buffer__consume(r->rb);
+	tb_fast_round_end(r->fast);
 	release_stopped(r, true);
 	stats_if_grown(r);
 	cerr = handle_ctl(r, r->tty);
@@ -1353,6 +1393,7 @@ static int finish_output(struct recorder *r, int err)
 	uint64_t size;
 	int e;
 
+	tb_fast_finish(r->fast, consume_rings, r);
 	e = tb_sched_flush(r->sched);
 	if (e && !err)
 		err = e;
@@ -1426,6 +1467,10 @@ static void report(struct recorder *r)
 				"were NOT TRACED because the set of traced processes was full "
 				"(%u); record again with a larger --max-processes\n",
 			(unsigned long long)lost_procs(r), r->o->max_procs);
+	if (tb_fast_lost(r->fast))
+		fprintf(stderr, "tracebpf: WARNING: %llu events were LOST in fast-path rings: "
+				"each one the last event of a thread killed while writing it\n",
+			(unsigned long long)tb_fast_lost(r->fast));
 }
 
 /* The JSON (unless --no-json), and the one recording that cannot have
@@ -1480,6 +1525,7 @@ static void destroy(struct recorder *r, int err)
 	free(r->links);
 	detach_usdt(r);
 	tb_sched_destroy(r->sched);
+	tb_fast_close(r->fast);
 	if (r->skel) {
 		/* nothing stops a process any more: release whoever waits */
 		record_bpf__detach(r->skel);

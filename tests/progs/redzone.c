@@ -24,6 +24,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+/* Probes only: the fast path's call would make these functions non-leaf,
+ * and a non-leaf function keeps nothing in the red zone. This proves the
+ * probe site itself safe, which every site still is (the fast path hands
+ * events to it, and binaries may define TRACEBPF_NO_FAST_PATH). */
+#define TRACEBPF_NO_FAST_PATH
 #include "tracebpf/trace.h"
 
 #define NLOCALS 12 /* 96 bytes: fits the red zone with gcc and clang -O2 */

@@ -14,7 +14,12 @@
  * argument expressions are not evaluated, unless a tracer is attached: the
  * disabled cost of a site is one load and one predicted branch.
  *
- * The header allocates nothing and calls no library function.
+ * The header allocates nothing. An enabled site first tries the fast path
+ * (below: a ring buffer the recorder's BPF maps own, mapped into this
+ * thread), which calls clock_gettime() and, once per thread and session,
+ * the bpf() and mmap() system calls, pthread_atfork() and
+ * __cxa_thread_atexit_impl() (glibc 2.34 or later: no -pthread needed).
+ Define TRACEBPF_NO_FAST_PATH for probes only.
  *
  * ## Macros
  *
@@ -346,12 +351,495 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 			     : "memory");
 }
 
+/* ------------------------------------------------------------------------ */
+/* The fast path (docs/design.md, "The fast path"). While the tracebpf
+ * recorder records this process, an enabled site writes its record into a
+ * ring buffer of the calling thread that the recorder's BPF maps own (a
+ * BPF_MAP_TYPE_USER_RINGBUF pinned in bpffs for this process's user), and
+ * does not trap. A site takes the USDT probe above (the slow path) instead:
+ * while its thread has no ring yet, when the ring is full, inside a signal
+ * handler that interrupted an event of the same thread, for string
+ * arguments and for `event_id` sites, and whenever no tracebpf recorder
+ * offers a ring (other tools such as bpftrace then see every hit). Define
+ * TRACEBPF_NO_FAST_PATH to compile the fast path out.
+ *
+ * The producer protocol is the kernel's for user ring buffers: a sample is
+ * an 8-byte header {u32 len (bit 31 BUSY), u32 0} and len bytes, padded to
+ * 8. The producer sets BUSY, advances the producer position (release),
+ * writes the sample and clears BUSY (release). One ring per thread and per
+ * executable or shared object, so there is one producer per ring. A thread
+ * killed between the two releases leaves one BUSY sample: the recorder
+ * counts it as lost. Samples are struct tracebpf_fast_rec.                  */
+
+#define TRACEBPF_FAST_ROOT  "/sys/fs/bpf/tracebpf"  /* <pid>/ctl, <pid>/r<tid>-<key> */
+#define TRACEBPF_FAST_EVENT 1   /* tracebpf_fast_rec: an event of a site */
+#define TRACEBPF_FAST_SITE  2   /* head, then the descriptor's bytes */
+#define TRACEBPF_FAST_LIVE  0x4556494cu   /* tracebpf_fast_ctl.live: "LIVE" */
+#define TRACEBPF_FAST_BUSY  0x80000000u   /* the kernel's BPF_RINGBUF_BUSY_BIT */
+#define TRACEBPF_FAST_HEAD  24u           /* type .. ts, site */
+
+struct tracebpf_fast_rec {
+	uint16_t type;     /* TRACEBPF_FAST_* */
+	uint16_t size;     /* bytes of the sample, a multiple of 8 */
+	uint32_t cpu;      /* the thread's CPU (rseq), or UINT32_MAX */
+	uint64_t ts;       /* CLOCK_MONOTONIC ns */
+	uint64_t site;     /* descriptor address */
+	uint64_t args[TRACEBPF_MAX_ARGS];   /* EVENT: the values */
+};
+
+/* The recording session's switch, mapped read-only by every process. */
+struct tracebpf_fast_ctl {
+	uint32_t live;     /* TRACEBPF_FAST_LIVE while the session records */
+	uint32_t pid;      /* the recorder */
+};
+
+TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_rec) == 40, "tracebpf_fast_rec layout");
+TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF_FAST_HEAD,
+		  "tracebpf_fast_rec layout");
+TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 8, "tracebpf_fast_ctl layout");
+
+#ifndef TRACEBPF_NO_FAST_PATH
+
+#define TRACEBPF__FAST_NONE  0u
+#define TRACEBPF__FAST_READY 1u
+#define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
+
+/* One per thread and object (weak + hidden, like the semaphore). */
+struct tracebpf__fast_thread {
+	unsigned char *data;               /* ring data, mapped twice */
+	unsigned long *prod;               /* producer position */
+	const unsigned long *cons;         /* consumer position (read-only) */
+	unsigned long mask;                /* data bytes - 1 */
+	unsigned long pos;                 /* our producer position */
+	const volatile struct tracebpf_fast_ctl *ctl;
+	unsigned long map_len;             /* of the mapping at prod */
+	uint64_t retry;                    /* next try at a ring, ns */
+	uint64_t backoff;                  /* ns */
+	uint32_t state;                    /* TRACEBPF__FAST_* */
+	uint32_t busy;                     /* in a write (signal handlers) */
+	uint32_t dtor;                     /* thread-exit unmap registered */
+};
+
+/* One per object. */
+struct tracebpf__fast_proc {
+	const volatile struct tracebpf_fast_ctl *ctl;
+	int pid;                           /* whose ctl */
+	int lock;
+	int init;                          /* fork handler registered */
+	uint32_t tag;                      /* sites are written once per tag */
+	uint64_t seen[TRACEBPF__FAST_SEEN];
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak, visibility("hidden")))
+__thread struct tracebpf__fast_thread tracebpf__fast_tls;
+__attribute__((weak, visibility("hidden")))
+struct tracebpf__fast_proc tracebpf__fast_proc;
+
+/* libc, under names of our own (no feature macro or header needed). */
+struct tracebpf__timespec { long sec, nsec; };
+int tracebpf__clock_gettime(int, struct tracebpf__timespec *) __asm__("clock_gettime");
+int tracebpf__pthread_atfork(void (*)(void), void (*)(void), void (*)(void))
+	__asm__("pthread_atfork");
+int tracebpf__thread_atexit(void (*)(void *), void *, void *)
+	__asm__("__cxa_thread_atexit_impl");
+extern void *tracebpf__dso_handle __asm__("__dso_handle")
+	__attribute__((visibility("hidden")));
+extern const long tracebpf__rseq_offset __asm__("__rseq_offset") __attribute__((weak));
+extern const unsigned tracebpf__rseq_size __asm__("__rseq_size") __attribute__((weak));
+#ifdef __cplusplus
+}
+#define TRACEBPF__FASTFN inline __attribute__((noinline, visibility("hidden")))
+#else
+#define TRACEBPF__FASTFN static __attribute__((noinline, unused))
+#endif
+
+TRACEBPF__INLINE long
+tracebpf__sys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			     : "rcx", "r11", "memory");
+	return ret;
+}
+
+#define TRACEBPF__SYS_MMAP    9
+#define TRACEBPF__SYS_MUNMAP  11
+#define TRACEBPF__SYS_MADVISE 28
+#define TRACEBPF__SYS_GETPID  39
+#define TRACEBPF__SYS_CLOSE   3
+#define TRACEBPF__SYS_GETTID  186
+#define TRACEBPF__SYS_BPF     321
+
+TRACEBPF__INLINE uint64_t tracebpf__now(void)
+{
+	struct tracebpf__timespec ts;
+
+	tracebpf__clock_gettime(1 /* CLOCK_MONOTONIC */, &ts);
+	return TRACEBPF__SCAST(uint64_t, ts.sec) * 1000000000u +
+	       TRACEBPF__SCAST(uint64_t, ts.nsec);
+}
+
+TRACEBPF__INLINE uint32_t tracebpf__cpu(void)
+{
+	uint32_t cpu = UINT32_MAX;
+
+	if (&tracebpf__rseq_size && tracebpf__rseq_size)
+		__asm__("movl %%fs:4(%1), %0" : "=r"(cpu) : "r"(tracebpf__rseq_offset));
+	return cpu;
+}
+
+/* "<root>/<pid>/<leaf>" into buf (64 bytes). */
+TRACEBPF__FASTFN void tracebpf__fast_path(char *buf, long pid, const char *leaf)
+{
+	static const char root[] = TRACEBPF_FAST_ROOT "/";
+	char digits[24];
+	int i = 0, n = 0;
+
+	while (root[i])
+		buf[n++] = root[i++];
+	i = 0;
+	do {
+		digits[i++] = TRACEBPF__SCAST(char, '0' + pid % 10);
+		pid /= 10;
+	} while (pid);
+	while (i)
+		buf[n++] = digits[--i];
+	buf[n++] = '/';
+	for (i = 0; leaf[i] && n < 63; i++)
+		buf[n++] = leaf[i];
+	buf[n] = 0;
+}
+
+/* Maps a pinned map of ours: BPF_OBJ_GET, BPF_OBJ_GET_INFO_BY_FD (type and
+ * size), mmap. NULL when there is none, or not of `type`. The fd is opened
+ * read-write even for a read-only mapping: a shared mapping of a file
+ * opened read-only is not VM_SHARED, which BPF maps refuse. */
+TRACEBPF__FASTFN void *tracebpf__fast_map(const char *path, uint32_t type, int rdonly,
+					  unsigned long *size, unsigned long off, int data)
+{
+	uint64_t get[3] = { TRACEBPF__RCAST(uintptr_t, path), 0, 0 };
+	uint32_t info[20] = { 0 };
+	uint64_t q[2];
+	long fd, p, len;
+
+	fd = tracebpf__sys(TRACEBPF__SYS_BPF, 7 /* BPF_OBJ_GET */,
+			   TRACEBPF__RCAST(long, get), sizeof(get), 0, 0, 0);
+	if (fd < 0)
+		return 0;
+	q[0] = TRACEBPF__SCAST(uint64_t, fd) | (TRACEBPF__SCAST(uint64_t, sizeof(info)) << 32);
+	q[1] = TRACEBPF__RCAST(uintptr_t, info);
+	p = -1;
+	if (tracebpf__sys(TRACEBPF__SYS_BPF, 15 /* BPF_OBJ_GET_INFO_BY_FD */,
+			  TRACEBPF__RCAST(long, q), sizeof(q), 0, 0, 0) == 0 &&
+	    info[0] == type) {
+		*size = info[4];   /* max_entries */
+		len = TRACEBPF__SCAST(long, 4096 + (data ? 2 * *size : 0));
+		p = tracebpf__sys(TRACEBPF__SYS_MMAP, 0, len, rdonly ? 1 : 3, 1 /* MAP_SHARED */,
+				  fd, TRACEBPF__SCAST(long, off));
+		if (p < 0 && p > -4096)
+			p = -1;
+		else
+			tracebpf__sys(TRACEBPF__SYS_MADVISE, p, len, 10 /* MADV_DONTFORK */, 0, 0, 0);
+	}
+	tracebpf__sys(TRACEBPF__SYS_CLOSE, fd, 0, 0, 0, 0, 0);
+	return p == -1 ? 0 : TRACEBPF__RCAST(void *, p);
+}
+
+TRACEBPF__FASTFN void tracebpf__fast_unmap(struct tracebpf__fast_thread *t)
+{
+	if (t->prod) {
+		tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, t->prod),
+			      TRACEBPF__SCAST(long, t->map_len), 0, 0, 0, 0);
+		tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, t->cons), 4096, 0, 0, 0, 0);
+	}
+	t->prod = 0;
+	t->cons = 0;
+	t->data = 0;
+	t->state = TRACEBPF__FAST_NONE;
+}
+
+/* At thread exit (registered with the object's DSO handle, so a dlclose
+ * waits for it). */
+TRACEBPF__FASTFN void tracebpf__fast_thread_exit(void *arg)
+{
+	struct tracebpf__fast_thread *t =
+		TRACEBPF__SCAST(struct tracebpf__fast_thread *, arg);
+
+	t->busy = 1;   /* nothing of this thread writes again */
+	tracebpf__fast_unmap(t);
+}
+
+/* In the child of fork: the rings were not inherited (MADV_DONTFORK), they
+ * belong to the parent's threads. The child starts over with its own. */
+TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
+{
+	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
+
+	t->prod = 0;
+	t->cons = 0;
+	t->data = 0;
+	t->state = TRACEBPF__FAST_NONE;
+	t->retry = 0;
+	t->busy = 0;
+	tracebpf__fast_proc.ctl = 0;
+	tracebpf__fast_proc.pid = 0;
+	tracebpf__fast_proc.lock = 0;
+	tracebpf__fast_proc.tag++;
+}
+
+/* The session's switch of this process, mapped once per process and
+ * session (an ended session's page stays mapped: other threads may still
+ * read it). */
+TRACEBPF__FASTFN const volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
+{
+	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
+	const volatile struct tracebpf_fast_ctl *c = p->ctl;
+	unsigned long size;
+	char path[64];
+
+	if (c && p->pid == pid && c->live == TRACEBPF_FAST_LIVE)
+		return c;
+	if (__atomic_exchange_n(&p->lock, 1, __ATOMIC_ACQUIRE))
+		return 0;   /* another thread is at it: the slow path meanwhile */
+	if (!__atomic_exchange_n(&p->init, 1, __ATOMIC_RELAXED))
+		tracebpf__pthread_atfork(0, 0, tracebpf__fast_atfork_child);
+	tracebpf__fast_path(path, pid, "ctl");
+	c = TRACEBPF__SCAST(const volatile struct tracebpf_fast_ctl *,
+			    tracebpf__fast_map(path, 2 /* ARRAY */, 1, &size, 0, 0));
+	if (c && c->live == TRACEBPF_FAST_LIVE) {
+		p->tag++;   /* a new session: write every site's descriptor again */
+		p->pid = TRACEBPF__SCAST(int, pid);
+		__atomic_store_n(&p->ctl, c, __ATOMIC_RELEASE);
+	} else {
+		if (c)
+			tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, c), 4096,
+				      0, 0, 0, 0);
+		c = 0;
+	}
+	__atomic_store_n(&p->lock, 0, __ATOMIC_RELEASE);
+	return c;
+}
+
+/* Asks the recorder for this thread's ring: the `tracebpf:ring` probe,
+ * whose argument names the object (its semaphore's address). */
+TRACEBPF__INLINE void tracebpf__fast_request(void)
+{
+	const void *key = &tracebpf_event_semaphore;
+
+	__asm__ __volatile__(TRACEBPF__ASM_NOP
+			     TRACEBPF__ASM_NOTE_("ring", "8@%[key]") TRACEBPF__ASM_BASE
+			     :
+			     : [key] "D"(key)
+			     : "memory");
+}
+
+/* "r<tid>-<key in hex>" */
+TRACEBPF__FASTFN void tracebpf__fast_leaf(char *buf, long tid)
+{
+	uintptr_t key = TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore);
+	char tmp[40];
+	int i = 0, n = 0;
+
+	buf[n++] = 'r';
+	do {
+		tmp[i++] = TRACEBPF__SCAST(char, '0' + tid % 10);
+		tid /= 10;
+	} while (tid);
+	while (i)
+		buf[n++] = tmp[--i];
+	buf[n++] = '-';
+	do {
+		tmp[i++] = "0123456789abcdef"[key & 15];
+		key >>= 4;
+	} while (key);
+	while (i)
+		buf[n++] = tmp[--i];
+	buf[n] = 0;
+}
+
+/* Maps this thread's ring once the recorder has made it. */
+TRACEBPF__FASTFN int tracebpf__fast_open(struct tracebpf__fast_thread *t, long pid,
+					 const volatile struct tracebpf_fast_ctl *c)
+{
+	char leaf[48], path[64];
+	unsigned long size = 0;
+	void *cons, *prod;
+
+	tracebpf__fast_leaf(leaf, tracebpf__sys(TRACEBPF__SYS_GETTID, 0, 0, 0, 0, 0, 0));
+	tracebpf__fast_path(path, pid, leaf);
+	cons = tracebpf__fast_map(path, 31 /* USER_RINGBUF */, 1, &size, 0, 0);
+	if (!cons)
+		return 0;
+	prod = tracebpf__fast_map(path, 31, 0, &size, 4096, 1);
+	if (!prod || size < 4096 || (size & (size - 1))) {
+		tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, cons), 4096, 0, 0, 0, 0);
+		if (prod)
+			tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, prod),
+				      TRACEBPF__SCAST(long, 4096 + 2 * size), 0, 0, 0, 0);
+		return 0;
+	}
+	t->cons = TRACEBPF__SCAST(const unsigned long *, cons);
+	t->prod = TRACEBPF__SCAST(unsigned long *, prod);
+	t->data = TRACEBPF__SCAST(unsigned char *, prod) + 4096;
+	t->map_len = 4096 + 2 * size;
+	t->mask = size - 1;
+	t->pos = __atomic_load_n(t->prod, __ATOMIC_ACQUIRE);
+	t->ctl = c;
+	if (!t->dtor) {
+		t->dtor = 1;
+		tracebpf__thread_atexit(tracebpf__fast_thread_exit, t, &tracebpf__dso_handle);
+	}
+	t->state = TRACEBPF__FAST_READY;
+	return 1;
+}
+
+/* A thread without a usable ring: ask for one and try to map it, with a
+ * backoff (1 ms doubling to 256 ms) while there is none. 1 when ready. */
+TRACEBPF__FASTFN int tracebpf__fast_setup(struct tracebpf__fast_thread *t)
+{
+	const volatile struct tracebpf_fast_ctl *c;
+	uint64_t now = tracebpf__now();
+	long pid;
+
+	if (t->state == TRACEBPF__FAST_READY)
+		tracebpf__fast_unmap(t);   /* its session ended */
+	if (now < t->retry || t->busy)
+		return 0;
+	t->busy = 1;
+	pid = tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0);
+	tracebpf__fast_request();   /* again at every try: a request may be lost */
+	c = tracebpf__fast_ctl(pid);
+	if (c && tracebpf__fast_open(t, pid, c)) {
+		t->backoff = 0;
+		t->busy = 0;
+		return 1;
+	}
+	t->backoff = t->backoff ? t->backoff * 2 : 1000000;
+	if (t->backoff > 256000000)
+		t->backoff = 256000000;
+	t->retry = now + t->backoff;
+	t->busy = 0;
+	return 0;
+}
+
+/* Room for a sample of len bytes (a multiple of 8), marked BUSY and
+ * published; NULL when the ring is full (the event takes the slow path). */
+TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *t,
+						  uint32_t len)
+{
+	unsigned long pos = t->pos, total = len + 8u;
+	unsigned long cons = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+	uint32_t *hdr;
+
+	if (pos - cons + total > t->mask + 1)
+		return 0;
+	hdr = TRACEBPF__RCAST(uint32_t *, t->data + (pos & t->mask));
+	hdr[0] = len | TRACEBPF_FAST_BUSY;
+	hdr[1] = 0;
+	t->pos = pos + total;
+	__atomic_store_n(t->prod, pos + total, __ATOMIC_RELEASE);
+	return hdr;
+}
+
+TRACEBPF__INLINE void tracebpf__fast_commit(uint32_t *hdr, uint32_t len)
+{
+	__atomic_store_n(hdr, len, __ATOMIC_RELEASE);
+}
+
+/* A site's descriptor, once per site and tag (a direct-mapped table of the
+ * object's sites: a slot another site took means writing it again). */
+TRACEBPF__FASTFN int tracebpf__fast_site(struct tracebpf__fast_thread *t, const void *site,
+					 uint64_t *slot, uint64_t want)
+{
+	const struct tracebpf_site *h = TRACEBPF__SCAST(const struct tracebpf_site *, site);
+	uint32_t len = (TRACEBPF_FAST_HEAD + h->size + 7u) & ~7u;
+	struct tracebpf_fast_rec *r;
+	uint32_t *hdr = tracebpf__fast_reserve(t, len);
+
+	if (!hdr)
+		return 0;
+	r = TRACEBPF__RCAST(struct tracebpf_fast_rec *, hdr + 2);
+	r->type = TRACEBPF_FAST_SITE;
+	r->size = TRACEBPF__SCAST(uint16_t, len);
+	r->cpu = tracebpf__cpu();
+	r->ts = tracebpf__now();
+	r->site = TRACEBPF__RCAST(uintptr_t, site);
+	__builtin_memcpy(r->args, site, h->size);
+	tracebpf__fast_commit(hdr, len);
+	*slot = want;
+	return 1;
+}
+
+/* One event on the fast path: 1 when it is in the ring, 0 to take the
+ * probe. */
+TRACEBPF__FASTFN int tracebpf__fast_event(const void *site, uint64_t a0, uint64_t a1)
+{
+	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
+	uintptr_t addr = TRACEBPF__RCAST(uintptr_t, site);
+	uint64_t *slot, want;
+	struct tracebpf_fast_rec *r;
+	uint32_t *hdr;
+
+	if (__builtin_expect(t->state != TRACEBPF__FAST_READY ||
+			     t->ctl->live != TRACEBPF_FAST_LIVE, 0) &&
+	    !tracebpf__fast_setup(t))
+		return 0;
+	if (t->busy)
+		return 0;
+	t->busy = 1;
+	__asm__ __volatile__("" ::: "memory");
+	slot = &tracebpf__fast_proc.seen[((addr >> 3) * 0x9e3779b97f4a7c15ull) >> 54];
+	want = addr | TRACEBPF__SCAST(uint64_t, tracebpf__fast_proc.tag) << 48;
+	if (__builtin_expect(*slot != want, 0) && !tracebpf__fast_site(t, site, slot, want))
+		goto slow;
+	hdr = tracebpf__fast_reserve(t, sizeof(*r));
+	if (!hdr)
+		goto slow;
+	r = TRACEBPF__RCAST(struct tracebpf_fast_rec *, hdr + 2);
+	r->type = TRACEBPF_FAST_EVENT;
+	r->size = sizeof(*r);
+	r->cpu = tracebpf__cpu();
+	r->ts = tracebpf__now();
+	r->site = addr;
+	r->args[0] = a0;
+	r->args[1] = a1;
+	tracebpf__fast_commit(hdr, sizeof(*r));
+	__asm__ __volatile__("" ::: "memory");
+	t->busy = 0;
+	return 1;
+slow:
+	t->busy = 0;
+	return 0;
+}
+#define TRACEBPF__FAST(site, a0, a1) tracebpf__fast_event(site, a0, a1)
+#else
+#define TRACEBPF__FAST(site, a0, a1) 0
+#endif /* TRACEBPF_NO_FAST_PATH */
+
+/* One hit of a plain site: the fast path when it can take it (fast is a
+ * constant: 0 for sites with string arguments), else the probe. */
+TRACEBPF__INLINE void
+tracebpf__emit(const void *site, unsigned size, uint64_t a0, uint64_t a1, int fast)
+{
+	if (!fast || !TRACEBPF__FAST(site, a0, a1))
+		tracebpf__hit(site, size, a0, a1);
+}
+
 /* BEGIN of a scoped slice: returns the END descriptor for the scope guard. */
 TRACEBPF__INLINE const void *
 tracebpf__scope_begin(const void *site, unsigned size, uint64_t a0,
-		      uint64_t a1, const void *end_site)
+		      uint64_t a1, const void *end_site, int fast)
 {
-	tracebpf__hit(site, size, a0, a1);
+	tracebpf__emit(site, size, a0, a1, fast);
 	return end_site;
 }
 
@@ -360,7 +848,7 @@ TRACEBPF__INLINE void tracebpf__scope_end(const void *end_site)
 	if (end_site && TRACEBPF_ENABLED()) {
 		const volatile struct tracebpf_site *h = TRACEBPF__SCAST(
 			const volatile struct tracebpf_site *, end_site);
-		tracebpf__hit(end_site, h->size, 0, 0);
+		tracebpf__emit(end_site, h->size, 0, 0, 1);
 	}
 }
 
@@ -564,9 +1052,14 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 	do {                                                                  \
 		TRACEBPF__SITE(tracebpf__site, ph, sc, na, t0, t1, strs);     \
 		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
-			tracebpf__hit(&tracebpf__site,                        \
-				      TRACEBPF__STRS_BYTES(strs), v0, v1);    \
+			tracebpf__emit(&tracebpf__site,                       \
+				       TRACEBPF__STRS_BYTES(strs), v0, v1,    \
+				       TRACEBPF__NOSTR(t0, t1));              \
 	} while (0)
+
+/* Sites without string arguments can take the fast path. */
+#define TRACEBPF__NOSTR(t0, t1) \
+	((t0) != TRACEBPF_ARG_STR && (t1) != TRACEBPF_ARG_STR)
 
 #define TRACEBPF__E0(ph, sc, cat, name)                                       \
 	TRACEBPF__EVENT(ph, sc, 0, TRACEBPF_ARG_NONE, 0, TRACEBPF_ARG_NONE, 0, \
@@ -592,7 +1085,8 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 		__builtin_expect(TRACEBPF_ENABLED(), 0)                       \
 		? tracebpf__scope_begin(&TRACEBPF__CAT(tracebpf__b, id),      \
 					TRACEBPF__STRS_BYTES(strs), v0, v1,   \
-					&TRACEBPF__CAT(tracebpf__e, id))      \
+					&TRACEBPF__CAT(tracebpf__e, id),      \
+					TRACEBPF__NOSTR(t0, t1))              \
 		: TRACEBPF__NULL)
 
 #define TRACEBPF__S0(id, cat, name)                                           \

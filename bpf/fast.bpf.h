@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * fast.bpf.h - the fast path's kernel side (docs/design.md, "The fast
+ * path"), included at the end of record.bpf.c: the request for a thread's
+ * ring, and the program that drains the threads' rings into this CPU's
+ * ring as ordinary records.
+ */
+#ifndef TRACEBPF_FAST_BPF_H
+#define TRACEBPF_FAST_BPF_H
+
+/* The threads' user ring buffers, by slot: user space creates each one
+ * (--fast-buffer-size), pins it for the thread's user and puts it here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);       /* user space: --max-fast-rings */
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_USER_RINGBUF);
+		__uint(max_entries, 64 * 1024);
+	});
+} fast_rings SEC(".maps");
+
+/* tracebpf:ring (argument: the object's key). A thread of a traced process
+ * asks for its ring; the recorder is woken, since the thread polls for it. */
+SEC("usdt")
+int tb_ring_req(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct tb_ring_req *rec;
+	__u32 cpu;
+	void *rb;
+
+	cpu = bpf_get_smp_processor_id();
+	if (!traced_gen(pid_tgid >> 32, cpu) || recording_stopped())
+		return 0;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_RING_FAST_REQ, sizeof(*rec), cpu, bpf_ktime_get_ns(), pid_tgid);
+	rec->key = ctx->di;
+	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+struct fast_cb {
+	struct tb_fast_drain *d;
+	void *rb;
+	__u64 rb_size;
+	__u64 pid_tgid;
+	__u64 stop_ts;   /* records from here on are dropped: ctl stop */
+	__u32 cpu;
+};
+
+static __always_inline int fast_out(struct fast_cb *c, void *rec, __u64 size)
+{
+	if (bpf_ringbuf_output(c->rb, rec, size, BPF_RB_NO_WAKEUP)) {
+		count_drop();
+		c->d->dropped++;
+		return -1;
+	}
+	return 0;
+}
+
+static __always_inline void fast_event(struct fast_cb *c, const struct tb_fast_rec *f)
+{
+	struct tb_rec_event ev;
+
+	fill_hdr(&ev.hdr, TB_REC_EVENT, sizeof(ev), f->cpu, f->ts, c->pid_tgid);
+	ev.site = f->site;
+	ev.args[0] = f->args[0];
+	ev.args[1] = f->args[1];
+	ev.str_len[0] = 0;
+	ev.str_len[1] = 0;
+	ev.flags = TB_EVF_FAST;
+	fast_out(c, &ev, sizeof(ev));
+}
+
+/* A descriptor: the application's own bytes, as report_site() reads them. */
+static __always_inline int fast_site(struct bpf_dynptr *dp, struct fast_cb *c,
+				     const struct tb_fast_rec *f)
+{
+	__u8 *buf = scratch_buf();
+	struct tb_rec_site *rec;
+	struct user_site *us;
+	__u32 len;
+	__u64 size;
+
+	if (!buf || f->size < TB_FAST_HEAD + sizeof(*us))
+		return -1;
+	rec = (void *)buf;
+	us = (void *)(buf + sizeof(*rec));
+	len = f->size - TB_FAST_HEAD;
+	if (len > TB_SITE_MAX)
+		len = TB_SITE_MAX;
+	asm volatile("" : "+r"(len));
+	len &= 2 * TB_SITE_MAX - 1;
+	if (bpf_dynptr_read(us, len, dp, TB_FAST_HEAD, 0))
+		return -1;
+	if (us->magic != TRACEBPF_SITE_MAGIC || us->size < sizeof(*us) || us->size > len)
+		return -1;
+	len = us->size;
+	__builtin_memset(rec, 0, sizeof(*rec));
+	size = TB_REC_ALIGN(sizeof(*rec) + len);
+	if (size > SCRATCH_SIZE)
+		return -1;
+	fill_hdr(&rec->hdr, TB_REC_SITE, size, f->cpu, f->ts, c->pid_tgid);
+	rec->site = f->site;
+	rec->len = len;
+	return fast_out(c, buf, size);
+}
+
+/* Room in the recorder's ring for the largest record a sample makes: the
+ * drain stops before a sample it could not write (a sample is consumed
+ * once taken). */
+#define FAST_ROOM (2 * SCRATCH_SIZE)
+
+static __always_inline bool room_left(struct fast_cb *c)
+{
+	if (bpf_ringbuf_query(c->rb, BPF_RB_AVAIL_DATA) + FAST_ROOM <= c->rb_size)
+		return true;
+	c->d->full = 1;
+	return false;
+}
+
+static long fast_sample(struct bpf_dynptr *dp, void *ctx)
+{
+	struct fast_cb *c = ctx;
+	struct tb_fast_rec f;
+
+	c->d->drained++;
+	if (bpf_dynptr_read(&f, TB_FAST_HEAD, dp, 0, 0)) {
+		c->d->bad++;
+		return 0;
+	}
+	if (f.type == TB_FAST_EVENT) {
+		if (f.ts >= c->stop_ts)
+			return 0;   /* after a ctl stop: dropped, as by the probes */
+		if (f.size != sizeof(f) || bpf_dynptr_read(&f.args, sizeof(f.args), dp,
+							   TB_FAST_HEAD, 0))
+			c->d->bad++;
+		else
+			fast_event(c, &f);
+	} else if (f.type != TB_FAST_SITE || fast_site(dp, c, &f)) {
+		c->d->bad++;
+	}
+	return room_left(c) ? 0 : 1;
+}
+
+/* Run by the recorder (BPF_PROG_TEST_RUN) for each ring every round. */
+SEC("syscall")
+int tb_fast_drain(struct tb_fast_drain *d)
+{
+	struct fast_cb c = { .d = d, .stop_ts = ~0ULL };
+	__u32 key = TB_CTL_STATE, slot = d->slot;
+	struct tb_ctl *ctl;
+	void *ring;
+
+	c.pid_tgid = (__u64)d->pid << 32 | d->tid;
+	c.cpu = bpf_get_smp_processor_id();
+	c.rb = cpu_ring(c.cpu);
+	ring = bpf_map_lookup_elem(&fast_rings, &slot);
+	if (!ring || !c.rb) {
+		d->ret = -2;   /* -ENOENT */
+		return 0;
+	}
+	ctl = bpf_map_lookup_elem(&tb_ctl, &key);
+	if (ctl && ctl->off)
+		c.stop_ts = ctl->ts;
+	c.rb_size = bpf_ringbuf_query(c.rb, BPF_RB_RING_SIZE);
+	if (!room_left(&c))
+		return 0;
+	d->ret = bpf_user_ringbuf_drain(ring, fast_sample, &c, 0);
+	return 0;
+}
+
+#endif /* TRACEBPF_FAST_BPF_H */

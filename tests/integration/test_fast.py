@@ -1,0 +1,109 @@
+"""The fast path (docs/design.md, "The fast path"): threads of a process
+recorded with --fast-path write their events into ring buffers the
+recorder's BPF maps own, mapped into them, instead of trapping into their
+probes. Every test runs real BPF against tests/progs/fast_seq, which reads
+the header's state to say whether its ring was mapped ("fast=1")."""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+from collections import defaultdict
+
+import pytest
+
+from conftest import child_pid_of, prog, wait_for
+
+ROOT_DIR = "/sys/fs/bpf/tracebpf"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+DAEMON = ["setpriv", "--reuid=1", "--regid=1", "--clear-groups"]
+
+
+def per_thread(t, name):
+    """{t arg: [seq args in time order]} of the instants `name`."""
+    out = defaultdict(list)
+    for e in sorted(t.named(name, "I"), key=lambda e: (e["ts"], e["args"]["seq"])):
+        out[e["args"]["t"]].append(e["args"]["seq"])
+    return out
+
+
+def fast_flags(stdout):
+    return {int(m[0]): int(m[1]) for m in re.findall(r"thread (\d+) fast=(\d)", stdout)}
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "probes"])
+def test_exact_counts_and_the_switch(recorder, fast):
+    n, threads = 20000, 2
+    args = ["--no-sched"] + (["--fast-path"] if fast else [])
+    rec = recorder(*args, "--", prog("fast_seq"), "run", threads, n).wait(timeout=120)
+    assert fast_flags(rec.stdout) == {i: int(fast) for i in range(threads)}, rec.stdout
+    t = rec.trace()
+    warm = {int(m[0]): int(m[1]) for m in re.findall(r"thread (\d+) fast=\d warm=(\d+)",
+                                                     rec.stdout)}
+    seq, w = per_thread(t, "seq"), per_thread(t, "warm")
+    for i in range(threads):
+        # every event once, in order: none lost or doubled where the thread
+        # moved from its probe to its ring (the warm events cross it)
+        assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
+        assert w[i] == list(range(warm[i])), f"thread {i} warm: {w[i][:5]}..."
+    blocks = [e for e in t.named("block", "X")]
+    assert len(blocks) == threads * n // 100
+    assert all(not e.get("args", {}).get("tracebpf_unfinished") for e in blocks)
+    assert t.meta["drops_total"] == 0 and t.meta["unresolved_sites"] == 0
+
+
+def test_sigkill_loses_at_most_the_event_being_written(recorder, tmp_path):
+    countfile = tmp_path / "count"
+    rec = recorder("--no-sched", "--fast-path", "--", prog("fast_seq"), "kill", 1, 0,
+                   countfile)
+    wait_for(lambda: countfile.exists() and countfile.stat().st_size == 8 and
+             int.from_bytes(countfile.read_bytes(), "little") > 100000,
+             what="100000 events")
+    child = child_pid_of(rec)
+    os.kill(child, signal.SIGKILL)
+    rec.wait(timeout=120)
+    count = int.from_bytes(countfile.read_bytes(), "little")
+    assert "fast=1" in rec.stdout, rec.stdout
+    seq = per_thread(rec.trace(consumer=False), "seq")[0]
+    # everything committed is there, in order; the one event the thread may
+    # have been writing when it died is the only one that may be missing
+    assert seq == list(range(len(seq)))
+    assert count <= len(seq) + 1 and len(seq) <= count + 1, (count, len(seq))
+
+
+def ring_pins(pid):
+    d = f"{ROOT_DIR}/{pid}"
+    return [f"{d}/{n}" for n in sorted(os.listdir(d))]
+
+
+def test_unprivileged_process_and_other_users(recorder, spawn):
+    # where nobody may write its count (pytest's tmp_path is root's, 0700)
+    shared = tempfile.TemporaryDirectory(prefix="tb-fast-")
+    os.chmod(shared.name, 0o777)
+    countfile = os.path.join(shared.name, "count")
+    rec = recorder("--no-sched", "--fast-path", "--", *NOBODY, prog("fast_seq"), "kill", 1, 0,
+                   countfile)
+    wait_for(lambda: "fast=1" in (rec.proc.stdout.readline() or ""), timeout=30,
+             what="the unprivileged thread's ring")
+    child = int(subprocess.check_output(["pgrep", "-n", "-x", "fast_seq"], text=True))
+    st = os.stat(f"{ROOT_DIR}/{child}/")
+    assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o700)
+    pins = ring_pins(child)
+    assert any(os.path.basename(p).startswith("r") for p in pins) and \
+        any(p.endswith("/ctl") for p in pins), pins
+    same = subprocess.run([*NOBODY, prog("fast_open"), *pins], capture_output=True,
+                          text=True).stdout.split("\n")
+    other = subprocess.run([*DAEMON, prog("fast_open"), *pins], capture_output=True,
+                           text=True).stdout.split("\n")
+    assert [l.split()[-1] for l in same if l] == ["ok"] * len(pins), same
+    assert [l.split()[-1] for l in other if l] == ["EACCES"] * len(pins), other
+    # a process the recording does not trace, running the same binary (its
+    # sites are enabled: uprobes are per file), finds nothing to open
+    untraced = spawn(prog("fast_seq"), "run", 1, 10)
+    out, _ = untraced.communicate(timeout=60)
+    assert "fast=0" in out and not os.path.exists(f"{ROOT_DIR}/{untraced.pid}"), out
+    os.kill(child, signal.SIGKILL)
+    rec.wait(timeout=120)
+    seq = per_thread(rec.trace(consumer=False), "seq")[0]
+    assert seq == list(range(len(seq))) and len(seq) > 0
+    assert not os.path.exists(f"{ROOT_DIR}/{child}"), "the process's pins outlive it"

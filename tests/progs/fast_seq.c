@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * fast_seq MODE THREADS N [COUNTFILE] - numbered events for the fast-path
+ * tests.
+ *
+ * Each of THREADS threads first emits "warm" instants (args t = thread,
+ * seq = 0, 1, ...), 200 us apart, until its fast-path ring is mapped (at
+ * most 3 s), so the warm events cross the switch from the probe to the
+ * ring; then N "seq" instants (t, seq = 0 .. N-1), every 100th inside a
+ * slice "block" (BEGIN/END with arg t). It prints "thread T fast=F warm=W"
+ * (F: 1 if its ring was mapped) for each thread. Modes:
+ *   run    just that;
+ *   fork   the main thread does it (THREADS is ignored), then a child
+ *          process does it too, and prints "child fast=F" (the child
+ *          must not find its parent's ring);
+ *   kill   one thread that, once its ring is mapped, emits "seq" forever,
+ *          storing seq + 1 in COUNTFILE (mapped shared) after each event,
+ *          100 us of sleep every 1000 events.
+ * Reads the header's per-thread state to know whether the ring is mapped:
+ * a test program may, an application has no reason to.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "tracebpf/trace.h"
+
+static long n_events;
+static uint64_t *counter;
+
+static int ready(void)
+{
+	return tracebpf__fast_tls.state == TRACEBPF__FAST_READY;
+}
+
+static long warm(int64_t t)
+{
+	const struct timespec pause = { 0, 200 * 1000 };
+	long w = 0;
+
+	for (; w < 15000 && !ready(); w++) {
+		TRACE_EVENT_INSTANT2("test", "warm", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
+				     (int64_t)w);
+		nanosleep(&pause, NULL);
+	}
+	TRACE_EVENT_INSTANT2("test", "warm", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq", (int64_t)w);
+	return w + 1;
+}
+
+static void *worker(void *arg)
+{
+	int64_t t = (int64_t)(intptr_t)arg;
+	long w = warm(t);
+	int fast = ready();
+
+	for (long i = 0; i < n_events; i++) {
+		if (i % 100 == 0)
+			TRACE_EVENT_BEGIN1("test", "block", "t", t);
+		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
+				     (int64_t)i);
+		if (i % 100 == 99 || i == n_events - 1)
+			TRACE_EVENT_END0("test", "block");
+	}
+	printf("thread %lld fast=%d warm=%ld\n", (long long)t, fast, w);
+	return NULL;
+}
+
+static int run_threads(int n)
+{
+	pthread_t th[64];
+
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i))
+			return 1;
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	fflush(stdout);
+	return 0;
+}
+
+static int run_kill(const char *path)
+{
+	const struct timespec pause = { 0, 100 * 1000 };
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+
+	if (fd < 0 || ftruncate(fd, sizeof(uint64_t)))
+		return 1;
+	counter = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (counter == MAP_FAILED)
+		return 1;
+	warm(0);
+	printf("thread 0 fast=%d\n", ready());
+	fflush(stdout);
+	for (uint64_t i = 0;; i++) {
+		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", (int64_t)0,
+				     "seq", (int64_t)i);
+		__atomic_store_n(counter, i + 1, __ATOMIC_RELEASE);
+		if ((i + 1) % 1000 == 0)   /* leave the recorder a CPU */
+			nanosleep(&pause, NULL);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int threads;
+	pid_t child;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: fast_seq run|fork|kill THREADS N [COUNTFILE]\n");
+		return 2;
+	}
+	threads = atoi(argv[2]);
+	n_events = atol(argv[3]);
+	if (threads < 1 || threads > 64)
+		return 2;
+	if (!strcmp(argv[1], "kill"))
+		return argc > 4 ? run_kill(argv[4]) : 2;
+	if (strcmp(argv[1], "fork"))
+		return run_threads(threads);
+	worker((void *)(intptr_t)0);
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		warm(100);
+		printf("child fast=%d\n", ready());
+		worker((void *)(intptr_t)101);
+		fflush(stdout);
+		_exit(0);
+	}
+	return child > 0 && waitpid(child, NULL, 0) == child ? 0 : 1;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * fast.h - the recorder's side of the fast path (docs/design.md, "The fast
+ * path"): the session's directory in bpffs, one user ring buffer per
+ * thread (and object) that asks for one, drained every round by
+ * tb_fast_drain into the recorder's rings.
+ *
+ * Order: tb_fast_prepare (before the object is loaded), tb_fast_start
+ * (after), then per round tb_fast_drain_all before the rings are consumed
+ * and tb_fast_round_end after; tb_fast_request / _exit / _exec as their
+ * records arrive; tb_fast_finish before the last drain; tb_fast_close.
+ * A fast path that cannot start says why once and leaves the probes to
+ * record everything.
+ */
+#ifndef TRACEBPF_FAST_H
+#define TRACEBPF_FAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct record_bpf;
+struct tb_ring_req;
+struct tb_fast;
+
+struct tb_fast_opts {
+	size_t ring_size;      /* --fast-buffer-size, a power of 2 */
+	unsigned max_rings;    /* --max-fast-rings */
+	bool off;              /* no --fast-path */
+	bool verbose;
+};
+
+/* *f stays NULL when the fast path is off (said). 0 or a negative errno. */
+int tb_fast_prepare(struct tb_fast **f, struct record_bpf *skel,
+		    const struct tb_fast_opts *o);
+int tb_fast_start(struct tb_fast *f);
+void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q);
+void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process);
+void tb_fast_exec(struct tb_fast *f, uint32_t pid);
+void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);
+void tb_fast_round_end(struct tb_fast *f);
+/* The session is over: no thread writes again; the rings drained. */
+void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx);
+/* Events lost in the rings: a thread killed in the middle of a write. */
+uint64_t tb_fast_lost(const struct tb_fast *f);
+uint64_t tb_fast_rings(const struct tb_fast *f);   /* rings made so far */
+void tb_fast_close(struct tb_fast *f);
+
+#endif
