@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# bench/lttng.sh (called by bench/run.sh): LTTng-UST as a peer of the
+# probe site. bench/probe_cost_lttng.c is probe_cost's instant2 loop with an
+# LTTng-UST tracepoint (bench:hit2, two 64-bit integers) in place of the
+# tracebpf site. Each of BENCH_LTTNG_RUNS (11) runs measures, in turn:
+#
+#   enabled     an LTTng session records bench:* to a file in a temp dir
+#               (`lttng create --output`, enable-channel, enable-event -u,
+#               start, the loop of BENCH_LTTNG_N (2,000,000) events, stop,
+#               destroy); then the same with two threads
+#   disabled    the same loop with no session (the tracepoint's branch)
+#   empty       the loop without a tracepoint
+#   tracebpf    `tracebpf record --no-sched -- probe_cost N instant2`, so
+#               that tracebpf / LTTng-UST is a paired ratio of this run
+#
+# The disabled and empty loops run BENCH_LTTNG_N_OFF (200,000,000) times.
+# The channel's sub-buffers (BENCH_LTTNG_NSUBBUF x BENCH_LTTNG_SUBBUF, 16 x
+# 8M per CPU, per-user buffers) hold a whole run: each run checks that
+# LTTng discarded nothing and, with babeltrace2, that the trace holds
+# exactly N events per thread. Reported: medians with their 95% bootstrap
+# intervals (bench/stats.sh). LTTng-UST stamps its events with
+# CLOCK_MONOTONIC read in user space (the vDSO), tracebpf with
+# bpf_ktime_get_ns() in the kernel.
+#
+# Installs liblttng-ust-dev, lttng-tools and babeltrace2 if missing, and
+# starts a root session daemon if none runs (and ends it after). If LTTng
+# cannot be had, prints "skipped: <reason>" and exits 0.
+#
+# By hand: bash bench/lttng.sh (root), after `make`; the program is left in
+# build/bench/probe_cost_lttng.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/stats.sh
+B=build/bench
+T=build/tracebpf
+P=$B/probe_cost_lttng
+N=${BENCH_LTTNG_N:-2000000}
+N_OFF=${BENCH_LTTNG_N_OFF:-200000000}
+runs=${BENCH_LTTNG_RUNS:-11}
+subbuf=${BENCH_LTTNG_SUBBUF:-8M}    # sub-buffer size and count, per CPU
+nsubbuf=${BENCH_LTTNG_NSUBBUF:-16}
+session=tracebpf-bench-$$
+out=$(mktemp -d)
+sessiond=  # the pid of the session daemon this script started, if any
+ns() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p'; }
+rate() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
+label() { printf '%-40s: ' "$1"; }
+
+cleanup() {
+  lttng destroy "$session" >/dev/null 2>&1 || true
+  [ -n "$sessiond" ] || { rm -rf "$out"; return; }
+  kill "$sessiond" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$sessiond" 2>/dev/null || break; sleep 0.1; done
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+skip() { label "LTTng-UST enabled, recording"; echo "skipped: $1"; exit 0; }
+
+# liblttng-ust-dev and lttng-tools are needed; babeltrace2 only counts.
+install_lttng() {
+  local need=() p
+  for p in liblttng-ust-dev lttng-tools babeltrace2; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+  done
+  [ ${#need[@]} -eq 0 ] && return 0
+  echo "bench: installing ${need[*]} (LTTng-UST peer)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
+    >"$out/apt.log" 2>&1 || true
+}
+
+build() {
+  mkdir -p "$B"
+  # shellcheck disable=SC2046  # pkg-config's flags are words
+  ${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ibench -pthread \
+    bench/probe_cost_lttng.c bench/probe_cost_lttng_tp.c -o "$P" \
+    $(pkg-config --cflags --libs lttng-ust) >"$out/cc.err" 2>&1
+}
+
+# The root session daemon: the running one, or one started here (no
+# kernel tracer: only user space is traced, and lttng-modules is not needed).
+start_sessiond() {
+  pgrep -u 0 -x lttng-sessiond >/dev/null && return 0
+  lttng-sessiond --daemonize --no-kernel >"$out/sessiond.err" 2>&1 || return 1
+  sessiond=$(cat /var/run/lttng/lttng-sessiond.pid 2>/dev/null) || return 1
+}
+
+# Events in trace DIR (babeltrace2's counter), or "-" without babeltrace2.
+count_events() {
+  command -v babeltrace2 >/dev/null || { echo -; return; }
+  babeltrace2 "$1" -c sink.utils.counter -p 'step=+0' 2>/dev/null |
+    awk '/Event messages/ { c = $1 } END { print c + 0 }'
+}
+
+ctl() {
+  lttng "$@" >>"$out/lttng.log" 2>&1 ||
+    { echo "bench: lttng $1 failed: $(tail -n 3 "$out/lttng.log")" >&2; return 1; }
+}
+
+# One recorded run of `probe_cost_lttng N instant2 THREADS`: prints the
+# program's line; leaves "discarded counted" in $out/check.
+run_enabled() {  # THREADS
+  local dir="$out/trace" d
+  rm -rf "$dir"; : >"$out/lttng.log"
+  ctl create "$session" --output="$dir"
+  ctl enable-channel -u -s "$session" --subbuf-size="$subbuf" --num-subbuf="$nsubbuf" bench
+  ctl enable-event -u -s "$session" -c bench 'bench:*'
+  ctl start "$session"
+  "$P" "$N" instant2 "$1"
+  ctl stop "$session"
+  d=$(lttng list "$session" | awk '/Discarded events:/ { s += $3 } END { print s + 0 }')
+  ctl destroy "$session"
+  # stop and destroy warn of discarded events and lost packets
+  if grep -q 'were discarded\|were lost' "$out/lttng.log"; then d="$d+warned"; fi
+  echo "$d $(count_events "$dir")" >"$out/check"
+  rm -rf "$dir"
+}
+
+# Warns, and counts the run in $out/bad, unless it discarded nothing and
+# its trace holds N x THREADS events.
+check() {  # THREADS
+  local d c
+  read -r d c <"$out/check"
+  if [ "$d" != 0 ] || { [ "$c" != - ] && [ "$c" != $((N * $1)) ]; }; then
+    echo "bench: WARNING: LTTng-UST, $1 thread(s): $d discarded, $c of $((N * $1)) events in the trace" >&2
+    echo "$1" >>"$out/bad"
+  fi
+}
+
+run_tracebpf() {
+  rm -f "$out"/tb.tbt*
+  "$T" record -q --no-json --no-sched -o "$out/tb.tbt" -- "$B/probe_cost" "$N" instant2 2>"$out/tb.err"
+  grep -q " 0 dropped" "$out/tb.err" || echo "bench: WARNING: drops: $(cat "$out/tb.err")" >&2
+}
+
+measure() {
+  local f
+  for f in on on2 r1 r2 off empty tb bad; do : >"$out/$f"; done
+  for _ in $(seq "$runs"); do
+    run_enabled 1 >"$out/line"; check 1
+    ns <"$out/line" >>"$out/on"; rate <"$out/line" >>"$out/r1"
+    run_enabled 2 >"$out/line"; check 2
+    ns <"$out/line" >>"$out/on2"; rate <"$out/line" >>"$out/r2"
+    "$P" "$N_OFF" instant2 | ns >>"$out/off"
+    "$P" "$N_OFF" empty | ns >>"$out/empty"
+    if [ -x "$T" ]; then run_tracebpf | ns >>"$out/tb"; fi
+  done
+}
+
+# "MEDIAN (95% interval LO-HI)" of FILE
+summary() { printf '%s (95%% interval %s)' "$(median <"$1")" "$(interval <"$1")"; }
+# the same for the paired ratios FILE_A / FILE_B
+ratio() { printf '%.3fx (95%% interval %s)' "$(ratios "$1" "$2" | median)" "$(ratios "$1" "$2" | interval)"; }
+
+# Did every recorded run keep all its events?
+kept() {
+  local how="babeltrace2 counted N x threads"
+  command -v babeltrace2 >/dev/null || how="no babeltrace2 to count them"
+  if [ -s "$out/bad" ]; then echo "LOST EVENTS in $(wc -l <"$out/bad") of $((2 * runs)) runs"
+  else echo "0 discarded in all runs ($how)"; fi
+}
+
+report() {
+  echo "LTTng-UST $(dpkg-query -W -f='${Version}' liblttng-ust-dev 2>/dev/null):" \
+       "probe_cost_lttng $N instant2, $runs runs, sub-buffers $nsubbuf x $subbuf per CPU"
+  label "LTTng-UST enabled, recording"
+  echo "$(summary "$out/on") ns/event; $(kept)"
+  label "LTTng-UST enabled, recording, 2 threads"
+  echo "$(summary "$out/on2") ns/event per thread"
+  label "LTTng-UST two threads / one"
+  echo "$(ratio "$out/r2" "$out/r1") aggregate rate ($(median <"$out/r2") vs $(median <"$out/r1") events/s)"
+  label "LTTng-UST disabled tracepoint"
+  echo "$(summary "$out/off") ns/hit"
+  label "LTTng-UST loop without a tracepoint"
+  echo "$(summary "$out/empty") ns/iteration"
+  label "ratio LTTng-UST disabled / empty"; ratio "$out/off" "$out/empty"; echo
+  label "ratio LTTng-UST enabled / empty"; ratio "$out/on" "$out/empty"; echo
+  if [ -s "$out/tb" ]; then
+    label "ratio tracebpf record / LTTng-UST"
+    echo "$(ratio "$out/tb" "$out/on"); tracebpf $(median <"$out/tb") ns/hit in the same runs"
+  fi
+}
+
+[ "$(id -u)" = 0 ] || skip "needs root (the root session daemon)"
+install_lttng
+{ command -v lttng && command -v lttng-sessiond; } >/dev/null ||
+  skip "lttng-tools not installed ($(tail -n 1 "$out/apt.log" 2>/dev/null))"
+pkg-config --exists lttng-ust || skip "liblttng-ust-dev not installed ($(tail -n 1 "$out/apt.log" 2>/dev/null))"
+build || skip "probe_cost_lttng does not build: $(head -c 200 "$out/cc.err")"
+start_sessiond || skip "lttng-sessiond does not start: $(head -c 200 "$out/sessiond.err")"
+measure
+report
