@@ -1053,6 +1053,8 @@ static int process(struct conv *c, enum stage *stage)
 			err = on_ctl(c, (const void *)h);
 			continue;
 		}
+		if (h->type == TB_REC_GAP)
+			continue;   /* not used yet: docs/design.md, "Gaps" */
 		if (shown_while_on(h->type) && is_stopped(c)) {
 			c->while_stopped++;
 			continue;

@@ -494,3 +494,33 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
                 assert js == list(range(50)), (o, js[:5], len(js))
     # the race is real: across five attaches some thread began with an END
     assert before_total > 0, "no attach landed inside a scope"
+
+
+@pytest.mark.parametrize("kind", ["application", "kernel"])
+def test_gap_marks_count_every_drop(recorder, kind):
+    """Records lost because a ring is full leave gap marks (TB_REC_GAP, as
+    tracebpf dump prints them) that count every one of them: the
+    application's events through 4 KiB rings (the smallest --buffer-size),
+    or scheduler records through 4 KiB kernel rings that spill into 4 KiB
+    rings (a staged batch never fits). With --no-sched or --sched=traced
+    nothing is recorded once the program is gone, so the marks account for
+    every drop."""
+    from conftest import BUILD
+    if kind == "application":
+        rec = recorder("--no-sched", "-b", "4K", "--", str(BUILD / "bench" / "rate"),
+                       10**9, 1).wait(timeout=120)
+        pid = int(re.search(r"pid=(\d+)", rec.stdout).group(1))
+    else:
+        rec = recorder("--sched=traced", "-b", "4K", "--kernel-buffer-size", "4K", "--",
+                       prog("pingpong"), 20000).wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert d.returncode == 0, d.stderr
+    every = re.findall(r" 0/0 GAP (\w+) records=(\d+) until=\S+ threads=(\S+)", d.stdout)
+    marks = [(n, threads) for k, n, threads in every if k == kind]
+    drops = int(re.findall(r" STATS events=\d+ drops=(\d+) ", d.stdout)[-1])
+    assert drops > 0 and marks, ("4 KiB rings must overflow", drops, len(marks))
+    assert sum(int(n) for _, n, _ in every) == drops, (len(every), drops)
+    if kind == "application":   # the one thread that emits: named, not "all"
+        assert {threads for _, threads in marks} == {str(pid)}, marks[:5]
+    assert rec.trace().meta["drops_total"] == drops
