@@ -606,7 +606,7 @@ def test_gaps_never_pair_across_lost_records(recorder):
     ids = check_numbered_ids(t)
     assert ids["async"] > 0, ids
     assert m["flow_events_left_out"] > 0, m
-    # the marks, as dump shows them
+    # the marks, as dump and info show them
     d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
     assert d.returncode == 0, d.stderr
     gaps = re.findall(r"\[ *(\d+)\] 0/0 GAP application records=(\d+) until=\S+ threads=\S+",
@@ -617,6 +617,10 @@ def test_gaps_never_pair_across_lost_records(recorder):
     for cpu, n in gaps:
         per_cpu[int(cpu)] += int(n)
     assert per_cpu == m["drops_per_cpu"], (per_cpu, m["drops_per_cpu"])
+    info = subprocess.run([TRACEBPF, "info", str(rec.tbt)], capture_output=True, text=True)
+    assert (f"gaps:           {m['gaps']} ({m['drops_total']} application records lost; "
+            f"per cpu: {' '.join(map(str, per_cpu))}), 0 in kernel records") in info.stdout, \
+        info.stdout
     devtools_check(rec.out)
 
 
