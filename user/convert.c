@@ -1032,6 +1032,7 @@ struct flow {
 	const char *cat;
 	char *name;
 	size_t nlen;
+	uint64_t marks;             /* gap marks read before its s */
 	bool cut;                   /* it was open at a gap */
 };
 
@@ -1054,7 +1055,8 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 	}
 	if (!create || !(f = calloc(1, sizeof(*f))))
 		return NULL;
-	*f = (struct flow){ .k.h = h, .id = id, .cat = cat, .name = malloc(n + 1), .nlen = n };
+	*f = (struct flow){ .k.h = h, .id = id, .cat = cat, .name = malloc(n + 1), .nlen = n,
+			    .marks = c->gap.marks };
 	if (!f->name || ktab_add(&c->gap.flows, &f->k)) {
 		free(f->name);
 		free(f);
@@ -1083,6 +1085,8 @@ static int flow_gate(struct conv *c, struct oev *e)
 	bool start = e->site->phase == 's';
 	struct flow *f = find_flow(c, e, false);
 
+	if (f && f->marks != c->gap.marks)
+		f->cut = true;   /* a gap came while it was open */
 	if ((f && f->cut) || e->ts <= c->gap.until) {
 		free((void *)e->ev);
 		c->gap.flows_left_out++;
@@ -1093,14 +1097,6 @@ static int flow_gate(struct conv *c, struct oev *e)
 	if (f && e->site->phase == 'f')
 		free_flow(c, f);
 	return 1;
-}
-
-/* Every flow open at a gap is cut for good (flow_gate). */
-static void cut_flows(struct conv *c)
-{
-	for (size_t i = 0; i < c->gap.flows.cap; i++)
-		for (struct kent *k = c->gap.flows.b[i]; k; k = k->next)
-			((struct flow *)k)->cut = true;
 }
 
 /* A thread that may have lost events in a gap: its open slices end at the
@@ -1168,8 +1164,7 @@ static int on_gap(struct conv *c, const struct tb_rec_gap *g)
 	}
 	if (!err)
 		err = cut_async(c, &l, c->last_ts);
-	cut_flows(c);
-	c->gap.last = l;
+	c->gap.last = l;   /* and every flow open now is cut (flow_gate) */
 	if (until > c->gap.until)
 		c->gap.until = until;
 	return err;
