@@ -191,10 +191,8 @@ static __noinline __u32 report_site(void *rb, __u64 addr, __u32 cpu, __u64 ts,
 	rec->len = len;
 	if (size > SCRATCH_SIZE)
 		return 0;
-	if (bpf_ringbuf_output(rb, buf, size, wake_flags(rb, size))) {
-		count_drop();
+	if (ring_output(rb, cpu, buf, size, ts, pid_tgid))
 		return 0;
-	}
 	if (rec->flags & TB_SITEF_FAULT)
 		return 0;   /* the page may be in at the next hit */
 	info = SI_VALID | (us->flags & TB_SITE_COPY_NAME ? SI_COPY_NAME : 0);
@@ -279,8 +277,7 @@ static __noinline int emit_event_str(void *rb, __u32 info, struct hit *h)
 		return 0;
 	fill_hdr(&ev->hdr, h->is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, size, h->cpu,
 		 h->ts, h->pid_tgid);
-	if (bpf_ringbuf_output(rb, buf, size, wake_flags(rb, size)))
-		count_drop();
+	ring_output(rb, h->cpu, buf, size, h->ts, h->pid_tgid);
 	return 0;
 }
 
@@ -357,7 +354,7 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 	h->is_id = is_id;
 	rb = cpu_ring(h->cpu);
 	if (!rb) {
-		count_drop();
+		count_lost(h->cpu, 1, h->ts, h->ts, (__u32)h->pid_tgid);
 		return 0;
 	}
 	info = site_info(rb, h, gen);
@@ -380,9 +377,7 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 		x.name_len = 0;
 		x.pad[0] = x.pad[1] = x.pad[2] = 0;
 	}
-	if (bpf_ringbuf_output(rb, &x, is_id ? sizeof(x) : sizeof(*ev),
-			       wake_flags(rb, is_id ? sizeof(x) : sizeof(*ev))))
-		count_drop();
+	ring_output(rb, h->cpu, &x, is_id ? sizeof(x) : sizeof(*ev), h->ts, h->pid_tgid);
 	return 0;
 }
 

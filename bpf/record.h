@@ -35,6 +35,7 @@ enum tb_rec_type {
 	TB_REC_FORMAT  = 14, /* user space: a tracepoint's tracefs format file */
 	TB_REC_CMDLINE = 15, /* user space: a process's command line */
 	TB_REC_CTL     = 16, /* user space: recording stopped or started (2.2) */
+	TB_REC_GAP     = 17, /* records a CPU lost: when, how many, whose (2.4) */
 	TB_REC_TYPE_MAX,
 };
 
@@ -339,6 +340,32 @@ struct tb_rec_ctl {
 			    * for --paused) */
 };
 
+/* TB_REC_GAP: records lost on one CPU because its ring (and the ring it
+ * spills into) was full. Written by the kernel side ahead of the next
+ * record that CPU writes, or by the recorder when it finds the count still
+ * pending after a drain (TB_GAPF_SWEPT): every lost record is in the count
+ * of exactly one mark. hdr.cpu is the CPU, hdr.pid = hdr.tid = 0, and
+ * hdr.ts the earliest time a lost record can carry: readers that sort by
+ * time see the mark before anything recorded after the first loss. */
+#define TB_GAP_TIDS 8
+struct tb_rec_gap {
+	struct tb_rec_hdr hdr;
+	__u64 last_ts;     /* no lost record carries a later time */
+	__u64 count;       /* records lost */
+	__u16 kind;        /* TB_GAP_APP or TB_GAP_KERNEL: whose records */
+	__u16 flags;       /* TB_GAPF_* */
+	__u32 ntids;       /* entries of tid[] */
+	__u32 tid[TB_GAP_TIDS];  /* threads some of whose records were lost */
+};
+
+enum tb_gap_kind {
+	TB_GAP_APP    = 1,  /* bpf/record.bpf.c: events, sites, process lifecycle */
+	TB_GAP_KERNEL = 2,  /* bpf/sched.bpf.c: scheduler, power, -e, KTASK */
+};
+
+#define TB_GAPF_ALL   1u   /* records of threads not in tid[] were lost too */
+#define TB_GAPF_SWEPT 2u   /* taken by the recorder, not by the kernel side */
+
 #define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
 
 /* Not in the file: the value of bpf/sched.bpf.c's per-CPU `stage` map, where
@@ -358,6 +385,27 @@ struct tb_stage {
 	__u8 buf[TB_STAGE_BYTES + TB_STAGE_MAX_REC];
 };
 
+/* Not in the file: one CPU's records lost since its last TB_REC_GAP, an
+ * entry of the `gaps` map of each BPF object (bpf/ring.bpf.h), indexed by
+ * CPU and mapped by the recorder, which takes what the kernel side could
+ * not write (user/gaps.c). One cache line per CPU. `word` holds the count
+ * (TB_GAP_COUNT), the programs updating the other fields right now
+ * (TB_GAP_IN each) and TB_GAP_TAKING: a taker claims the fields only while
+ * no program updates them, and keeps what it took only if `word` did not
+ * change meanwhile, so a mark never takes a count without the times and
+ * threads of its records (docs/design.md, "Gaps"). */
+struct tb_gap_state {
+	__u64 word;
+	__u64 first_inv;   /* ~(earliest time of a lost record); 0: none */
+	__u64 last_ts;     /* latest time of a lost record */
+	__u64 all;         /* non-zero: threads not in tid[] lost records */
+	__u64 tid[TB_GAP_TIDS / 2];  /* two (tid + 1) per word, 0 = free */
+};
+
+#define TB_GAP_IN       (1ull << 48)
+#define TB_GAP_TAKING   (1ull << 63)
+#define TB_GAP_COUNT(w) ((w) & (TB_GAP_IN - 1))
+
 _Static_assert(sizeof(struct tb_rec_hdr) == 24, "tb_rec_hdr layout");
 _Static_assert(sizeof(struct tb_rec_event) == 56, "tb_rec_event layout");
 _Static_assert(sizeof(struct tb_rec_site) == 40, "tb_rec_site layout");
@@ -375,6 +423,8 @@ _Static_assert(sizeof(struct tb_rec_tp) == 32, "tb_rec_tp layout");
 _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
 _Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
 _Static_assert(sizeof(struct tb_rec_ctl) == 32, "tb_rec_ctl layout");
+_Static_assert(sizeof(struct tb_rec_gap) == 80, "tb_rec_gap layout");
+_Static_assert(sizeof(struct tb_gap_state) == 64, "tb_gap_state layout");
 _Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 
 #endif /* TRACEBPF_RECORD_H */

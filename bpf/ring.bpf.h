@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * ring.bpf.h - the maps and helpers every tracebpf BPF object uses to write
- * records: one ring buffer per CPU, the per-CPU drop counter, the set of
- * traced processes, and the wakeup policy. Included by record.bpf.c and
- * sched.bpf.c. Each object gets its own rings and drop counter (user space
- * makes the kernel events' rings small: docs/design.md, "Small rings for
- * kernel events"); sched.bpf.c's `traced`, and its `spill` rings, are
- * pointed at record.bpf.c's `traced` and `rings` with bpf_map__reuse_fd
- * (user/sched.c).
+ * records: one ring buffer per CPU, the per-CPU drop counter and gap marks,
+ * the set of traced processes, and the wakeup policy. Included by
+ * record.bpf.c and sched.bpf.c. Each object gets its own rings, drop
+ * counter and `gaps` (user space makes the kernel events' rings small:
+ * docs/design.md, "Small rings for kernel events"); sched.bpf.c's `traced`,
+ * and its `spill` rings, are pointed at record.bpf.c's `traced` and `rings`
+ * with bpf_map__reuse_fd (user/sched.c).
  *
  * One ring per CPU because a single shared ring serialises all producers on
- * one spinlock. Every lost record is counted. Records are submitted without
- * a wakeup unless the ring crosses wakeup_bytes: a wakeup costs several times
- * the probe itself, and the recorder drains the rings on a timer anyway.
+ * one spinlock. Every lost record is counted, and leaves a mark where it
+ * was lost: a TB_REC_GAP ahead of the next record its CPU writes. Records
+ * are submitted without a wakeup unless the ring crosses wakeup_bytes: a
+ * wakeup costs several times the probe itself, and the recorder drains the
+ * rings on a timer anyway.
  */
 #ifndef TRACEBPF_RING_BPF_H
 #define TRACEBPF_RING_BPF_H
@@ -70,20 +72,6 @@ static __always_inline bool recording_stopped(void)
 	return c && c->off;
 }
 
-static __always_inline void count_drops(__u64 n)
-{
-	__u32 zero = 0;
-	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
-
-	if (d)
-		*d += n;
-}
-
-static __always_inline void count_drop(void)
-{
-	count_drops(1);
-}
-
 static __always_inline void *cpu_ring(__u32 cpu)
 {
 	return bpf_map_lookup_elem(&rings, &cpu);
@@ -111,14 +99,236 @@ static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 siz
 	h->tid = (__u32)pid_tgid;
 }
 
+/* Gap marks (struct tb_gap_state, bpf/record.h): what each CPU lost since
+ * its last TB_REC_GAP. A program that cannot write a record counts it here
+ * (count_lost); the next program on that CPU that writes to a ring first
+ * writes the mark (write_gap), and the recorder takes marks still pending
+ * after each drain (user/gaps.c). Indexed by CPU, not per-CPU: the
+ * recorder's take is an atomic exchange on the mapped entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);       /* user space: the number of possible CPUs */
+	__type(key, __u32);
+	__type(value, struct tb_gap_state);
+} gaps SEC(".maps");
+
+/* Whose records an object's marks count (record.h, enum tb_gap_kind):
+ * sched.bpf.c defines it before including this. */
+#ifndef TB_GAP_KIND
+#define TB_GAP_KIND TB_GAP_APP
+#endif
+
+/* The hot path's only cost: an inlined array access and a load. Non-zero
+ * while a mark is pending or being updated. */
+static __always_inline bool gap_pending(__u32 cpu)
+{
+	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
+
+	return g && g->word;
+}
+
+/* *p = max(*p, v), atomically against programs nested on this CPU and the
+ * recorder. Contention that outlasts the tries (each one lost to another
+ * writer) leaves ~0: the widest bound, never a wrong one. */
+static __always_inline void gap_max(__u64 *p, __u64 v)
+{
+	__u64 old = *(volatile __u64 *)p, seen;
+
+	for (int i = 0; i < 4 && old < v; i++) {
+		seen = __sync_val_compare_and_swap(p, old, v);
+		if (seen == old)
+			return;
+		old = seen;
+	}
+	if (old < v)
+		__sync_fetch_and_or(p, ~0ull);
+}
+
+/* Adds tid (tid + 1 is stored: 0 is a free half) to the set of CPU cpu;
+ * a full set says "all threads". Global, as count_lost. */
+__noinline int gap_add_tid(__u32 cpu, __u32 tid)
+{
+	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
+	__u64 t = (__u64)tid + 1, v, seen, nv;
+
+	if (!g)
+		return 0;
+	for (int i = 0; i < TB_GAP_TIDS / 2; i++) {
+		v = *(volatile __u64 *)&g->tid[i];
+		for (int k = 0; k < 3; k++) {
+			if ((v & 0xffffffff) == t || (v >> 32) == t)
+				return 0;
+			if ((v & 0xffffffff) && (v >> 32))
+				break;      /* both halves taken: the next word */
+			nv = v & 0xffffffff ? v | t << 32 : v | t;
+			seen = __sync_val_compare_and_swap(&g->tid[i], v, nv);
+			if (seen == v)
+				return 0;
+			v = seen;
+		}
+	}
+	__sync_fetch_and_or(&g->all, 1);
+	return 0;
+}
+
+/* n records stamped from first to last, of thread tid (~0u: unknown,
+ * which counts as every thread), could not be written on this CPU. The
+ * fields are updated between entering and leaving `word`, and the count
+ * added on leaving, in one atomic add: a taker never sees the count of a
+ * record without its time and thread. A global function, as write_gap:
+ * the verifier checks it once, not at every call (their loops made every
+ * program that calls them take a second longer to load). */
+__noinline int count_lost(__u32 cpu, __u64 n, __u64 first, __u64 last, __u32 tid)
+{
+	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
+	__u32 zero = 0;
+	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
+
+	if (d)
+		__sync_fetch_and_add(d, n);
+	if (!g)
+		return 0;
+	__sync_fetch_and_add(&g->word, TB_GAP_IN);
+	gap_max(&g->first_inv, ~first);
+	gap_max(&g->last_ts, last);
+	if (tid == ~0u)
+		__sync_fetch_and_or(&g->all, 1);
+	else
+		gap_add_tid(cpu, tid);
+	__sync_fetch_and_add(&g->word, n - TB_GAP_IN);
+	return 0;
+}
+
+/* A take that had to give back what it read (a program updated the
+ * fields meanwhile): merged into what is there now. */
+static __always_inline void gap_restore(struct tb_gap_state *g, __u32 cpu, __u64 first_inv,
+					__u64 last, __u64 all, const __u64 *tid)
+{
+	gap_max(&g->first_inv, first_inv);
+	gap_max(&g->last_ts, last);
+	if (all)
+		__sync_fetch_and_or(&g->all, 1);
+	for (int i = 0; i < TB_GAP_TIDS / 2; i++) {
+		if (tid[i] & 0xffffffff)
+			gap_add_tid(cpu, (tid[i] & 0xffffffff) - 1);
+		if (tid[i] >> 32)
+			gap_add_tid(cpu, (tid[i] >> 32) - 1);
+	}
+}
+
+/* Fills the reserved mark m with this CPU's pending losses and clears
+ * them; false (nothing taken) when there is nothing to take, or another
+ * take or an update is under way. */
+static __always_inline bool gap_take(struct tb_gap_state *g, __u32 cpu, struct tb_rec_gap *m,
+				     __u64 w)
+{
+	__u64 first_inv, last, all, tid[TB_GAP_TIDS / 2], now;
+
+	if (__sync_val_compare_and_swap(&g->word, w, w | TB_GAP_TAKING) != w)
+		return false;
+	first_inv = __sync_lock_test_and_set(&g->first_inv, 0);
+	last = __sync_lock_test_and_set(&g->last_ts, 0);
+	all = __sync_lock_test_and_set(&g->all, 0);
+	for (int i = 0; i < TB_GAP_TIDS / 2; i++)
+		tid[i] = __sync_lock_test_and_set(&g->tid[i], 0);
+	if (__sync_val_compare_and_swap(&g->word, w | TB_GAP_TAKING, 0) != (w | TB_GAP_TAKING)) {
+		gap_restore(g, cpu, first_inv, last, all, tid);
+		__sync_fetch_and_and(&g->word, ~TB_GAP_TAKING);
+		return false;
+	}
+	now = bpf_ktime_get_ns();
+	m->hdr.ts = first_inv ? ~first_inv : 0;
+	m->last_ts = last < now ? last : now;
+	m->count = TB_GAP_COUNT(w);
+	m->kind = TB_GAP_KIND;
+	m->flags = all ? TB_GAPF_ALL : 0;
+	m->ntids = 0;
+	for (int i = 0; i < TB_GAP_TIDS; i++) {
+		__u64 t = i & 1 ? tid[i / 2] >> 32 : tid[i / 2] & 0xffffffff;
+
+		m->tid[i] = 0;
+		if (t && m->ntids < TB_GAP_TIDS)
+			m->tid[m->ntids++ & (TB_GAP_TIDS - 1)] = t - 1;
+	}
+	return true;
+}
+
 /* Where a record goes when this CPU's ring is full: an object that has
  * a second ring per CPU defines TB_SPILL_RING(cpu) before including this. */
 #ifndef TB_SPILL_RING
 #define TB_SPILL_RING(cpu) ((void *)0)
 #endif
 
-/* Reserve a fixed-size record on this CPU's ring (or its spill ring),
- * counting a failure. */
+/* Writes this CPU's pending mark to its ring (spill: to its spill ring),
+ * ahead of the record about to be written there. -1 when the ring has no
+ * room for it: the record is then lost too (the caller counts it), and
+ * the mark stays pending. 0 otherwise, also when the mark is being
+ * updated or taken elsewhere right now (it is written later, or by the
+ * recorder). Global (see count_lost), so the ring is named, not passed:
+ * a global function takes no map pointer. */
+__noinline int write_gap(__u32 cpu, int spill)
+{
+	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
+	void *rb = spill ? TB_SPILL_RING(cpu) : cpu_ring(cpu);
+	struct tb_rec_gap *m;
+	__u64 w;
+
+	if (!g || !rb)
+		return 0;
+	w = *(volatile __u64 *)&g->word;
+	if (!TB_GAP_COUNT(w) || w >> 48)
+		return 0;
+	m = bpf_ringbuf_reserve(rb, sizeof(*m), 0);
+	if (!m)
+		return -1;
+	if (!gap_take(g, cpu, m, w)) {
+		bpf_ringbuf_discard(m, 0);
+		return 0;
+	}
+	m->hdr.type = TB_REC_GAP;
+	m->hdr.size = sizeof(*m);
+	m->hdr.cpu = cpu;
+	m->hdr.pid = 0;
+	m->hdr.tid = 0;
+	bpf_ringbuf_submit(m, wake_flags(rb, sizeof(*m)));
+	return 0;
+}
+
+/* bpf_ringbuf_output to this CPU's ring rb (spill: its spill ring), after
+ * the CPU's pending mark: non-zero when the record was not written (not
+ * counted: the caller may try another ring). */
+static __always_inline long ring_put(void *rb, int spill, __u32 cpu, void *data,
+				     __u64 size, __u64 flags)
+{
+	if (gap_pending(cpu) && write_gap(cpu, spill))
+		return -1;
+	return bpf_ringbuf_output(rb, data, size, flags);
+}
+
+/* One record to this CPU's ring (its time ts, its thread's pid_tgid);
+ * a record that cannot be written is counted. Non-zero when lost. */
+static __always_inline long ring_output(void *rb, __u32 cpu, void *data, __u64 size,
+					__u64 ts, __u64 pid_tgid)
+{
+	if (!ring_put(rb, 0, cpu, data, size, wake_flags(rb, size)))
+		return 0;
+	count_lost(cpu, 1, ts, ts, (__u32)pid_tgid);
+	return -1;
+}
+
+/* bpf_ringbuf_reserve, after this CPU's pending mark (as ring_put). */
+static __always_inline void *ring_reserve(void *rb, int spill, __u32 cpu, __u64 size)
+{
+	if (gap_pending(cpu) && write_gap(cpu, spill))
+		return NULL;
+	return bpf_ringbuf_reserve(rb, size, 0);
+}
+
+
+/* Reserve a fixed-size record of the current task on this CPU's ring (or
+ * its spill ring), counting a failure (its time: now, as the record would
+ * have been stamped after the reservation). */
 static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
 {
 	void *rb, *rec = NULL;
@@ -126,15 +336,18 @@ static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
 	*cpu = bpf_get_smp_processor_id();
 	rb = cpu_ring(*cpu);
 	if (rb)
-		rec = bpf_ringbuf_reserve(rb, size, 0);
+		rec = ring_reserve(rb, 0, *cpu, size);
 	if (!rec) {
 		rb = TB_SPILL_RING(*cpu);
 		if (rb)
-			rec = bpf_ringbuf_reserve(rb, size, 0);
+			rec = ring_reserve(rb, 1, *cpu, size);
 	}
 	*rbp = rb;
-	if (!rec)
-		count_drop();
+	if (!rec) {
+		__u64 now = bpf_ktime_get_ns();
+
+		count_lost(*cpu, 1, now, now, (__u32)bpf_get_current_pid_tgid());
+	}
 	return rec;
 }
 

@@ -54,6 +54,8 @@ static __always_inline void *spill_ring(__u32 cpu)
 	return bpf_map_lookup_elem(&spill, &cpu);
 }
 #define TB_SPILL_RING(cpu) spill_ring(cpu)
+/* this object's gap marks count kernel records */
+#define TB_GAP_KIND TB_GAP_KERNEL
 
 #include "ring.bpf.h"
 
@@ -64,12 +66,12 @@ static __always_inline long output_rec(void *rb, __u32 cpu, void *data, __u64 si
 {
 	void *sp;
 
-	if (rb && !bpf_ringbuf_output(rb, data, size, wake_flags(rb, size)))
+	if (rb && !ring_put(rb, 0, cpu, data, size, wake_flags(rb, size)))
 		return 0;
 	sp = spill_ring(cpu);
 	if (!sp)
 		return -1;
-	return bpf_ringbuf_output(sp, data, size, BPF_RB_FORCE_WAKEUP);
+	return ring_put(sp, 1, cpu, data, size, BPF_RB_FORCE_WAKEUP);
 }
 
 char LICENSE[] SEC("license") = "GPL";
@@ -107,8 +109,11 @@ static __always_inline void stage_flush(struct tb_stage *st, __u32 cpu)
 	if (n > TB_STAGE_BYTES)
 		n = TB_STAGE_BYTES;   /* cannot happen; bounds the copy */
 	rb = cpu_ring(cpu);
+	/* staged in order: the first record is the earliest, none is later
+	 * than now */
 	if (output_rec(rb, cpu, st->buf, n))
-		count_drops(st->nrec);
+		count_lost(cpu, st->nrec, ((struct tb_rec_hdr *)st->buf)->ts,
+			   bpf_ktime_get_ns(), ~0u);
 	st->len = 0;
 	st->nrec = 0;
 }
@@ -499,13 +504,13 @@ int tb_tp(void *ctx)
 	fill_hdr(&rec->hdr, TB_REC_TP, size, cpu, bpf_ktime_get_ns(), pid_tgid);
 	if (size > TP_SCRATCH)
 		return 0;
-	if (rb && !bpf_ringbuf_output(rb, rec, size, wake_flags(rb, size)))
+	if (rb && !ring_put(rb, 0, cpu, rec, size, wake_flags(rb, size)))
 		return 0;
 	/* the spill ring (output_rec, spelled out: the verifier must see the
 	 * bound on size at each call) */
 	rb = spill_ring(cpu);
 	if (size > TP_SCRATCH || !rb ||
-	    bpf_ringbuf_output(rb, rec, size, BPF_RB_FORCE_WAKEUP))
-		count_drop();
+	    ring_put(rb, 1, cpu, rec, size, BPF_RB_FORCE_WAKEUP))
+		count_lost(cpu, 1, rec->hdr.ts, rec->hdr.ts, (__u32)pid_tgid);
 	return 0;
 }

@@ -12,6 +12,11 @@
  * - B/E pairs are matched per thread and emitted as complete "X" events,
  *   strictly nested per thread; a slice left open is closed at its thread's
  *   exit, its process's exec or the end of the trace and marked in its args.
+ * - Never paired across lost records (TB_REC_GAP): a thread that may have
+ *   lost events has its open slices cut at the gap, and its BEGINs and
+ *   ENDs until the gap's end, and its ENDs after it with nothing open,
+ *   become marked instants; async slices likewise, for every thread;
+ *   flows that span a gap are left unfinished.
  * - Instants are "I" with "s"; counters "C" with numeric args only.
  * - ts/dur are microseconds with three decimals from integer ns; no nan or
  *   inf anywhere a number belongs; strings are escaped, valid UTF-8.
@@ -158,6 +163,12 @@ struct proc {
 	uint32_t parent, parent_image;
 };
 
+/* A gap, as the args of what it cut or left unpaired show it. */
+struct lost {
+	uint64_t ts;                /* its first lost record's time */
+	uint64_t count;             /* records lost there */
+};
+
 struct open_slice {
 	const struct tb_rec_event *ev;
 	const struct site *site;
@@ -190,6 +201,13 @@ struct thread {
 	 * slices nest, so one still open then encloses everything the thread
 	 * recorded since, which is what an empty stack says. */
 	uint32_t born_window;
+	/* The last gap in which this thread may have lost events (count 0:
+	 * none): up to gap_until its BEGINs and ENDs cannot be paired, and
+	 * after it an END with nothing open ends a slice begun before. */
+	struct lost lost;
+	uint64_t gap_until;
+	uint64_t last_ts;           /* of its latest record */
+	bool placeholder;           /* known only from a gap's threads */
 };
 
 /* One output event. X: site/ev are the begin, esite/eev the end (NULL when
@@ -203,11 +221,43 @@ struct oev {
 	const struct tb_rec_event *ev, *eev;
 	const char *unfinished;
 	const char *begun_before;   /* I: the end of a slice that began before
-				     * the recording (window) started */
+				     * the recording (window) started, or a gap */
+	const char *begin_of;       /* I: a begin that cannot be paired */
+	struct lost lost;           /* count > 0: cut or unpaired at a gap */
 	bool inherited;             /* X: a ghost slice ended in a forked child */
 };
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
+
+/* A chained hash table whose entries can be removed: open async slices
+ * and flows come and go, and memory must not grow with them. An entry
+ * starts with struct kent. */
+struct kent {
+	uint64_t h;
+	struct kent *next;
+};
+
+struct ktab {
+	struct kent **b;
+	size_t cap, n;
+};
+
+/* Lost records (TB_REC_GAP) and what the converter did about them. */
+struct gaps_seen {
+	uint64_t marks, records;    /* of the application's records */
+	uint64_t kmarks, krecords;  /* of kernel records (no slices in them) */
+	uint64_t cut, ends_after, inside, flows_left_out;
+	/* The last gap that lost records of any thread, and its end: threads
+	 * first seen later may have lost events in it too. */
+	struct lost all;
+	uint64_t all_until;
+	/* The last gap of all, and its end: async ids and flows are not per
+	 * thread, so every gap concerns them. */
+	struct lost last;
+	uint64_t until;
+	struct ktab asyncs;         /* struct async_track by (pid, cat, id) */
+	struct ktab flows;          /* struct flow by (cat, name, id) */
+};
 
 /* Output events held until they can be written in ts order. */
 #define OUT_MAX   (1u << 20)
@@ -243,6 +293,7 @@ struct conv {
 	uint64_t events, unresolved, unmatched;
 	uint64_t ends_before;       /* ENDs of slices begun before the recording */
 	uint32_t window;            /* tracebpf ctl starts seen */
+	struct gaps_seen gap;       /* TB_REC_GAP */
 };
 
 static int grow_array(void **p, size_t *cap, size_t need, size_t elem)
@@ -309,33 +360,41 @@ static uint64_t out_pid(struct conv *c, uint32_t pid)
 	return p ? p->out_pid : pid;
 }
 
-static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
+/* A new thread tid, replacing old (a dead thread whose tid was reused). */
+static struct thread *new_thread(struct conv *c, uint32_t tid, struct thread *old)
 {
-	struct thread *t = hmap_get(&c->threads, tid), *old = NULL;
+	struct thread *t;
 
-	if (t && !t->dead) {
-		t->pid = pid;
-		t->out_pid = out_pid(c, pid);
-		return t;
-	}
-	if (t) {
-		if (grow_array((void **)&c->old_threads, &c->old_threads_cap,
-			       c->nold_threads + 1, sizeof(*c->old_threads)))
-			return NULL;
-		old = t;
-	}
+	if (old && grow_array((void **)&c->old_threads, &c->old_threads_cap,
+			      c->nold_threads + 1, sizeof(*c->old_threads)))
+		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->tid = tid;
-	t->pid = pid;
-	t->out_pid = out_pid(c, pid);
+	/* it may have run, and lost events, in a gap of every thread */
+	t->lost = c->gap.all;
+	t->gap_until = c->gap.all_until;
 	if (hmap_put(&c->threads, tid, t)) {
 		free(t);
 		return NULL;
 	}
 	if (old)
 		c->old_threads[c->nold_threads++] = old;
+	return t;
+}
+
+static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
+{
+	struct thread *t = hmap_get(&c->threads, tid);
+
+	if (!t || t->dead)
+		t = new_thread(c, tid, t);
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->out_pid = out_pid(c, pid);
+	t->placeholder = false;
 	return t;
 }
 
@@ -378,13 +437,15 @@ static int set_name(struct conv *c, uint32_t pid, uint32_t tid, const char *comm
 /* ------------------------------------------------------------ loading -- */
 
 /* At equal timestamps: a site descriptor comes before the hit that
- * reported it (the BPF side stamps both with the same ts), process changes
+ * reported it (the BPF side stamps both with the same ts), a gap before
+ * the records stamped at its first loss (they may be in it), process changes
  * before the events of the new process or thread, exits after the thread's
  * last events, then file order. */
 static uint32_t rank_of(uint16_t type)
 {
 	switch (type) {
 	case TB_REC_SITE:
+	case TB_REC_GAP:
 		return 0;
 	case TB_REC_FORK:
 	case TB_REC_EXEC:
@@ -554,21 +615,27 @@ static void out_flush(struct conv *c, uint64_t now, bool all)
 	}
 }
 
-/* Closes every slice still open on t at ts, innermost first. */
+/* Closes every slice still open on t at ts, innermost first, marked with
+ * why, or (lost) as cut at a gap. A cut slice ends 1 ns before the one it
+ * is in (it was open at least until then): viewers add ts and dur in
+ * floating point, and equal ends can put a child past its parent. */
 static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
-		       const char *why)
+		       const char *why, const struct lost *lost)
 {
 	int err;
 
 	while (t->depth) {
 		struct open_slice *o = &t->stack[--t->depth];
+		uint64_t end = lost && ts > t->depth ? ts - t->depth : ts;
 		struct oev e = {
 			.ts = o->ev->hdr.ts, .seq = o->seq,
-			.dur = ts > o->ev->hdr.ts ? ts - o->ev->hdr.ts : 0,
+			.dur = end > o->ev->hdr.ts ? end - o->ev->hdr.ts : 0,
 			.pid = o->ev->hdr.pid, .tid = o->ev->hdr.tid, .ph = 'X',
 			.site = o->site, .ev = o->ev, .unfinished = why,
 		};
 
+		if (lost)
+			e.lost = *lost;
 		err = add_out(c, &e);
 		if (err)
 			return err;
@@ -589,7 +656,7 @@ static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *
 		struct thread *t = c->threads.vals[i];
 
 		if (t && (pid == ALL_PIDS || t->pid == pid) && t->depth) {
-			err = close_stack(c, t, ts, why);
+			err = close_stack(c, t, ts, why, NULL);
 			if (err)
 				return err;
 		}
@@ -624,18 +691,25 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 
 static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
 			   int i, size_t *n);
+static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
 
 /* A flow event is drawn between slices: DevTools binds it only to a slice
  * with the same ts, pid, tid (and cat), Perfetto and catapult to the slice
  * enclosing its ts ("bp":"e"). So it is moved to the begin of the slice
  * enclosing it on its thread, which every viewer then draws it from. */
+static int flow_gate(struct conv *c, struct oev *e);
+
 static int on_flow(struct conv *c, const struct tb_rec_event *ev,
 		   const struct site *s, struct oev *e)
 {
 	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+	int err = t ? flow_gate(c, e) : -ENOMEM;
 
-	if (!t)
-		return -ENOMEM;
+	if (err <= 0) {
+		if (err)
+			free((void *)e->ev);
+		return err;
+	}
 	e->ph = s->phase;
 	if (t->depth)
 		e->ts = t->stack[t->depth - 1].ev->hdr.ts;
@@ -733,18 +807,379 @@ static int end_ghost(struct conv *c, struct thread *t,
 	return add_out(c, &e);
 }
 
+/* A begin or end that cannot be paired, shown as what is known: an
+ * instant at its time (ph 'I', or 'n' for an async one), named and with
+ * its args, marked with why (tracebpf_end_of for an end, tracebpf_begin_of
+ * for a begin) and the gap that explains it if one does (l), counted in
+ * *n. Its other half is not invented. */
+static int unpaired(struct conv *c, struct oev *e, char ph, const char *why,
+		    const struct lost *l, uint64_t *n)
+{
+	e->ph = ph;
+	if (e->site->phase == 'B' || e->site->phase == 'b')
+		e->begin_of = why;
+	else
+		e->begun_before = why;
+	if (l)
+		e->lost = *l;
+	(*n)++;
+	return add_out(c, e);
+}
+
 /* The END of a slice that began before the recording, or before it was
  * started again: attaching (-p, or the kernel enabling a binary's sites
- * one by one) or a ctl start can come in the middle of a scope. Its begin
- * is unknown, so it is shown as what it is, an instant at the end, marked,
- * and counted (ends_before_recording), not paired with anything. */
+ * one by one) or a ctl start can come in the middle of a scope. Counted
+ * in ends_before_recording. */
 static int end_before(struct conv *c, struct oev *e)
 {
-	e->ph = 'I';
-	e->begun_before = c->window ? "began before tracebpf ctl start" :
-				      "began before the recording started";
-	c->ends_before++;
+	return unpaired(c, e, 'I', c->window ? "began before tracebpf ctl start" :
+				   "began before the recording started", NULL, &c->ends_before);
+}
+
+/* Around lost records (a gap, l): an end whose begin, or a begin whose
+ * end, may be among them. */
+#define GAP_END_OF   "began before or during lost events"
+#define GAP_BEGIN_OF "ended during or after lost events"
+
+static int end_lost(struct conv *c, struct oev *e, const struct lost *l, char ph,
+		    uint64_t *n)
+{
+	return unpaired(c, e, ph, GAP_END_OF, l, n);
+}
+
+static int begin_in_gap(struct conv *c, struct oev *e, const struct lost *l, char ph)
+{
+	return unpaired(c, e, ph, GAP_BEGIN_OF, l, &c->gap.inside);
+}
+
+/* An END with nothing open: a gap since the thread's window began explains
+ * it, else the window's start does (a thread older than the window), else
+ * nothing (unmatched: the record is freed). */
+static int end_unopened(struct conv *c, struct thread *t, struct oev *e)
+{
+	uint64_t started = c->nstopped ? c->stopped[c->nstopped - 1].to : 0;
+
+	if (t->lost.count && t->lost.ts >= started)
+		return end_lost(c, e, &t->lost, 'I', &c->gap.ends_after);
+	if (t->born_window != c->window + 1)
+		return end_before(c, e);
+	free((void *)e->ev);
+	c->unmatched++;
+	return 0;
+}
+
+/* ------------------------------------------------------------- gaps -- */
+
+static uint64_t str_hash(uint64_t h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static int ktab_add(struct ktab *t, struct kent *e)
+{
+	size_t i;
+
+	if (t->n + 1 > t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct kent **b = calloc(cap, sizeof(*b)), *x, *next;
+
+		if (!b)
+			return -ENOMEM;
+		for (i = 0; i < t->cap; i++)
+			for (x = t->b[i]; x; x = next) {
+				next = x->next;
+				x->next = b[x->h & (cap - 1)];
+				b[x->h & (cap - 1)] = x;
+			}
+		free(t->b);
+		t->b = b;
+		t->cap = cap;
+	}
+	e->next = t->b[e->h & (t->cap - 1)];
+	t->b[e->h & (t->cap - 1)] = e;
+	t->n++;
+	return 0;
+}
+
+static struct kent *ktab_first(const struct ktab *t, uint64_t h)
+{
+	return t->cap ? t->b[h & (t->cap - 1)] : NULL;
+}
+
+static void ktab_del(struct ktab *t, struct kent *e)
+{
+	struct kent **p = &t->b[e->h & (t->cap - 1)];
+
+	while (*p != e)
+		p = &(*p)->next;
+	*p = e->next;
+	t->n--;
+}
+
+static uint64_t ev_id(const struct tb_rec_event *ev)
+{
+	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
+}
+
+/* The async slices open on one (process, category, id), as the viewers
+ * pair b and e, innermost last; each holds a copy of its begin. */
+struct async_track {
+	struct kent k;
+	uint64_t pid, id;
+	const char *cat;            /* the site's, kept for the whole conversion */
+	struct open_slice *stack;
+	size_t depth, cap;
+};
+
+static struct async_track *find_async(struct conv *c, const struct oev *e, bool create)
+{
+	uint64_t id = ev_id(e->ev), pid = out_pid(c, e->ev->hdr.pid);
+	uint64_t h = str_hash(hash64(pid) ^ hash64(id), e->site->cat, strlen(e->site->cat));
+	struct kent *k;
+	struct async_track *a;
+
+	for (k = ktab_first(&c->gap.asyncs, h); k; k = k->next) {
+		a = (struct async_track *)k;
+		if (k->h == h && a->pid == pid && a->id == id && !strcmp(a->cat, e->site->cat))
+			return a;
+	}
+	if (!create || !(a = calloc(1, sizeof(*a))))
+		return NULL;
+	*a = (struct async_track){ .k.h = h, .pid = pid, .id = id, .cat = e->site->cat };
+	if (ktab_add(&c->gap.asyncs, &a->k)) {
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+static void free_async(struct conv *c, struct async_track *a)
+{
+	ktab_del(&c->gap.asyncs, &a->k);
+	while (a->depth)
+		free((void *)a->stack[--a->depth].ev);
+	free(a->stack);
+	free(a);
+}
+
+/* Async begin and end (instants pass): tracked so that a gap ends those
+ * open at it (cut_async) and none is paired across one. Inside a gap
+ * neither is paired; after one, an end with nothing open is marked. */
+static int on_async(struct conv *c, struct oev *e)
+{
+	struct async_track *a;
+	void *copy = NULL;
+
+	if (e->ph == 'n')
+		return add_out(c, e);
+	if (e->ts <= c->gap.until)
+		return e->ph == 'b' ? begin_in_gap(c, e, &c->gap.last, 'n') :
+		       end_lost(c, e, &c->gap.last, 'n', &c->gap.inside);
+	a = find_async(c, e, e->ph == 'b');
+	if (e->ph == 'b') {
+		if (!a || !(copy = copy_rec(e->ev)) ||
+		    grow_array((void **)&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack))) {
+			free(copy);
+			free((void *)e->ev);
+			return -ENOMEM;
+		}
+		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq };
+		return add_out(c, e);
+	}
+	if (a && a->depth) {
+		free((void *)a->stack[--a->depth].ev);
+		if (!a->depth)
+			free_async(c, a);
+		return add_out(c, e);
+	}
+	if (c->gap.marks)
+		return end_lost(c, e, &c->gap.last, 'n', &c->gap.ends_after);
 	return add_out(c, e);
+}
+
+/* At a gap, every open async slice ends there (at ts, not before anything
+ * converted already), marked: one of its ends, or a begin inside it, may
+ * be among the lost records. */
+static int cut_async(struct conv *c, const struct lost *l, uint64_t ts)
+{
+	for (size_t i = 0; i < c->gap.asyncs.cap; i++) {
+		while (c->gap.asyncs.b[i]) {
+			struct async_track *a = (struct async_track *)c->gap.asyncs.b[i];
+
+			while (a->depth) {
+				struct open_slice *o = &a->stack[--a->depth];
+				struct oev e = { .ts = ts, .seq = o->seq, .pid = o->ev->hdr.pid,
+						 .tid = o->ev->hdr.tid, .ph = 'e', .site = o->site,
+						 .ev = o->ev, .lost = *l };
+				int err = add_out(c, &e);
+
+				c->gap.cut++;
+				if (err)
+					return err;
+			}
+			free_async(c, a);
+		}
+	}
+	return 0;
+}
+
+/* A flow (cat, name, id): open from its s to its f, or cut for good. */
+struct flow {
+	struct kent k;
+	uint64_t id;
+	const char *cat;
+	char *name;
+	size_t nlen;
+	uint64_t marks;             /* gap marks read before its s */
+	bool cut;                   /* it was open at a gap */
+};
+
+static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
+{
+	size_t n = 0;
+	const char *name = ev_name(e->site, e->ev, &n), *cat = e->site->cat;
+	uint64_t id = ev_id(e->ev), h;
+	struct kent *k;
+	struct flow *f;
+
+	if (!name)
+		name = "";
+	h = str_hash(str_hash(hash64(id), cat, strlen(cat) + 1), name, n);
+	for (k = ktab_first(&c->gap.flows, h); k; k = k->next) {
+		f = (struct flow *)k;
+		if (k->h == h && f->id == id && f->nlen == n && !memcmp(f->name, name, n) &&
+		    !strcmp(f->cat, cat))
+			return f;
+	}
+	if (!create || !(f = calloc(1, sizeof(*f))))
+		return NULL;
+	*f = (struct flow){ .k.h = h, .id = id, .cat = cat, .name = malloc(n + 1), .nlen = n,
+			    .marks = c->gap.marks };
+	if (!f->name || ktab_add(&c->gap.flows, &f->k)) {
+		free(f->name);
+		free(f);
+		return NULL;
+	}
+	memcpy(f->name, name, n);
+	return f;
+}
+
+static void free_flow(struct conv *c, struct flow *f)
+{
+	ktab_del(&c->gap.flows, &f->k);
+	free(f->name);
+	free(f);
+}
+
+/* Whether a flow event is written. No arrow may cross lost records (an
+ * end and a start of the same id may be among them: it would join two
+ * flows), and a viewer keeps a start without its end open for good,
+ * ignoring the next start of the same flow and joining it to the next end
+ * (Perfetto does). So a flow open at a gap is cut: none of its events is
+ * written again; and no flow event inside a gap is. 1: written, 0: left
+ * out (its record freed), or -ENOMEM. */
+static int flow_gate(struct conv *c, struct oev *e)
+{
+	bool start = e->site->phase == 's';
+	struct flow *f = find_flow(c, e, false);
+
+	if (f && f->marks != c->gap.marks)
+		f->cut = true;   /* a gap came while it was open */
+	if ((f && f->cut) || e->ts <= c->gap.until) {
+		free((void *)e->ev);
+		c->gap.flows_left_out++;
+		return 0;
+	}
+	if (start && !f && !find_flow(c, e, true))
+		return -ENOMEM;
+	if (f && e->site->phase == 'f')
+		free_flow(c, f);
+	return 1;
+}
+
+/* A thread that may have lost events in a gap: its open slices end at the
+ * gap (or at its latest record, for a mark read after it), marked; slices
+ * it inherited at a fork are dropped; until the gap's end nothing of it is
+ * paired. */
+static int gap_thread(struct conv *c, struct thread *t, const struct lost *l, uint64_t until)
+{
+	uint64_t cut = t->last_ts > l->ts ? t->last_ts : l->ts;
+
+	c->gap.cut += t->depth;
+	drop_ghosts(t, 0);
+	if (until > t->gap_until)
+		t->gap_until = until;
+	t->lost = *l;
+	return close_stack(c, t, cut, NULL, l);
+}
+
+/* The thread tid a gap names: the live one, or a new one known only from
+ * gaps so far (its first record gives it its process). */
+static struct thread *gap_tid(struct conv *c, uint32_t tid)
+{
+	struct thread *t = hmap_get(&c->threads, tid);
+
+	if (t && !t->dead)
+		return t;
+	t = new_thread(c, tid, t);
+	if (t)
+		t->placeholder = true;
+	return t;
+}
+
+/* TB_REC_GAP, read at its earliest lost record's time, or later: a mark
+ * written by the recorder can follow its records (STATS) stamped after
+ * it, and a mark read after events stamped later cuts where they are.
+ * Kernel records' gaps are counted only: no slice is made of them. */
+static int on_gap(struct conv *c, const struct tb_rec_gap *g)
+{
+	struct lost l = { .ts = g->hdr.ts, .count = g->count };
+	uint64_t until = g->last_ts > c->last_ts ? g->last_ts : c->last_ts;
+	int err = 0;
+
+	if (g->kind != TB_GAP_APP) {
+		c->gap.kmarks++;
+		c->gap.krecords += g->count;
+		return 0;
+	}
+	c->gap.marks++;
+	c->gap.records += g->count;
+	if (g->flags & TB_GAPF_ALL) {
+		for (size_t i = 0; i < c->threads.cap && !err; i++) {
+			struct thread *t = c->threads.vals[i];
+
+			if (t && !t->dead)
+				err = gap_thread(c, t, &l, until);
+		}
+		c->gap.all = l;
+		if (until > c->gap.all_until)
+			c->gap.all_until = until;
+	}
+	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS && !err; i++) {
+		struct thread *t = gap_tid(c, g->tid[i]);
+
+		err = t ? gap_thread(c, t, &l, until) : -ENOMEM;
+	}
+	if (!err)
+		err = cut_async(c, &l, c->last_ts);
+	c->gap.last = l;   /* and every flow open now is cut (flow_gate) */
+	if (until > c->gap.until)
+		c->gap.until = until;
+	return err;
+}
+
+static void gaps_free(struct conv *c)
+{
+	for (size_t i = 0; i < c->gap.asyncs.cap; i++)
+		while (c->gap.asyncs.b[i])
+			free_async(c, (struct async_track *)c->gap.asyncs.b[i]);
+	for (size_t i = 0; i < c->gap.flows.cap; i++)
+		while (c->gap.flows.b[i])
+			free_flow(c, (struct flow *)c->gap.flows.b[i]);
+	free(c->gap.asyncs.b);
+	free(c->gap.flows.b);
 }
 
 static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
@@ -772,6 +1207,8 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 	switch (s->phase) {
 	case 'B':
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+		if (t && ev->hdr.ts <= t->gap_until)
+			return begin_in_gap(c, &e, &t->lost, 'I');
 		err = t ? grow_array((void **)&t->stack, &t->cap, t->depth + 1,
 				     sizeof(*t->stack)) : -ENOMEM;
 		if (err) {
@@ -786,14 +1223,12 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 			free((void *)ev);
 			return -ENOMEM;
 		}
+		if (ev->hdr.ts <= t->gap_until)
+			return end_lost(c, &e, &t->lost, 'I', &c->gap.inside);
 		if (!t->depth) {
 			if (t->nghosts)
 				return end_ghost(c, t, ev, s, seq);
-			if (t->born_window != c->window + 1)
-				return end_before(c, &e);
-			free((void *)ev);
-			c->unmatched++;
-			return 0;
+			return end_unopened(c, t, &e);
 		}
 		t->depth--;
 		e.ph = 'X';
@@ -812,7 +1247,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 	case 'e':
 	case 'n':
 		e.ph = s->phase;
-		return add_out(c, &e);
+		return on_async(c, &e);
 	case 's':
 	case 't':
 	case 'f':
@@ -893,6 +1328,11 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	if (!t)
 		return -ENOMEM;
 	t->born_window = c->window + 1;
+	/* born after the gaps it was taken to be in: it lost nothing there */
+	if (f->hdr.ts > t->gap_until) {
+		t->lost = (struct lost){ 0 };
+		t->gap_until = 0;
+	}
 	err = set_name(c, f->child_pid, f->child_tid, f->comm);
 	if (err || f->flags & TB_FORKF_THREAD)
 		return err;
@@ -928,7 +1368,7 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 	if (!p)
 		return -ENOMEM;
 	if (old && old->depth) {
-		err = close_stack(c, old, x->hdr.ts, "process exec'd");
+		err = close_stack(c, old, x->hdr.ts, "process exec'd", NULL);
 		if (err)
 			return err;
 	}
@@ -980,7 +1420,7 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 
 	if (!t)
 		return -ENOMEM;
-	err = close_stack(c, t, x->hdr.ts, "thread exited");
+	err = close_stack(c, t, x->hdr.ts, "thread exited", NULL);
 	if (!err && x->flags & TB_EXITF_PROCESS)
 		err = close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
 	if (!err)
@@ -1039,6 +1479,7 @@ static bool shown_while_on(uint16_t type)
 static int process(struct conv *c, enum stage *stage)
 {
 	const struct tb_rec_hdr *h;
+	struct thread *t;
 	uint64_t i = 0;
 	int err = 0, ret;
 
@@ -1051,6 +1492,10 @@ static int process(struct conv *c, enum stage *stage)
 			out_flush(c, h->ts, false);
 		if (h->type == TB_REC_CTL) {
 			err = on_ctl(c, (const void *)h);
+			continue;
+		}
+		if (h->type == TB_REC_GAP) {
+			err = on_gap(c, (const void *)h);
 			continue;
 		}
 		if (shown_while_on(h->type) && is_stopped(c)) {
@@ -1072,8 +1517,10 @@ static int process(struct conv *c, enum stage *stage)
 			continue;
 		}
 		/* every pid and tid seen gets named */
-		if (!get_proc(c, h->pid) || !get_thread(c, h->tid, h->pid))
+		if (!get_proc(c, h->pid) || !(t = get_thread(c, h->tid, h->pid)))
 			return -ENOMEM;
+		if (h->ts > t->last_ts)
+			t->last_ts = h->ts;
 		switch (h->type) {
 		case TB_REC_EVENT:
 		case TB_REC_EVENT_ID:
@@ -1110,7 +1557,7 @@ static int process(struct conv *c, enum stage *stage)
 		struct thread *t = c->threads.vals[i];
 
 		if (t && t->depth)
-			err = close_stack(c, t, c->last_ts, "recording ended");
+			err = close_stack(c, t, c->last_ts, "recording ended", NULL);
 	}
 	if (!err)
 		out_flush(c, 0, true);
@@ -1300,32 +1747,40 @@ static void write_counter_value(struct tb_json *j, const struct arg *a)
 	}
 }
 
-/* The event's name: for a COPY site, the name copied at the hit. */
-static void write_name(struct tb_json *j, const struct site *s,
-		       const struct tb_rec_event *ev)
+/* The event's name, *n bytes: for a COPY site, the name copied at the
+ * hit; NULL when that could not be read. */
+static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n)
 {
 	const struct tb_rec_event_id *x = (const void *)ev;
 	size_t off = sizeof(*x);
 	int k;
 
-	tb_json_key(j, "name");
 	if (!(s->flags & TB_SITE_COPY_NAME)) {
-		tb_json_string(j, s->name);
-		return;
+		*n = strlen(s->name);
+		return s->name;
 	}
-	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len) {
-		tb_json_string(j, "<unreadable>");
-		return;
-	}
+	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len)
+		return NULL;
 	for (k = 0; k < s->nargs && k < TB_MAX_ARGS; k++)
 		if (s->arg_type[k] == TB_ARG_STR)
 			off += ev->str_len[k];
-	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off) {
+	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off)
+		return NULL;
+	*n = strnlen((const char *)ev + off, x->name_len);
+	return (const char *)ev + off;
+}
+
+static void write_name(struct tb_json *j, const struct site *s,
+		       const struct tb_rec_event *ev)
+{
+	size_t n;
+	const char *name = ev_name(s, ev, &n);
+
+	tb_json_key(j, "name");
+	if (name)
+		tb_json_string_n(j, name, n);
+	else
 		tb_json_string(j, "<unreadable>");
-		return;
-	}
-	tb_json_string_n(j, (const char *)ev + off,
-			 strnlen((const char *)ev + off, x->name_len));
 }
 
 /* Async, flow and counter ids, as the hex strings Chrome writes. */
@@ -1348,6 +1803,7 @@ static void write_id(struct tb_json *j, const struct oev *e)
 static void write_event(struct tb_json *j, const struct oev *e)
 {
 	struct args as = { .n = 0 };
+	char lost[96];
 	int k;
 
 	if (e->ph == 'C' && !counter_args(&as, e))
@@ -1391,6 +1847,16 @@ static void write_event(struct tb_json *j, const struct oev *e)
 		if (e->begun_before)
 			args_add(&as, (struct arg){ .name = "tracebpf_end_of",
 						    .str = e->begun_before });
+		if (e->begin_of)
+			args_add(&as, (struct arg){ .name = "tracebpf_begin_of",
+						    .str = e->begin_of });
+		if (e->lost.count) {
+			/* the gap's time as the events' ts show it: microseconds */
+			snprintf(lost, sizeof(lost), "events lost at ts %" PRIu64 ".%03u: %"
+				 PRIu64 " records", e->lost.ts / 1000, (unsigned)(e->lost.ts % 1000),
+				 e->lost.count);
+			args_add(&as, (struct arg){ .name = "tracebpf_incomplete", .str = lost });
+		}
 		write_args(j, &as);
 	}
 	tb_json_end_object(j);
@@ -1549,6 +2015,8 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 	for (i = 0; i < nthreads; i++) {
 		const struct thread *t = threads[i];
 
+		if (t->placeholder)
+			continue;   /* named by a gap only: no record of it */
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
 		if (t->app_name)
@@ -1595,6 +2063,15 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	tb_json_kuint(j, "unresolved_sites", c->unresolved);
 	tb_json_kuint(j, "unmatched_ends", c->unmatched);
 	tb_json_kuint(j, "ends_before_recording", c->ends_before);
+	/* lost records (TB_REC_GAP) and what was cut or left unpaired there */
+	tb_json_kuint(j, "gaps", c->gap.marks);
+	tb_json_kuint(j, "gap_records", c->gap.records);
+	tb_json_kuint(j, "kernel_gaps", c->gap.kmarks);
+	tb_json_kuint(j, "kernel_gap_records", c->gap.krecords);
+	tb_json_kuint(j, "slices_cut_at_gaps", c->gap.cut);
+	tb_json_kuint(j, "ends_after_gaps", c->gap.ends_after);
+	tb_json_kuint(j, "events_in_gaps", c->gap.inside);
+	tb_json_kuint(j, "flow_events_left_out", c->gap.flows_left_out);
 	if (c->nstopped) {
 		tb_json_key(j, "recording_stopped");   /* tracebpf ctl stop..start */
 		tb_json_begin_array(j);
@@ -1702,6 +2179,7 @@ static void conv_free(struct conv *c)
 	free(c->out);
 	free(c->stats);
 	free(c->stopped);
+	gaps_free(c);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
 }
@@ -1741,6 +2219,11 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 			"ring buffer was full (see metadata.drops_per_cpu); record "
 			"again with a larger --buffer-size (application events) or "
 			"--kernel-buffer-size (scheduler, -e)\n", (uint64_t)c.stats->drops_total);
+	if (c.gap.cut || c.gap.ends_after || c.gap.inside)
+		fprintf(stderr, PFX "note: where records were lost (%" PRIu64 " gaps), %" PRIu64
+			" slices were cut and %" PRIu64 " begins and ends are marked instants, "
+			"never paired across a gap (metadata.slices_cut_at_gaps, ends_after_gaps, "
+			"events_in_gaps)\n", c.gap.marks, c.gap.cut, c.gap.ends_after + c.gap.inside);
 	if (c.stats && tb_stats_lost_procs(c.stats))
 		fprintf(stderr, PFX "warning: %" PRIu64 " processes started by traced processes "
 			"were not traced (see metadata.lost_processes); record again with a "

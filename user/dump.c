@@ -171,6 +171,22 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 	}
 }
 
+/* A gap mark: whose records, how many, until when (the line's time is the
+ * earliest a lost record can carry), which threads. */
+static void dump_gap(FILE *f, const struct tb_rec_gap *g)
+{
+	fprintf(f, "GAP %s records=%" PRIu64 " until=%" PRIu64 ".%09" PRIu64 " threads=",
+		g->kind == TB_GAP_APP ? "application" : g->kind == TB_GAP_KERNEL ? "kernel" : "?",
+		(uint64_t)g->count, (uint64_t)g->last_ts / 1000000000u,
+		(uint64_t)g->last_ts % 1000000000u);
+	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS; i++)
+		fprintf(f, "%s%u", i ? "," : "", g->tid[i]);
+	if (g->flags & TB_GAPF_ALL)
+		fputs(g->ntids ? ",others" : "all", f);
+	if (g->flags & TB_GAPF_SWEPT)
+		fputs(" (taken by the recorder)", f);
+}
+
 /* Kernel records (scheduler, power, -e tracepoints) are printed by the
  * ftrace module, which learns task names and tracepoint formats as it goes. */
 static struct tb_ftrace *kernel;
@@ -262,6 +278,9 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		fprintf(f, "CTL %s by=%u", x->off ? "stopped" : "started", x->by_pid);
 		break;
 	}
+	case TB_REC_GAP:
+		dump_gap(f, (const void *)h);
+		break;
 	default:
 		fprintf(f, "type=%u size=%u", h->type, h->size);
 	}

@@ -29,6 +29,7 @@
 #include "convert.h"
 #include "ctl.h"
 #include "fast.h"
+#include "gaps.h"
 #include "probes.h"
 #include "rings.h"
 #include "sched.h"
@@ -81,6 +82,7 @@ struct recorder {
 	struct bpf_link **links;
 	int nlinks;
 	struct tb_rings rings;  /* the application's events (--buffer-size) */
+	struct tb_gaps gaps;    /* their gap marks (user/gaps.c) */
 	int ncpus;
 	__u64 events;          /* records received */
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
@@ -1063,6 +1065,8 @@ static int load_record_bpf(struct recorder *r)
 	err = bpf_map__set_max_entries(r->skel->maps.site_cache, r->ncpus);
 	if (!err)
 		err = bpf_map__set_max_entries(r->skel->maps.proc_cache, r->ncpus);
+	if (!err)
+		err = tb_gaps_size(r->skel->maps.gaps, r->ncpus);
 	if (err) {
 		ERR("failed to size the per-CPU caches: %s", strerror(-err));
 		return err;
@@ -1131,6 +1135,11 @@ static int load_bpf(struct recorder *r)
 		ERR("failed to map the control map (for tracebpf ctl): %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "
 				"(BPF_F_MMAPABLE, Linux 5.5 and later)\n");
+		return err;
+	}
+	err = tb_gaps_open(&r->gaps, bpf_map__fd(r->skel->maps.gaps), r->ncpus, TB_GAP_APP);
+	if (err) {
+		ERR("failed to map the gap marks: %s", strerror(-err));
 		return err;
 	}
 	return tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
@@ -1285,13 +1294,27 @@ static int attach_targets(struct recorder *r)
 	return o->cmd ? start_child(r) : 0;
 }
 
-/* The counters of losses: a STATS record in every round in which they
- * grew (they are totals: if they cannot be read now, the read at the end
- * still gets them all, or says it cannot). */
+/* The gap marks still pending after a drain, into the file (user/gaps.c):
+ * a mark is in the round after its losses at the latest. */
+static void sweep_gaps(struct recorder *r)
+{
+	int err = tb_gaps_sweep(&r->gaps, r->w);
+
+	if (err >= 0)
+		err = tb_sched_sweep_gaps(r->sched, r->w);
+	if (err < 0 && !r->write_err)
+		r->write_err = err;
+}
+
+/* The records of losses after a drain: the gap marks left pending, and a
+ * STATS record in every round in which the counters grew (they are
+ * totals: if they cannot be read now, the read at the end still gets them
+ * all, or says it cannot). */
 static void stats_if_grown(struct recorder *r)
 {
 	__u64 app, kern;
 
+	sweep_gaps(r);
 	if ((!total_drops(r, &app, &kern) && app + kern != r->stats_drops) ||
 	    lost_procs(r) != r->stats_lost)
 		write_stats(r);
@@ -1402,6 +1425,7 @@ static int finish_output(struct recorder *r, int err)
 	e = handle_ctl(r, false);   /* a request in the last round */
 	if (e && !r->write_err)
 		r->write_err = e;
+	sweep_gaps(r);
 	e = write_stats(r);
 	if (e) {
 		err_drops(e);
@@ -1538,6 +1562,7 @@ static void destroy(struct recorder *r, int err)
 	}
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
+	tb_gaps_close(&r->gaps);
 	ring_buffer__free(r->rb);
 	tb_rings_close(&r->rings);
 	record_bpf__destroy(r->skel);

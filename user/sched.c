@@ -34,6 +34,7 @@
 #include <bpf/libbpf.h>
 #include <event-parse.h>
 
+#include "gaps.h"
 #include "record.h"
 #include "rings.h"
 #include "sched.h"
@@ -62,6 +63,7 @@ struct tb_sched {
 	__u32 *taken;            /* after unstage: bytes taken out of each CPU's
 				  * staging buffer (stragglers land past them) */
 	struct tb_rings rings;   /* kernel events' rings (--kernel-buffer-size) */
+	struct tb_gaps gaps;     /* their gap marks (user/gaps.c) */
 	struct ring_buffer *rb;  /* polls them (and record.bpf.c's) */
 	tb_ring_fn fn;           /* takes their records */
 	void *fn_ctx;
@@ -498,6 +500,11 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 		return err;
 	s->skel->rodata->wakeup_bytes = s->o.ring_size / 4;
 	s->skel->rodata->traced_only = s->o.traced_only;
+	err = tb_gaps_size(s->skel->maps.gaps, ncpus);
+	if (err) {
+		ERR("failed to size the scheduler programs' gap marks: %s", strerror(-err));
+		return err;
+	}
 	if (s->o.sched) {
 		err = choose_programs(s);
 		if (err)
@@ -515,6 +522,13 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 	err = tb_rings_insert(&s->rings, bpf_map__fd(s->skel->maps.rings), rb, fn, ctx);
 	if (err)
 		return err;
+	err = tb_gaps_open(&s->gaps, bpf_map__fd(s->skel->maps.gaps), ncpus, TB_GAP_KERNEL);
+	if (err) {
+		ERR("failed to map the scheduler programs' gap marks: %s", strerror(-err));
+		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "
+				"(BPF_F_MMAPABLE, Linux 5.5 and later)\n");
+		return err;
+	}
 	s->rb = *rb;
 	s->fn = fn;
 	s->fn_ctx = ctx;
@@ -547,6 +561,11 @@ int tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n, __u64 *total)
 		}
 	free(mine);
 	return err;
+}
+
+int tb_sched_sweep_gaps(struct tb_sched *s, struct tb_writer *w)
+{
+	return s ? tb_gaps_sweep(&s->gaps, w) : 0;
 }
 
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts)
@@ -780,6 +799,7 @@ void tb_sched_destroy(struct tb_sched *s)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
 	free(s->taken);
+	tb_gaps_close(&s->gaps);
 	sched_bpf__destroy(s->skel);
 	tb_rings_close(&s->rings);
 	for (int i = 0; i < s->nev; i++)

@@ -10,6 +10,7 @@
  *                       set; creates its own rings and drop counter)
  *   tb_sched_write_formats, tb_sched_attach
  *   tb_sched_flush     (before each drain of the rings)
+ *   tb_sched_sweep_gaps (after each drain)
  *   tb_sched_destroy
  * Every function returns 0 or a negative errno and prints its own error.
  */
@@ -57,6 +58,9 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
  * their total to *total (0 when nothing is loaded). Prints nothing: the
  * caller says what an error means. */
 int tb_sched_add_drops(struct tb_sched *s, __u64 *vals, int n, __u64 *total);
+/* The kernel records' gap marks still pending, into w (user/gaps.c): the
+ * number written or the writer's error; prints nothing. */
+int tb_sched_sweep_gaps(struct tb_sched *s, struct tb_writer *w);
 /* One TB_REC_FORMAT record per -e event, stamped ts. */
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts);
 int tb_sched_attach(struct tb_sched *s);

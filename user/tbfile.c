@@ -53,6 +53,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_FORMAT] = sizeof(struct tb_rec_format),
 	[TB_REC_CMDLINE] = sizeof(struct tb_rec_cmdline),
 	[TB_REC_CTL]    = sizeof(struct tb_rec_ctl),
+	[TB_REC_GAP]    = sizeof(struct tb_rec_gap),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -71,6 +72,7 @@ int tb_stream_of(uint16_t rec_type)
 		return TB_STREAM_PROC;
 	case TB_REC_STATS:
 	case TB_REC_CTL:
+	case TB_REC_GAP:
 		return TB_STREAM_STATS;
 	case TB_REC_SWITCH:
 	case TB_REC_WAKE:

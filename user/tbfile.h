@@ -14,7 +14,7 @@
 #include "../bpf/record.h"
 
 #define TB_FORMAT_MAJOR 2
-#define TB_FORMAT_MINOR 3
+#define TB_FORMAT_MINOR 4
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
@@ -27,7 +27,7 @@ enum tb_stream {
 	TB_STREAM_SCHED = 2,  /* scheduler and other kernel events */
 	TB_STREAM_USER  = 3,  /* EVENT */
 	TB_STREAM_SITE  = 4,  /* SITE descriptors */
-	TB_STREAM_STATS = 5,  /* STATS */
+	TB_STREAM_STATS = 5,  /* STATS, CTL, GAP */
 	TB_STREAM_INDEX = 15, /* the chunk index ending a finished file (2.0) */
 };
 #define TB_NSTREAMS 16        /* stream ids a reader keeps statistics for */

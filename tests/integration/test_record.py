@@ -10,7 +10,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import (TRACEBPF, Trace, child_pid_of, load, prog, user_events, wait_for)
+from conftest import (TRACEBPF, Trace, child_pid_of, devtools_check, load, prog, user_events,
+                      wait_for)
 
 
 def test_multithreaded_exact_counts(recorder):
@@ -494,3 +495,164 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
                 assert js == list(range(50)), (o, js[:5], len(js))
     # the race is real: across five attaches some thread began with an END
     assert before_total > 0, "no attach landed inside a scope"
+
+
+def ns(us):
+    return round(us * 1000)
+
+
+def marked(e):
+    return any(k.startswith("tracebpf_") for k in e.get("args", {}))
+
+
+def check_numbered_threads(t, inner_n):
+    """Every X slice of tests/progs/numbered_nest joins the begin and the
+    end of one numbered scope, with the nesting of the program, or is
+    marked; returns how many whole outer and inner slices there are."""
+    whole = Counter()
+    threads = defaultdict(list)
+    for e in t.events:
+        if e["ph"] in "XI":
+            threads[e["tid"]].append(e)   # in ts order
+    for mine in threads.values():
+        stack = []   # the X slices enclosing the event, innermost last
+        for k, x in enumerate(mine):
+            a = x["args"]
+            b, e = ns(x["ts"]), ns(x["ts"] + x.get("dur", 0))
+            while stack and ns(stack[-1]["ts"] + stack[-1]["dur"]) < b:
+                stack.pop()
+            if x["ph"] == "I" or marked(x):
+                assert marked(x), ("an END or BEGIN shown as an instant, unmarked", x)
+                assert x["ph"] == "I" or "tracebpf_incomplete" in a or \
+                    "tracebpf_unfinished" in a, x
+                assert not any(o["name"] == "outer" and not marked(o) for o in stack), \
+                    ("something marked inside a whole outer slice", x, stack)
+            else:
+                assert a["i"] == a["end_i"], ("begin and end of different scopes", x)
+                if x["name"] == "inner":
+                    assert a["j"] == a["end_j"], ("begin and end of different scopes", x)
+                    assert all(o["name"] == "outer" and o["args"]["i"] == a["i"]
+                               for o in stack), ("an inner slice inside another scope", x, stack)
+                else:
+                    # a whole outer slice holds exactly its inner ones, in order
+                    inside = []
+                    for y in mine[k + 1:]:
+                        if ns(y["ts"]) > e:
+                            break
+                        inside.append((y["ph"], y["name"], y["args"].get("i"),
+                                       y["args"].get("j"), marked(y)))
+                    want = [("X", "inner", a["i"], j, False) for j in range(inner_n)]
+                    assert inside == want, ("a whole outer slice holds its inner ones only",
+                                            x, inside[:4], len(inside))
+                whole[x["name"]] += 1
+            if x["ph"] == "X":
+                stack.append(x)
+    return whole
+
+
+def check_numbered_ids(t):
+    """Async slices paired by (pid, cat, id) as the viewers pair them, and
+    flows by (cat, name, id) (a start keeps its place until its end, as in
+    Perfetto), join one scope's begin and end, or end marked; returns the
+    number of whole async slices and arrows."""
+    whole = Counter()
+    open_async, open_flow = defaultdict(list), {}
+    for e in t.events:
+        if e.get("name") == "req":
+            key = (e["pid"], e["cat"], e["id"])
+            if e["ph"] == "b":
+                open_async[key].append(e)
+            elif e["ph"] == "n" or not open_async[key]:
+                assert marked(e), ("an async end or instant with nothing open, unmarked", e)
+            else:
+                b = open_async[key].pop()
+                if marked(e):
+                    assert "tracebpf_incomplete" in e["args"], e
+                else:
+                    assert b["args"]["i"] == e["args"]["end_i"], ("async across scopes", b, e)
+                    whole["async"] += 1
+        if e.get("name") == "hop":
+            key = (e["cat"], e["name"], e["id"])
+            if e["ph"] == "s":
+                open_flow.setdefault(key, e)
+            elif key in open_flow:
+                s = open_flow.pop(key)
+                assert s["args"]["i"] == e["args"]["end_i"], ("an arrow across scopes", s, e)
+                whole["flow"] += 1
+    return whole
+
+
+def test_gaps_never_pair_across_lost_records(recorder):
+    """numbered_nest through 4 KiB rings (the smallest --buffer-size): most
+    records are lost, and each CPU's losses leave gap marks. Every slice in
+    the JSON joins the begin and end of one numbered scope (nesting as in
+    the program: a whole outer slice holds exactly its inner slices), or
+    is marked: cut at a gap, or a begin or end shown as a marked instant.
+    Async slices and flows, whose ids the program reuses, likewise. The
+    marks count every lost record. Fails when the converter pairs an END
+    after a gap with a BEGIN before it."""
+    inner_n = 10
+    rec = recorder("--no-sched", "-b", "4K", "--", prog("numbered_nest"), 2, 20000,
+                   inner_n).wait(timeout=120)
+    t = rec.trace(consumer=False)   # the content first, the viewer at the end
+    m = t.meta
+    assert m["drops_total"] > 0, "4 KiB rings at full speed must overflow"
+    assert m["gaps"] > 0 and m["gap_records"] == m["drops_total"], m
+    assert m["kernel_gaps"] == 0 and m["unmatched_ends"] == 0, m
+    assert m["slices_cut_at_gaps"] + m["ends_after_gaps"] > 0, m
+    whole = check_numbered_threads(t, inner_n)
+    # some slices made it whole between the gaps: the check saw real pairs
+    assert whole["outer"] > 0 and whole["inner"] > 0, whole
+    ids = check_numbered_ids(t)
+    assert ids["async"] > 0, ids
+    assert m["flow_events_left_out"] > 0, m
+    # the marks, as dump and info show them
+    d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert d.returncode == 0, d.stderr
+    gaps = re.findall(r"\[ *(\d+)\] 0/0 GAP application records=(\d+) until=\S+ threads=\S+",
+                       d.stdout)
+    assert len(gaps) == m["gaps"], (len(gaps), m["gaps"])
+    assert sum(int(n) for _, n in gaps) == m["drops_total"]
+    per_cpu = [0] * len(m["drops_per_cpu"])
+    for cpu, n in gaps:
+        per_cpu[int(cpu)] += int(n)
+    assert per_cpu == m["drops_per_cpu"], (per_cpu, m["drops_per_cpu"])
+    info = subprocess.run([TRACEBPF, "info", str(rec.tbt)], capture_output=True, text=True)
+    assert (f"gaps:           {m['gaps']} ({m['drops_total']} application records lost; "
+            f"per cpu: {' '.join(map(str, per_cpu))}), 0 in kernel records") in info.stdout, \
+        info.stdout
+    devtools_check(rec.out)
+
+
+@pytest.mark.parametrize("kind", ["application", "kernel"])
+def test_gap_marks_count_every_drop(recorder, kind):
+    """Records lost because a ring is full leave gap marks (TB_REC_GAP, as
+    tracebpf dump prints them) that count every one of them: the
+    application's events through 4 KiB rings (the smallest --buffer-size),
+    or scheduler records through 4 KiB kernel rings that spill into 4 KiB
+    rings (a staged batch never fits). With --no-sched or --sched=traced
+    nothing is recorded once the program is gone, so the marks account for
+    every drop. The JSON counts them."""
+    from conftest import BUILD
+    if kind == "application":
+        rec = recorder("--no-sched", "-b", "4K", "--", str(BUILD / "bench" / "rate"),
+                       10**9, 1).wait(timeout=120)
+        pid = int(re.search(r"pid=(\d+)", rec.stdout).group(1))
+    else:
+        rec = recorder("--sched=traced", "-b", "4K", "--kernel-buffer-size", "4K", "--",
+                       prog("pingpong"), 20000).wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert d.returncode == 0, d.stderr
+    every = re.findall(r" 0/0 GAP (\w+) records=(\d+) until=\S+ threads=(\S+)", d.stdout)
+    marks = [(n, threads) for k, n, threads in every if k == kind]
+    drops = int(re.findall(r" STATS events=\d+ drops=(\d+) ", d.stdout)[-1])
+    assert drops > 0 and marks, ("4 KiB rings must overflow", drops, len(marks))
+    assert sum(int(n) for _, n, _ in every) == drops, (len(every), drops)
+    if kind == "application":   # the one thread that emits: named, not "all"
+        assert {threads for _, threads in marks} == {str(pid)}, marks[:5]
+    m = rec.trace().meta
+    key = "gaps" if kind == "application" else "kernel_gaps"
+    assert m[key] == len(marks), m
+    assert m[key.replace("gaps", "gap_records")] == sum(int(n) for n, _ in marks), m
+    assert m["gap_records"] + m["kernel_gap_records"] == drops == m["drops_total"], m

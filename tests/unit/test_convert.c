@@ -205,6 +205,38 @@ static void stats(struct tb_writer *w, uint64_t ts, uint32_t ncpus,
 	assert_int_equal(tb_writer_append(w, &s->hdr), 0);
 }
 
+/* A tracebpf:event_id hit (async, flow): id, one integer argument. */
+static void event_id(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t tid,
+		     uint64_t addr, uint64_t id, uint64_t a0)
+{
+	struct tb_rec_event_id x;
+
+	memset(&x, 0, sizeof(x));
+	hdr(&x.ev.hdr, TB_REC_EVENT_ID, sizeof(x), ts, pid, tid);
+	x.ev.site = addr;
+	x.ev.args[0] = a0;
+	x.id = id;
+	assert_int_equal(tb_writer_append(w, &x.ev.hdr), 0);
+}
+
+/* A gap mark of the application's records on CPU 0: count records lost
+ * from ts to last, of the threads tids (ntids of them; all: others too). */
+static void gap(struct tb_writer *w, uint64_t ts, uint64_t last, uint64_t count,
+		uint16_t kind, bool all, uint32_t ntids, const uint32_t *tids)
+{
+	struct tb_rec_gap g;
+
+	memset(&g, 0, sizeof(g));
+	hdr(&g.hdr, TB_REC_GAP, sizeof(g), ts, 0, 0);
+	g.last_ts = last;
+	g.count = count;
+	g.kind = kind;
+	g.flags = all ? TB_GAPF_ALL : 0;
+	g.ntids = ntids;
+	memcpy(g.tid, tids, ntids * sizeof(*tids));
+	assert_int_equal(tb_writer_append(w, &g.hdr), 0);
+}
+
 static uint64_t dbl(double d)
 {
 	uint64_t v;
@@ -292,7 +324,7 @@ static const char py_generic[] =
 "ev, md = d['traceEvents'], d['metadata']\n"
 "last = -1\n"
 "for e in ev:\n"
-"    assert e['ph'] in 'XICM', e\n"
+"    assert e['ph'] in 'XICMbenstf', e\n"
 "    for k in ('ts', 'dur'):\n"
 "        if k in e:\n"
 "            assert isinstance(e[k], (int, float)) and e[k] >= 0, e\n"
@@ -461,7 +493,7 @@ static const char py_scenario[] =
 "assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
 "assert md['kernel_release'] == '6.18.0' and md['command_line'] == 'tracebpf record -- ./app \"quoted\"'\n"
 "assert md['realtime_offset_ns'] == 1700000000000000000 and md['start_ts'] == 500\n"
-"assert md['tracebpf_version'] and md['format_version'] == '2.3'\n";
+"assert md['tracebpf_version'] and md['format_version'] == '2.4'\n";
 
 static void test_scenario(void **state)
 {
@@ -634,7 +666,7 @@ static void test_stopped_windows(void **state)
 "assert md['recording_stopped'] == [{'from_ns': 2000, 'to_ns': 3000}, {'from_ns': 5000}], md\n"
 "assert md['records_while_stopped'] == 3 and md['unmatched_ends'] == 0, md\n"
 "assert md['ends_before_recording'] == 1, md\n"
-"assert md['format_version'] == '2.3', md\n"), 0);
+"assert md['format_version'] == '2.4', md\n"), 0);
 	free(out);
 	free(err);
 }
@@ -674,6 +706,99 @@ static void test_ends_before_recording(void **state)
 "x = [(e['tid'], e['name'], e['ts'], e['dur']) for e in ev if e['ph'] == 'X']\n"
 "assert x == [(1, 'inner', 2.0, 0.5)], x\n"
 "assert md['ends_before_recording'] == 4 and md['unmatched_ends'] == 1, md\n"), 0);
+	free(out);
+	free(err);
+}
+
+/* Lost records: the slices open on thread 1 (named by the gap) end at the
+ * gap, marked; its BEGINs and ENDs inside the gap, and its ENDs after it
+ * with nothing open, are marked instants, never paired; thread 2 (not
+ * named) keeps its slice across the gap. An async slice open at the gap
+ * ends there, marked, and its end after the gap is a marked async
+ * instant; a flow open at the gap is never written again (a viewer would
+ * join its start to the next end of its id), one that starts inside it
+ * is left out, another one after it is whole. A gap of
+ * every thread reaches a thread first seen after it, but not one born
+ * after it. Kernel records' gaps are only counted. */
+static void test_gaps(void **state)
+{
+	static const uint8_t t_int[] = { TB_ARG_INT };
+	static const char *const n_i[] = { "i" };
+	struct tb_writer *w = open_trace(0);
+	char *err, *out;
+
+	(void)state;
+	site(w, 100, 1, 0xa, 'B', 0, "c", "outer", 1, t_int, n_i, SITE_OK);
+	site(w, 100, 1, 0xb, 'E', 0, "c", "outer", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xc, 'B', 0, "c", "inner", 1, t_int, n_i, SITE_OK);
+	site(w, 100, 1, 0xd, 'E', 0, "c", "inner", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0x1b, 'b', 0, "c", "req", 1, t_int, n_i, SITE_OK);
+	site(w, 100, 1, 0x1e, 'e', 0, "c", "req", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0x25, 's', 0, "c", "hop", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0x2f, 'f', 0, "c", "hop", 0, NULL, NULL, SITE_OK);
+	EV(w, 1000, 1, 1, 0xa, 1, 0);
+	EV(w, 1000, 1, 2, 0xa, 2, 0);
+	event_id(w, 1200, 1, 2, 0x1b, 7, 1);
+	event_id(w, 1300, 1, 2, 0x25, 9, 0);
+	EV(w, 1500, 1, 1, 0xc, 3, 0);
+	gap(w, 2000, 2200, 5, TB_GAP_APP, false, 1, (const uint32_t[]){ 1 });
+	EV(w, 2100, 1, 1, 0xd, 0, 0);          /* inside: an END, marked */
+	event_id(w, 2100, 1, 2, 0x1b, 7, 2);   /* inside: an async begin, marked */
+	event_id(w, 2120, 1, 2, 0x25, 11, 0);  /* inside: left out */
+	EV(w, 2150, 1, 1, 0xc, 4, 0);          /* inside: a BEGIN, marked */
+	EV(w, 2500, 1, 1, 0xd, 0, 0);          /* after, nothing open: marked */
+	event_id(w, 2700, 1, 2, 0x1e, 7, 0);   /* after, nothing open: marked */
+	event_id(w, 2800, 1, 2, 0x2f, 9, 0);   /* the flow spans the gap: left out */
+	EV(w, 3000, 1, 1, 0xb, 0, 0);          /* after: marked */
+	EV(w, 3000, 1, 2, 0xb, 0, 0);          /* thread 2: its slice 1000-3000 */
+	EV(w, 3500, 1, 1, 0xa, 5, 0);
+	gap(w, 3550, 3560, 2, TB_GAP_KERNEL, true, 0, NULL);   /* cuts nothing */
+	EV(w, 3600, 1, 1, 0xb, 0, 0);          /* a slice of its own: paired */
+	event_id(w, 4000, 1, 2, 0x1b, 7, 3);
+	event_id(w, 4100, 1, 2, 0x1e, 7, 0);   /* paired */
+	event_id(w, 4200, 1, 2, 0x25, 9, 0);   /* cut for good: left out */
+	event_id(w, 4300, 1, 2, 0x2f, 9, 0);   /* left out */
+	event_id(w, 4400, 1, 2, 0x25, 10, 0);
+	event_id(w, 4500, 1, 2, 0x2f, 10, 0);  /* another flow: whole */
+	event_id(w, 4600, 1, 2, 0x2f, 11, 0);  /* its start was left out: no arrow */
+	gap(w, 6000, 6100, 3, TB_GAP_APP, true, 0, NULL);
+	fork_(w, 6500, 1, 1, 1, 4, "born");
+	EV(w, 7000, 1, 3, 0xb, 0, 0);          /* first seen: may have lost its BEGIN */
+	EV(w, 7100, 1, 4, 0xb, 0, 0);          /* born after the gap: unmatched */
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+"L = 'events lost at ts 2.000: 5 records'\n"
+"x = sorted((e['tid'], e['name'], e['ts'], round(e['dur'] * 1000)) for e in ev if e['ph'] == 'X')\n"
+"assert x == [(1, 'inner', 1.5, 499), (1, 'outer', 1.0, 1000), (1, 'outer', 3.5, 100),\n"
+"             (2, 'outer', 1.0, 2000)], x\n"
+"assert find('X', 'outer', tid=1, ts=1.0)['args'] == {'i': 1, 'tracebpf_incomplete': L}\n"
+"assert find('X', 'inner', tid=1)['args'] == {'i': 3, 'tracebpf_incomplete': L}\n"
+"assert find('X', 'outer', tid=2)['args'] == {'i': 2}\n"
+"assert find('X', 'outer', tid=1, ts=3.5)['args'] == {'i': 5}\n"
+"E = 'began before or during lost events'\n"
+"i = [(e['tid'], e['name'], e['ts'], e['args']) for e in ev if e['ph'] == 'I']\n"
+"assert i == [(1, 'inner', 2.1, {'tracebpf_end_of': E, 'tracebpf_incomplete': L}),\n"
+"             (1, 'inner', 2.15, {'i': 4, 'tracebpf_begin_of': 'ended during or after lost events',\n"
+"                                 'tracebpf_incomplete': L}),\n"
+"             (1, 'inner', 2.5, {'tracebpf_end_of': E, 'tracebpf_incomplete': L}),\n"
+"             (1, 'outer', 3.0, {'tracebpf_end_of': E, 'tracebpf_incomplete': L}),\n"
+"             (3, 'outer', 7.0, {'tracebpf_end_of': E,\n"
+"                                'tracebpf_incomplete': 'events lost at ts 6.000: 3 records'})], i\n"
+"a = [(e['ph'], e['ts'], e['id'], e['args']) for e in ev if e['name'] == 'req']\n"
+"assert a == [('b', 1.2, '0x7', {'i': 1}), ('e', 2.0, '0x7', {'i': 1, 'tracebpf_incomplete': L}),\n"
+"             ('n', 2.1, '0x7', {'i': 2, 'tracebpf_begin_of': 'ended during or after lost events',\n"
+"                                'tracebpf_incomplete': L}),\n"
+"             ('n', 2.7, '0x7', {'tracebpf_end_of': E, 'tracebpf_incomplete': L}),\n"
+"             ('b', 4.0, '0x7', {'i': 3}), ('e', 4.1, '0x7', {})], a\n"
+"f = [(e['ph'], e['ts'], e['id']) for e in ev if e['name'] == 'hop']\n"
+"assert f == [('s', 1.0, '0x9'), ('s', 4.4, '0xa'), ('f', 4.5, '0xa'), ('f', 4.6, '0xb')], f\n"
+"assert md['gaps'] == 2 and md['gap_records'] == 8, md\n"
+"assert md['kernel_gaps'] == 1 and md['kernel_gap_records'] == 2, md\n"
+"assert md['slices_cut_at_gaps'] == 3 and md['ends_after_gaps'] == 4, md\n"
+"assert md['events_in_gaps'] == 3 and md['flow_events_left_out'] == 4, md\n"
+"assert md['unmatched_ends'] == 1 and md['ends_before_recording'] == 0, md\n"), 0);
 	free(out);
 	free(err);
 }
@@ -898,6 +1023,7 @@ int main(void)
 		cmocka_unit_test(test_equal_timestamps),
 		cmocka_unit_test(test_stopped_windows),
 		cmocka_unit_test(test_ends_before_recording),
+		cmocka_unit_test(test_gaps),
 		cmocka_unit_test(test_empty_trace),
 		cmocka_unit_test(test_truncated_trace),
 		cmocka_unit_test(test_stdin_stdout),

@@ -707,6 +707,51 @@ static void test_golden_v2_3(void **state)
 	assert_int_equal(lost_seen, 1);
 }
 
+/* 2.4: TB_REC_GAP, one mark per CPU, one written by the kernel side ahead
+ * of that CPU's next record and one taken by the recorder; together they
+ * count every record the STATS records say was lost. */
+static uint64_t gap_records, gap_drops;
+static unsigned gap_swept, gap_cpus;
+
+static void check_gap_v2_4(const struct tb_rec_hdr *h)
+{
+	check_sched_v2_1(h);
+	if (h->type == TB_REC_GAP) {
+		const struct tb_rec_gap *g = (const void *)h;
+
+		assert_int_equal(h->size, sizeof(*g));
+		assert_true(h->cpu < 2 && h->pid == 0 && h->tid == 0);
+		assert_int_equal(g->kind, TB_GAP_APP);
+		assert_true(g->last_ts >= h->ts && g->count > 0);
+		assert_int_equal(g->ntids, 1);   /* the worker on that CPU */
+		assert_false(g->flags & TB_GAPF_ALL);
+		gap_swept += !!(g->flags & TB_GAPF_SWEPT);
+		gap_cpus |= 1u << h->cpu;
+		gap_records += g->count;
+	}
+	if (h->type == TB_REC_STATS)
+		gap_drops = ((const struct tb_rec_stats *)h)->drops_total;
+}
+
+static void test_golden_v2_4(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 116, [TB_REC_SITE] = 6, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 1, [TB_REC_COMM] = 3,
+		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 2, [TB_REC_SWITCH] = 21,
+		[TB_REC_WAKE] = 25, [TB_REC_KTASK] = 8, [TB_REC_GAP] = 2,
+	};
+
+	(void)state;
+	gap_records = gap_drops = 0;
+	gap_swept = gap_cpus = 0;
+	check_golden("tests/data/v2.4-mt_events.tbt", 2, 4, true, want, check_gap_v2_4);
+	assert_int_equal(gap_records, 1090);
+	assert_int_equal(gap_records, gap_drops);
+	assert_int_equal(gap_swept, 1);
+	assert_int_equal(gap_cpus, 3);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -758,6 +803,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_1),
 		cmocka_unit_test(test_golden_v2_2),
 		cmocka_unit_test(test_golden_v2_3),
+		cmocka_unit_test(test_golden_v2_4),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};
