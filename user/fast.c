@@ -30,6 +30,7 @@
 #include "record.skel.h"
 #include "fast.h"
 #include "rings.h"
+#include "tbfile.h"
 #include "tracebpf/trace.h"
 
 _Static_assert(sizeof(struct tb_fast_rec) == sizeof(struct tracebpf_fast_rec), "fast rec");
@@ -52,6 +53,7 @@ struct fring {
 	uint32_t pid, tid;
 	uint64_t key;
 	uint64_t dead;         /* the round its thread was seen gone, 0 alive */
+	uint64_t dead_ts;      /* when (its exit or exec record) */
 	const unsigned long *pos;  /* consumer page, producer page (read-only) */
 	char path[96];         /* "" once unpinned */
 };
@@ -68,6 +70,12 @@ struct req {
 	uint64_t key;
 };
 
+/* A thread killed in the middle of writing a sample: one event lost. */
+struct lost {
+	uint32_t pid, tid;
+	uint64_t ts;
+};
+
 struct tb_fast {
 	struct record_bpf *skel;
 	struct tb_fast_opts o;
@@ -79,6 +87,8 @@ struct tb_fast {
 	struct req *reqs;
 	size_t nreqs, creqs;
 	uint64_t round, lost, made;
+	struct lost *lost_v;       /* not yet marked in the trace */
+	size_t nlost;
 	bool said_full, said_err;
 };
 
@@ -227,8 +237,10 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 	int err;
 
 	*fp = NULL;
-	if (o->off)
+	if (o->off) {
+		fast_off("--no-fast-path", 0);
 		goto off;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -492,15 +504,16 @@ void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q)
 
 /* Unpinned now (the same path may be asked for again: a new thread with
  * the tid, a new image), drained and closed in the next round. */
-static void ring_gone(struct tb_fast *f, struct fring *r)
+static void ring_gone(struct tb_fast *f, struct fring *r, uint64_t ts)
 {
+	r->dead_ts = ts;
 	if (r->path[0])
 		unlink(r->path);
 	r->path[0] = 0;
 	r->dead = f->round;
 }
 
-void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process)
+void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts)
 {
 	if (!f)
 		return;
@@ -508,7 +521,7 @@ void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process)
 		struct fring *r = &f->rings[i];
 
 		if (r->fd >= 0 && !r->dead && r->pid == pid && (process || r->tid == tid))
-			ring_gone(f, r);
+			ring_gone(f, r, ts);
 	}
 	for (size_t i = 0; process && i < f->nprocs; i++)
 		if (f->procs[i].pid == pid && !f->procs[i].refused) {
@@ -523,13 +536,13 @@ void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process)
 		}
 }
 
-void tb_fast_exec(struct tb_fast *f, uint32_t pid)
+void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts)
 {
 	if (!f)
 		return;
 	for (unsigned i = 0; i < f->o.max_rings; i++)
 		if (f->rings[i].fd >= 0 && !f->rings[i].dead && f->rings[i].pid == pid)
-			ring_gone(f, &f->rings[i]);
+			ring_gone(f, &f->rings[i], ts);
 }
 
 /* One ring into this CPU's ring (as many runs as it takes). */
@@ -560,8 +573,15 @@ static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
 	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
 
-	if (prod != cons)
+	if (prod != cons) {
+		struct lost *nv = realloc(f->lost_v, (f->nlost + 1) * sizeof(*nv));
+
 		f->lost++;
+		if (nv) {
+			f->lost_v = nv;
+			nv[f->nlost++] = (struct lost){ r->pid, r->tid, r->dead_ts };
+		}
+	}
 	bpf_map_delete_elem(f->outer_fd, &slot);
 	munmap((void *)r->pos, 2 * 4096);
 	close(r->fd);
@@ -604,23 +624,54 @@ void tb_fast_round_end(struct tb_fast *f)
 
 void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx)
 {
-	struct timespec ms = { 0, 1000000 };
+	struct timespec ms = { 0, 1000000 }, t;
+	uint64_t now;
 
 	if (!f)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 	for (size_t i = 0; i < f->nprocs; i++)
 		ctl_dead(f->procs[i].ctl_fd);
 	/* A write that saw the session live takes well under this. */
 	nanosleep(&ms, NULL);
 	for (unsigned i = 0; i < f->o.max_rings; i++)
-		if (f->rings[i].fd >= 0 && !f->rings[i].dead)
+		if (f->rings[i].fd >= 0 && !f->rings[i].dead) {
 			f->rings[i].dead = f->round;
+			f->rings[i].dead_ts = now;
+		}
 	tb_fast_drain_all(f, consume, ctx);
 }
 
 uint64_t tb_fast_lost(const struct tb_fast *f)
 {
 	return f ? f->lost : 0;
+}
+
+int tb_fast_marks(struct tb_fast *f, struct tb_writer *w)
+{
+	int err = 0;
+
+	for (size_t i = 0; f && i < f->nlost && !err; i++) {
+		struct tb_rec_gap m;
+
+		memset(&m, 0, sizeof(m));
+		m.hdr.type = TB_REC_GAP;
+		m.hdr.size = sizeof(m);
+		m.hdr.cpu = ~0u;
+		m.hdr.ts = m.last_ts = f->lost_v[i].ts;
+		m.hdr.pid = f->lost_v[i].pid;
+		m.hdr.tid = f->lost_v[i].tid;
+		m.count = 1;
+		m.kind = TB_GAP_APP;
+		m.flags = TB_GAPF_SWEPT;
+		m.ntids = 1;
+		m.tid[0] = f->lost_v[i].tid;
+		err = tb_writer_append(w, &m.hdr);
+	}
+	if (f)
+		f->nlost = 0;
+	return err;
 }
 
 uint64_t tb_fast_rings(const struct tb_fast *f)
@@ -655,5 +706,6 @@ void tb_fast_close(struct tb_fast *f)
 	free(f->rings);
 	free(f->procs);
 	free(f->reqs);
+	free(f->lost_v);
 	free(f);
 }

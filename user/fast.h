@@ -22,11 +22,12 @@
 struct record_bpf;
 struct tb_ring_req;
 struct tb_fast;
+struct tb_writer;
 
 struct tb_fast_opts {
 	size_t ring_size;      /* --fast-buffer-size, a power of 2 */
 	unsigned max_rings;    /* --max-fast-rings */
-	bool off;              /* no --fast-path */
+	bool off;              /* --no-fast-path */
 	bool verbose;
 };
 
@@ -35,14 +36,17 @@ int tb_fast_prepare(struct tb_fast **f, struct record_bpf *skel,
 		    const struct tb_fast_opts *o);
 int tb_fast_start(struct tb_fast *f);
 void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q);
-void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process);
-void tb_fast_exec(struct tb_fast *f, uint32_t pid);
+void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts);
+void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts);
 void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);
 void tb_fast_round_end(struct tb_fast *f);
 /* The session is over: no thread writes again; the rings drained. */
 void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx);
 /* Events lost in the rings: a thread killed in the middle of a write. */
 uint64_t tb_fast_lost(const struct tb_fast *f);
+/* A TB_REC_GAP (one record, the thread named) in w for each such event not
+ * yet marked. 0 or the writer's error. */
+int tb_fast_marks(struct tb_fast *f, struct tb_writer *w);
 uint64_t tb_fast_rings(const struct tb_fast *f);   /* rings made so far */
 void tb_fast_close(struct tb_fast *f);
 

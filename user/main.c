@@ -45,9 +45,9 @@ static const struct argp_option record_options[] = {
 	{ "max-processes", OPT_MAX_PROCS, "N", 0, "Trace at most N processes at once (targets "
 						   "and their children; default 16384): one started "
 						   "beyond that is counted as lost, not traced", 0 },
-	{ "fast-path", OPT_FAST, NULL, 0, "Let traced threads write events into ring buffers "
-					      "of ours mapped into them, not through their probes "
-					      "(experimental: see the record page's FAST PATH)", 0 },
+	{ "no-fast-path", OPT_FAST, NULL, 0, "Every event through its USDT probe: no ring "
+						 "buffers mapped into the traced threads (see the "
+						 "record page's FAST PATH)", 0 },
 	{ "fast-buffer-size", OPT_FAST_BUF, "SIZE", 0, "Fast-path ring buffer per thread, a power "
 						       "of two (default 1M); a full one sends events "
 						       "to the probes", 0 },
@@ -206,7 +206,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		o->max_procs = tb_io_arg_range(state, arg, 1, 1 << 22, "--max-processes", NULL);
 		break;
 	case OPT_FAST:
-		o->fast_path = true;
+		o->no_fast_path = true;
 		break;
 	case OPT_FAST_RINGS:
 		o->max_fast_rings = tb_io_arg_range(state, arg, 1, 1 << 16, "--max-fast-rings", NULL);

@@ -107,6 +107,10 @@ struct recorder {
 	bool tty;              /* a live status line on stderr */
 	__u64 t0;              /* the recording's start */
 	__u64 last_status, last_events;  /* at the last status line */
+	__u64 cut;             /* with the fast path: this round takes the records
+				* stamped up to here (0: all) */
+	char *held;            /* records past the cut, for the next round */
+	size_t nheld, cheld;
 };
 
 static void consume_rings(void *ctx)
@@ -116,14 +120,73 @@ static void consume_rings(void *ctx)
 	ring_buffer__consume(r->rb);
 }
 
+static void append_rec(struct recorder *r, const struct tb_rec_hdr *h)
+{
+	int err = tb_writer_append(r->w, h);
+
+	if (err && !r->write_err)
+		r->write_err = err;
+}
+
+/* A record past the cut waits for the next round. */
+static void hold_rec(struct recorder *r, const struct tb_rec_hdr *h)
+{
+	if (r->nheld + h->size > r->cheld) {
+		size_t c = r->cheld ? 2 * r->cheld : 1 << 16;
+		char *nv;
+
+		while (c < r->nheld + h->size)
+			c *= 2;
+		nv = realloc(r->held, c);
+		if (!nv) {
+			append_rec(r, h);   /* out of order rather than lost */
+			return;
+		}
+		r->held = nv;
+		r->cheld = c;
+	}
+	memcpy(r->held + r->nheld, h, h->size);
+	r->nheld += h->size;
+}
+
+/* The last round's records past its cut, ahead of this round's. */
+static void release_held(struct recorder *r)
+{
+	for (size_t off = 0; off < r->nheld; off += ((struct tb_rec_hdr *)(r->held + off))->size)
+		append_rec(r, (const void *)(r->held + off));
+	r->nheld = 0;
+}
+
+/* With the fast path a thread's events travel two ways: through its probes
+ * into the recorder's rings at once, and through its own ring until the
+ * next drain (also later than events it sent to the probes after its ring
+ * filled). So that a round, the unit a killed recorder keeps or loses,
+ * holds every event stamped up to one instant and none after (a prefix of
+ * every thread's events), the round takes the time first (cut), drains the
+ * threads' rings, then the recorder's, and keeps what is stamped after the
+ * cut for the next round. Everything committed before the drain is then
+ * delivered in the round (merge.h's rounds). last: the session ends, and
+ * everything is taken. */
+static void drain_fast(struct recorder *r, bool last)
+{
+	if (!r->fast)
+		return;
+	release_held(r);
+	r->cut = last ? 0 : now_ns(CLOCK_MONOTONIC);
+	if (last)
+		tb_fast_finish(r->fast, consume_rings, r);
+	else
+		tb_fast_drain_all(r->fast, consume_rings, r);
+}
+
 /* Threads and images that are gone give up their fast-path rings. */
 static void fast_follow(struct recorder *r, const struct tb_rec_hdr *h)
 {
 	if (h->type == TB_REC_EXIT && h->size >= sizeof(struct tb_rec_exit))
 		tb_fast_exit(r->fast, h->pid, h->tid,
-			     ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS);
+			     ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS, h->ts);
 	else if (h->type == TB_REC_EXEC)
-		tb_fast_exec(r->fast, h->pid);
+		tb_fast_exec(r->fast, h->pid, h->ts);
 }
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler
@@ -132,7 +195,6 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
 	size_t off = 0;
-	int err;
 
 	while (size - off >= sizeof(struct tb_rec_hdr)) {
 		const struct tb_rec_hdr *h = (const void *)((const char *)data + off);
@@ -151,9 +213,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		}
 		fast_follow(r, h);
 		r->events++;
-		err = tb_writer_append(r->w, h);
-		if (err && !r->write_err)
-			r->write_err = err;
+		if (r->cut && h->ts > r->cut)
+			hold_rec(r, h);
+		else
+			append_rec(r, h);
 		off += h->size;
 	}
 	return 0;
@@ -1083,7 +1146,7 @@ static int load_record_bpf(struct recorder *r)
 	if (!err)
 		err = tb_fast_prepare(&r->fast, r->skel, &(struct tb_fast_opts){
 			.ring_size = o->fast_buffer_size, .max_rings = o->max_fast_rings,
-			.off = !o->fast_path, .verbose = o->verbose });
+			.off = o->no_fast_path, .verbose = o->verbose });
 	if (err)
 		return err;
 	err = record_bpf__load(r->skel);
@@ -1302,6 +1365,8 @@ static void sweep_gaps(struct recorder *r)
 
 	if (err >= 0)
 		err = tb_sched_sweep_gaps(r->sched, r->w);
+	if (err >= 0)
+		err = tb_fast_marks(r->fast, r->w);
 	if (err < 0 && !r->write_err)
 		r->write_err = err;
 }
@@ -1342,8 +1407,7 @@ static int poll_round(struct recorder *r)
 		r->woken++;
 	else
 		r->ticks++;
-	/* before the rings: see merge.h's rounds */
-	tb_fast_drain_all(r->fast, consume_rings, r);
+	drain_fast(r, false);
 	err = tb_sched_flush(r->sched);
 	if (err)
 		return err;
@@ -1416,7 +1480,7 @@ static int finish_output(struct recorder *r, int err)
 	uint64_t size;
 	int e;
 
-	tb_fast_finish(r->fast, consume_rings, r);
+	drain_fast(r, true);
 	e = tb_sched_flush(r->sched);
 	if (e && !err)
 		err = e;
@@ -1560,6 +1624,7 @@ static void destroy(struct recorder *r, int err)
 		free(r->objs[i].path);
 		close(r->objs[i].fd);
 	}
+	free(r->held);
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
 	tb_gaps_close(&r->gaps);

@@ -38,7 +38,7 @@ struct tb_record_opts {
 	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */
 	int nevents;
 	unsigned max_procs;              /* --max-processes: size of the traced set */
-	bool fast_path;                  /* --fast-path */
+	bool no_fast_path;               /* --no-fast-path */
 	size_t fast_buffer_size;         /* --fast-buffer-size, per thread */
 	unsigned max_fast_rings;         /* --max-fast-rings */
 };

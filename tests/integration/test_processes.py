@@ -182,7 +182,7 @@ def test_dlopen_and_exit_wake_the_recorder(recorder):
         ["after_dl"]
 
 
-@pytest.mark.parametrize("fast", [[], ["--fast-path"]], ids=["probes", "fast-path"])
+@pytest.mark.parametrize("fast", [[], ["--no-fast-path"]], ids=["fast-path", "probes"])
 def test_thread_churn_1000(recorder, fast):
     # with the fast path each thread's first event also asks for a ring:
     # rings made for threads already gone must not cost an event

@@ -270,7 +270,11 @@ unsigned short tracebpf_event_semaphore;
 	"\tlea -128(%%rsp), %%rsp\n"                                          \
 	"\t.balign 8\n"                                                       \
 	"990:\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                          \
-	"\tlea 128(%%rsp), %%rsp\n"
+	"\tlea 128(%%rsp), %%rsp\n"                                          \
+	"\t.pushsection tracebpf_pcs,\"a?\",@progbits\n"                     \
+	"\t.balign 4\n"                                                       \
+	"\t.4byte 990b - .\n"                                                 \
+	"\t.popsection\n"
 #endif
 
 /* The stapsdt note (sys/sdt.h layout: namesz, descsz, type 3, "stapsdt",
@@ -398,46 +402,9 @@ TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF
 		  "tracebpf_fast_rec layout");
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 8, "tracebpf_fast_ctl layout");
 
-#ifndef TRACEBPF_NO_FAST_PATH
-
-#define TRACEBPF__FAST_NONE  0u
-#define TRACEBPF__FAST_READY 1u
-#define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
-
-/* One per thread and object (weak + hidden, like the semaphore). */
-struct tracebpf__fast_thread {
-	unsigned char *data;               /* ring data, mapped twice */
-	unsigned long *prod;               /* producer position */
-	const unsigned long *cons;         /* consumer position (read-only) */
-	unsigned long mask;                /* data bytes - 1 */
-	unsigned long pos;                 /* our producer position */
-	const volatile struct tracebpf_fast_ctl *ctl;
-	unsigned long map_len;             /* of the mapping at prod */
-	uint64_t retry;                    /* next try at a ring, ns */
-	uint64_t backoff;                  /* ns */
-	uint32_t state;                    /* TRACEBPF__FAST_* */
-	uint32_t busy;                     /* in a write (signal handlers) */
-	uint32_t dtor;                     /* thread-exit unmap registered */
-};
-
-/* One per object. */
-struct tracebpf__fast_proc {
-	const volatile struct tracebpf_fast_ctl *ctl;
-	int pid;                           /* whose ctl */
-	int lock;
-	int init;                          /* fork handler registered */
-	uint32_t tag;                      /* sites are written once per tag */
-	uint64_t seen[TRACEBPF__FAST_SEEN];
-};
-
 #ifdef __cplusplus
 extern "C" {
 #endif
-__attribute__((weak, visibility("hidden")))
-__thread struct tracebpf__fast_thread tracebpf__fast_tls;
-__attribute__((weak, visibility("hidden")))
-struct tracebpf__fast_proc tracebpf__fast_proc;
-
 /* libc, under names of our own (no feature macro or header needed). */
 struct tracebpf__timespec { long sec, nsec; };
 int tracebpf__clock_gettime(int, struct tracebpf__timespec *) __asm__("clock_gettime");
@@ -478,6 +445,105 @@ tracebpf__sys(long n, long a, long b, long c, long d, long e, long f)
 #define TRACEBPF__SYS_CLOSE   3
 #define TRACEBPF__SYS_GETTID  186
 #define TRACEBPF__SYS_BPF     321
+#define TRACEBPF__SYS_OPEN    2
+#define TRACEBPF__SYS_PWRITE  18
+
+/* Linux 6.18 rewrites a hit 5-byte-nop site into a call to its
+ * [uprobes-trampoline] page, which fork() does not copy: a child would
+ * crash on the first site its parent had hit (docs/design.md, "Known
+ * limits"). Every site's address is also in section tracebpf_pcs (one per
+ * object); in the child, before fork() returns, each site that is such a
+ * call (0xe8: nothing else writes it) is put back into the state of a
+ * registered uprobe not yet optimized, int3 and the nop's tail, through
+ * /proc/self/mem: the child's first hit traps, and the kernel optimizes
+ * it again with a trampoline of the child's. */
+#ifndef TRACEBPF_PROBE_NOP1
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const int __start_tracebpf_pcs[] __attribute__((weak, visibility("hidden")));
+extern const int __stop_tracebpf_pcs[] __attribute__((weak, visibility("hidden")));
+__attribute__((weak, visibility("hidden"))) int tracebpf__fork_fix_on;
+#ifdef __cplusplus
+}
+#endif
+
+TRACEBPF__FASTFN void tracebpf__fork_fix_child(void)
+{
+	static const unsigned char swbp[5] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
+	long fd = -1;
+
+	for (const int *p = __start_tracebpf_pcs; p && p < __stop_tracebpf_pcs; p++) {
+		const unsigned char *pc = TRACEBPF__RCAST(const unsigned char *, p) + *p;
+
+		if (pc[0] != 0xe8)
+			continue;
+		if (fd < 0)
+			fd = tracebpf__sys(TRACEBPF__SYS_OPEN, TRACEBPF__RCAST(long, "/proc/self/mem"),
+					   02000002 /* O_RDWR | O_CLOEXEC */, 0, 0, 0, 0);
+		if (fd < 0)
+			return;
+		/* the int3 first, then the rest: the order the kernel writes */
+		tracebpf__sys(TRACEBPF__SYS_PWRITE, fd, TRACEBPF__RCAST(long, swbp), 1,
+			      TRACEBPF__RCAST(long, pc), 0, 0);
+		tracebpf__sys(TRACEBPF__SYS_PWRITE, fd, TRACEBPF__RCAST(long, swbp + 1), 4,
+			      TRACEBPF__RCAST(long, pc + 1), 0, 0);
+	}
+	if (fd >= 0)
+		tracebpf__sys(TRACEBPF__SYS_CLOSE, fd, 0, 0, 0, 0, 0);
+}
+
+/* Once per object (the first of its translation units to run this). */
+__attribute__((constructor, unused)) static void tracebpf__fork_fix_init(void)
+{
+	if (!__atomic_exchange_n(&tracebpf__fork_fix_on, 1, __ATOMIC_RELAXED))
+		tracebpf__pthread_atfork(0, 0, tracebpf__fork_fix_child);
+}
+#endif /* TRACEBPF_PROBE_NOP1 */
+
+#ifndef TRACEBPF_NO_FAST_PATH
+
+#define TRACEBPF__FAST_NONE  0u
+#define TRACEBPF__FAST_READY 1u
+#define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
+
+/* One per thread and object (weak + hidden, like the semaphore). */
+struct tracebpf__fast_thread {
+	unsigned char *data;               /* ring data, mapped twice */
+	unsigned long *prod;               /* producer position */
+	const unsigned long *cons;         /* consumer position (read-only) */
+	unsigned long mask;                /* data bytes - 1 */
+	unsigned long pos;                 /* our producer position */
+	const volatile struct tracebpf_fast_ctl *ctl;
+	unsigned long map_len;             /* of the mapping at prod */
+	uint64_t retry;                    /* next try at a ring, ns */
+	uint64_t backoff;                  /* ns */
+	uint32_t state;                    /* TRACEBPF__FAST_* */
+	uint32_t busy;                     /* in a write (signal handlers) */
+	uint32_t dtor;                     /* thread-exit unmap registered */
+};
+
+/* One per object. */
+struct tracebpf__fast_proc {
+	const volatile struct tracebpf_fast_ctl *ctl;
+	int pid;                           /* whose ctl */
+	int lock;
+	int init;                          /* fork handler registered */
+	uint32_t tag;                      /* sites are written once per tag */
+	uint64_t seen[TRACEBPF__FAST_SEEN];
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak, visibility("hidden")))
+__thread struct tracebpf__fast_thread tracebpf__fast_tls;
+__attribute__((weak, visibility("hidden")))
+struct tracebpf__fast_proc tracebpf__fast_proc;
+
+#ifdef __cplusplus
+}
+#endif
 
 TRACEBPF__INLINE uint64_t tracebpf__now(void)
 {
