@@ -43,12 +43,13 @@ per_run() {
 # leaves tb_event's (or tb_event_id's) ns per run in $out/tb.prog. The
 # command waits on a FIFO after the loop so the programs are still loaded
 # when their statistics are read.
-run_tracebpf() {  # KIND [THREADS]; TB_OPTS: more record options
-  local fifo="$out/hold" res="$out/tb.res" prog=tb_event rec
+run_tracebpf() {  # KIND [THREADS]; TB_OPTS: more record options; TB_FAST=1: fast path
+  local fifo="$out/hold" res="$out/tb.res" prog=tb_event rec path=--no-fast-path
+  [ -n "${TB_FAST:-}" ] && path="--fast-buffer-size $fast_ring"
   [ "$1" = id ] && prog=tb_event_id
   rm -f "$fifo" "$res"; mkfifo "$fifo"
-  "$T" record -q --no-json --no-sched ${TB_OPTS:-} -o "$out/h.tbt" -- \
-    sh -c "$B/probe_cost $N $* > $res; read x < $fifo" 2>"$out/tb.err" &
+  PROBE_COST_FAST=${TB_FAST:-} "$T" record -q --no-json --no-sched $path ${TB_OPTS:-} \
+    -o "$out/h.tbt" -- sh -c "$B/probe_cost $N $* > $res; read x < $fifo" 2>"$out/tb.err" &
   rec=$!
   until [ -s "$res" ]; do
     kill -0 "$rec" 2>/dev/null || { cat "$out/tb.err" >&2; exit 1; }
@@ -131,6 +132,7 @@ done
 # 35 ns per event) is time the threads do not get, so tracebpf is also
 # measured with -z 0.
 srun=${BENCH_SCALE_RUNS:-11}
+fast_ring=${BENCH_FAST_RING:-128M}
 scaling() {  # label RUNNER; TB_OPTS
   : >"$out/r1"; : >"$out/r2"
   for i in $(seq "$srun"); do
@@ -143,6 +145,21 @@ scaling() {  # label RUNNER; TB_OPTS
     "$ci" "$(verdict "$ci" 1.8 above)"
 }
 floor_threads() { run_floor "$2"; }
+fast_threads() { TB_FAST=1 run_tracebpf "$@"; }
 scaling "tracebpf -z 1" run_tracebpf
 TB_OPTS="-z 0" scaling "tracebpf -z 0" run_tracebpf
 scaling "floor program" floor_threads
+
+# The fast path: the same loop once each thread's ring is mapped (a ring
+# big enough for the whole loop, so that no event goes to the probe),
+# against the probe path and the floor measured above.
+: >"$out/fp"; : >"$out/fp2"
+for i in $(seq "$runs"); do
+  fast_threads instant2 1 | ns >>"$out/fp"
+  fast_threads instant2 2 | ns >>"$out/fp2"
+done
+printf "tracebpf fast path, 2-integer instant   : %s ns/event (95%% interval %s; goal <= 80: %s)\n" \
+  "$(median <"$out/fp")" "$(interval <"$out/fp")" "$(verdict "$(interval <"$out/fp")" 80)"
+printf "tracebpf fast path, 2 threads           : %s ns/event per thread\n" "$(median <"$out/fp2")"
+printf "ratio fast path / probe path            : %.3f\n" "$(awk -v a="$(median <"$out/fp")" -v b="$tb" 'BEGIN { print a / b }')"
+TB_OPTS="" scaling "fast path" fast_threads

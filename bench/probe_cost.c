@@ -11,7 +11,10 @@
  *     str       TRACE_EVENT_INSTANT1("bench", "str", thread, "s", "hello")
  *     id        TRACE_COUNTER_ID1("bench", "ctr", 7, i): an event_id site
  *     empty     no site: the loop alone (the peer of a disabled site)
- * THREADS (default 1) threads run the loop at once, from a barrier.
+ * THREADS (default 1) threads run the loop at once, from a barrier. With
+ * PROBE_COST_FAST=1 in the environment each thread first emits "warm"
+ * instants, 200 us apart, until its fast-path ring is mapped (at most 2 s;
+ * the header's state says so), so that the loop times the fast path only.
  * Without a tracer this is the disabled cost (a load and a branch); with one
  * it is the full cost of a hit. Built twice: normally (5-byte nop in the lea
  * pair) and with -DTRACEBPF_PROBE_NOP1 (the 1-byte nop of sys/sdt.h), to
@@ -69,10 +72,26 @@ static void loop_other(void)
 	}
 }
 
+static void warm_up(void)
+{
+	const struct timespec pause = { 0, 200 * 1000 };
+	const char *want = getenv("PROBE_COST_FAST");
+
+	for (int w = 0; want && *want == '1' && w < 10000; w++) {
+#ifndef TRACEBPF_NO_FAST_PATH
+		if (tracebpf__fast_tls.state == TRACEBPF__FAST_READY)
+			break;
+#endif
+		TRACE_EVENT_INSTANT1("bench", "warm", TRACE_EVENT_SCOPE_THREAD, "w", w);
+		nanosleep(&pause, NULL);
+	}
+}
+
 static void *run(void *arg)
 {
 	uint64_t t0;
 
+	warm_up();
 	pthread_barrier_wait(&start);
 	t0 = now_ns();
 	if (kind == INSTANT2)
