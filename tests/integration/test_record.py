@@ -451,16 +451,20 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
     slice of its name; nothing is unmatched and nothing is paired wrongly
     (every complete outer slice holds exactly its inner slices 0..49, in
     order).
-    Five attaches at different moments of the loop."""
+    At least five attaches at different moments of the loop, and more (up
+    to 15) until one has landed inside a scope: how often one does depends
+    on the machine's load, and a busy CI machine saw 0 in 5."""
     before_total = 0
-    for k in range(5):
+    for k in range(15):
+        if k >= 5 and before_total:
+            break
         # The program ends while recorded, so every slice ends at its own
         # END: slices closed together at the recording's end can end on the
         # same ns, and a viewer's double sum may then put the child one ulp
         # past its parent (a known limit, docs/design.md).
         p = spawn(prog("nested_loop"), 2, 0.6)
         assert p.stdout.readline().startswith("pid=")
-        time.sleep(0.05 * k)
+        time.sleep(0.05 * (k % 5))
         rec = recorder("--no-sched", "-p", p.pid, name=f"a{k}").wait(timeout=60)
         assert p.wait(timeout=60) == 0
         assert rec.rc == 0, rec.stderr[-2000:]
@@ -493,8 +497,8 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
                     js.append(inner[k]["args"]["j"])
                     k += 1
                 assert js == list(range(50)), (o, js[:5], len(js))
-    # the race is real: across five attaches some thread began with an END
-    assert before_total > 0, "no attach landed inside a scope"
+    # the race is real: across the attaches some thread began with an END
+    assert before_total > 0, "no attach landed inside a scope in 15"
 
 
 def ns(us):
