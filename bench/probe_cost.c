@@ -132,8 +132,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "probe_cost: cannot start a thread\n");
 			return 1;
 		}
+	pthread_barrier_wait(&start);   /* after the threads' warm-up */
 	t0 = now_ns();
-	pthread_barrier_wait(&start);
 	for (long t = 0; t < threads; t++) {
 		pthread_join(tid[t], NULL);
 		if (took[t] > slowest)
