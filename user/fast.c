@@ -86,7 +86,7 @@ struct tb_fast {
 	size_t nprocs;
 	struct req *reqs;
 	size_t nreqs, creqs;
-	uint64_t round, lost, made;
+	uint64_t round, lost;
 	struct lost *lost_v;       /* not yet marked in the trace */
 	size_t nlost;
 	bool said_full, said_err;
@@ -450,7 +450,6 @@ static int make_ring(struct tb_fast *f, struct fring *r, __u32 slot, const struc
 	r->tid = q->tid;
 	r->key = q->key;
 	r->dead = 0;
-	f->made++;
 	return 0;
 }
 
@@ -470,8 +469,8 @@ static void serve_request(struct tb_fast *f, const struct req *q)
 	r = free_slot(f, &slot);
 	if (!r) {
 		if (!f->said_full)
-			fprintf(stderr, "tracebpf: record: %u threads have a fast-path ring: "
-					"others take the probes (--max-fast-rings)\n",
+			fprintf(stderr, "tracebpf: record: all %u fast-path rings are in use: "
+					"more threads take their probes (raise --max-fast-rings)\n",
 				f->o.max_rings);
 		f->said_full = true;
 		return;
@@ -672,11 +671,6 @@ int tb_fast_marks(struct tb_fast *f, struct tb_writer *w)
 	if (f)
 		f->nlost = 0;
 	return err;
-}
-
-uint64_t tb_fast_rings(const struct tb_fast *f)
-{
-	return f ? f->made : 0;
 }
 
 void tb_fast_close(struct tb_fast *f)

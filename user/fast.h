@@ -28,7 +28,6 @@ struct tb_fast_opts {
 	size_t ring_size;      /* --fast-buffer-size, a power of 2 */
 	unsigned max_rings;    /* --max-fast-rings */
 	bool off;              /* --no-fast-path */
-	bool verbose;
 };
 
 /* *f stays NULL when the fast path is off (said). 0 or a negative errno. */
@@ -47,7 +46,6 @@ uint64_t tb_fast_lost(const struct tb_fast *f);
 /* A TB_REC_GAP (one record, the thread named) in w for each such event not
  * yet marked. 0 or the writer's error. */
 int tb_fast_marks(struct tb_fast *f, struct tb_writer *w);
-uint64_t tb_fast_rings(const struct tb_fast *f);   /* rings made so far */
 void tb_fast_close(struct tb_fast *f);
 
 #endif

@@ -1146,7 +1146,7 @@ static int load_record_bpf(struct recorder *r)
 	if (!err)
 		err = tb_fast_prepare(&r->fast, r->skel, &(struct tb_fast_opts){
 			.ring_size = o->fast_buffer_size, .max_rings = o->max_fast_rings,
-			.off = o->no_fast_path, .verbose = o->verbose });
+			.off = o->no_fast_path });
 	if (err)
 		return err;
 	err = record_bpf__load(r->skel);

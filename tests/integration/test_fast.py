@@ -50,6 +50,23 @@ def test_exact_counts_and_the_switch(recorder, fast):
     assert len(blocks) == threads * n // 100
     assert all(not e.get("args", {}).get("tracebpf_unfinished") for e in blocks)
     assert t.meta["drops_total"] == 0 and t.meta["unresolved_sites"] == 0
+    # the fast path says once why it is off, and only then
+    said = rec.stderr.count("the fast path is off (--no-fast-path): every event takes its probe")
+    assert said == (0 if fast else 1), rec.stderr
+
+
+def test_rings_all_in_use(recorder):
+    # one ring for two threads: one thread gets it, the other keeps its
+    # probes until the ring is free again (its thread exited); nothing is
+    # lost either way, and stderr says what to raise
+    n = 5000
+    rec = recorder("--no-sched", "--max-fast-rings", 1, "--", prog("fast_seq"), "run", 2,
+                   n).wait(timeout=120)
+    assert 1 in fast_flags(rec.stdout).values(), rec.stdout
+    assert rec.stderr.count("all 1 fast-path rings are in use: more threads take their "
+                            "probes (raise --max-fast-rings)") == 1, rec.stderr
+    seq = per_thread(rec.trace(consumer=False), "seq")
+    assert seq[0] == list(range(n)) and seq[1] == list(range(n))
 
 
 def test_sigkill_loses_at_most_the_event_being_written(recorder, tmp_path):

@@ -563,22 +563,30 @@ TRACEBPF__INLINE uint32_t tracebpf__cpu(void)
 	return cpu;
 }
 
+/* v in base 10 or 16 at buf + n; the new n. */
+TRACEBPF__FASTFN int tracebpf__fast_num(char *buf, int n, uint64_t v, unsigned base)
+{
+	char tmp[24];
+	int i = 0;
+
+	do {
+		tmp[i++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	while (i)
+		buf[n++] = tmp[--i];
+	return n;
+}
+
 /* "<root>/<pid>/<leaf>" into buf (64 bytes). */
 TRACEBPF__FASTFN void tracebpf__fast_path(char *buf, long pid, const char *leaf)
 {
 	static const char root[] = TRACEBPF_FAST_ROOT "/";
-	char digits[24];
 	int i = 0, n = 0;
 
 	while (root[i])
 		buf[n++] = root[i++];
-	i = 0;
-	do {
-		digits[i++] = TRACEBPF__SCAST(char, '0' + pid % 10);
-		pid /= 10;
-	} while (pid);
-	while (i)
-		buf[n++] = digits[--i];
+	n = tracebpf__fast_num(buf, n, TRACEBPF__SCAST(uint64_t, pid), 10);
 	buf[n++] = '/';
 	for (i = 0; leaf[i] && n < 63; i++)
 		buf[n++] = leaf[i];
@@ -712,23 +720,12 @@ TRACEBPF__INLINE void tracebpf__fast_request(void)
 TRACEBPF__FASTFN void tracebpf__fast_leaf(char *buf, long tid)
 {
 	uintptr_t key = TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore);
-	char tmp[40];
-	int i = 0, n = 0;
+	int n = 1;
 
-	buf[n++] = 'r';
-	do {
-		tmp[i++] = TRACEBPF__SCAST(char, '0' + tid % 10);
-		tid /= 10;
-	} while (tid);
-	while (i)
-		buf[n++] = tmp[--i];
+	buf[0] = 'r';
+	n = tracebpf__fast_num(buf, n, TRACEBPF__SCAST(uint64_t, tid), 10);
 	buf[n++] = '-';
-	do {
-		tmp[i++] = "0123456789abcdef"[key & 15];
-		key >>= 4;
-	} while (key);
-	while (i)
-		buf[n++] = tmp[--i];
+	n = tracebpf__fast_num(buf, n, key, 16);
 	buf[n] = 0;
 }
 
