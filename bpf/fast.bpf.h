@@ -42,39 +42,99 @@ int tb_ring_req(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Events are gathered here, back to back, and written to the recorder's
+ * ring in one bpf_ringbuf_output per batch (the recorder takes a ring
+ * record holding several records, as the scheduler programs' staging):
+ * a helper call per batch instead of one per event. Used only by
+ * tb_fast_drain, which the recorder runs from one thread. */
+#define FAST_BATCH_EVENTS (SCRATCH_SIZE / sizeof(struct tb_rec_event))
+
+struct fast_batch {
+	struct tb_rec_event ev[FAST_BATCH_EVENTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fast_batch);
+} fast_batch SEC(".maps");
+
 struct fast_cb {
 	struct tb_fast_drain *d;
+	struct fast_batch *b;
 	void *rb;
 	__u64 rb_size;
 	__u64 pid_tgid;
-	__u64 stop_ts;   /* records from here on are dropped: ctl stop */
+	__u64 stop_ts;    /* records from here on are dropped: ctl stop */
+	__u64 first_ts;   /* of the batch */
+	__u64 last_ts;
+	__u32 n;          /* events in the batch */
 	__u32 cpu;
 };
 
-/* A record the recorder's ring refuses is counted, with a gap mark naming
- * the ring's thread (ring.bpf.h). */
-static __always_inline int fast_out(struct fast_cb *c, void *rec, __u64 size, __u64 ts)
+/* A record (or batch of n) the recorder's ring refuses is counted, with a
+ * gap mark naming the ring's thread (ring.bpf.h). */
+static __always_inline int fast_out(struct fast_cb *c, void *rec, __u64 size, __u64 n,
+				    __u64 first, __u64 last)
 {
 	if (ring_put(c->rb, 0, c->cpu, rec, size, BPF_RB_NO_WAKEUP)) {
-		count_lost(c->cpu, 1, ts, ts, (__u32)c->pid_tgid);
-		c->d->dropped++;
+		count_lost(c->cpu, n, first, last, (__u32)c->pid_tgid);
+		c->d->dropped += n;
 		return -1;
 	}
 	return 0;
 }
 
-static __always_inline void fast_event(struct fast_cb *c, const struct tb_fast_rec *f)
+/* The batch so far into the recorder's ring. */
+static __always_inline void fast_flush(struct fast_cb *c)
 {
-	struct tb_rec_event ev;
+	__u64 n = c->n, size = n * sizeof(struct tb_rec_event);
 
-	fill_hdr(&ev.hdr, TB_REC_EVENT, sizeof(ev), f->cpu, f->ts, c->pid_tgid);
-	ev.site = f->site;
-	ev.args[0] = f->args[0];
-	ev.args[1] = f->args[1];
-	ev.str_len[0] = 0;
-	ev.str_len[1] = 0;
-	ev.flags = TB_EVF_FAST;
-	fast_out(c, &ev, sizeof(ev), f->ts);
+	c->n = 0;
+	if (!size || size > sizeof(struct fast_batch))
+		return;
+	fast_out(c, c->b->ev, size, n, c->first_ts, c->last_ts);
+}
+
+/* Room in the recorder's ring for the largest record a sample makes and a
+ * full batch: the drain stops before a sample it could not write (a
+ * sample is consumed once taken). */
+#define FAST_ROOM (2 * SCRATCH_SIZE)
+
+static __always_inline bool room_left(struct fast_cb *c)
+{
+	if (bpf_ringbuf_query(c->rb, BPF_RB_AVAIL_DATA) + FAST_ROOM <= c->rb_size)
+		return true;
+	c->d->full = 1;
+	return false;
+}
+
+/* Adds one event to the batch; false when the drain must stop (the
+ * batch was written and the recorder's ring has no room for another). */
+static __always_inline bool fast_event(struct fast_cb *c, const struct tb_fast_rec *f)
+{
+	__u32 i = c->n;
+	struct tb_rec_event *ev;
+
+	if (i >= FAST_BATCH_EVENTS)
+		return false;   /* cannot happen: flushed when full */
+	ev = &c->b->ev[i];
+	fill_hdr(&ev->hdr, TB_REC_EVENT, sizeof(*ev), f->cpu, f->ts, c->pid_tgid);
+	ev->site = f->site;
+	ev->args[0] = f->args[0];
+	ev->args[1] = f->args[1];
+	ev->str_len[0] = 0;
+	ev->str_len[1] = 0;
+	ev->flags = TB_EVF_FAST;
+	if (!i)
+		c->first_ts = f->ts;
+	c->last_ts = f->ts;
+	c->n = i + 1;
+	if (c->n < FAST_BATCH_EVENTS)
+		return true;
+	fast_flush(c);
+	return room_left(c);
 }
 
 /* A descriptor: the application's own bytes, as report_site() reads them. */
@@ -89,6 +149,7 @@ static __always_inline int fast_site(struct bpf_dynptr *dp, struct fast_cb *c,
 
 	if (!buf || f->size < TB_FAST_HEAD + sizeof(*us))
 		return -1;
+	fast_flush(c);   /* the batch's events are older */
 	rec = (void *)buf;
 	us = (void *)(buf + sizeof(*rec));
 	len = f->size - TB_FAST_HEAD;
@@ -108,20 +169,7 @@ static __always_inline int fast_site(struct bpf_dynptr *dp, struct fast_cb *c,
 	fill_hdr(&rec->hdr, TB_REC_SITE, size, f->cpu, f->ts, c->pid_tgid);
 	rec->site = f->site;
 	rec->len = len;
-	return fast_out(c, buf, size, f->ts);
-}
-
-/* Room in the recorder's ring for the largest record a sample makes: the
- * drain stops before a sample it could not write (a sample is consumed
- * once taken). */
-#define FAST_ROOM (2 * SCRATCH_SIZE)
-
-static __always_inline bool room_left(struct fast_cb *c)
-{
-	if (bpf_ringbuf_query(c->rb, BPF_RB_AVAIL_DATA) + FAST_ROOM <= c->rb_size)
-		return true;
-	c->d->full = 1;
-	return false;
+	return fast_out(c, buf, size, 1, f->ts, f->ts);
 }
 
 static long fast_sample(struct bpf_dynptr *dp, void *ctx)
@@ -130,21 +178,23 @@ static long fast_sample(struct bpf_dynptr *dp, void *ctx)
 	struct tb_fast_rec f;
 
 	c->d->drained++;
-	if (bpf_dynptr_read(&f, TB_FAST_HEAD, dp, 0, 0)) {
+	/* every sample is at least this long (a descriptor's head and its
+	 * first bytes): one read takes an event whole */
+	if (bpf_dynptr_read(&f, sizeof(f), dp, 0, 0)) {
 		c->d->bad++;
 		return 0;
 	}
 	if (f.type == TB_FAST_EVENT) {
 		if (f.ts >= c->stop_ts)
 			return 0;   /* after a ctl stop: dropped, as by the probes */
-		if (f.size != sizeof(f) || bpf_dynptr_read(&f.args, sizeof(f.args), dp,
-							   TB_FAST_HEAD, 0))
+		if (f.size != sizeof(f)) {
 			c->d->bad++;
-		else
-			fast_event(c, &f);
-	} else if (f.type != TB_FAST_SITE || fast_site(dp, c, &f)) {
-		c->d->bad++;
+			return 0;
+		}
+		return fast_event(c, &f) ? 0 : 1;
 	}
+	if (f.type != TB_FAST_SITE || fast_site(dp, c, &f))
+		c->d->bad++;
 	return room_left(c) ? 0 : 1;
 }
 
@@ -153,7 +203,7 @@ SEC("syscall")
 int tb_fast_drain(struct tb_fast_drain *d)
 {
 	struct fast_cb c = { .d = d, .stop_ts = ~0ULL };
-	__u32 key = TB_CTL_STATE, slot = d->slot;
+	__u32 key = TB_CTL_STATE, slot = d->slot, zero = 0;
 	struct tb_ctl *ctl;
 	void *ring;
 
@@ -161,7 +211,8 @@ int tb_fast_drain(struct tb_fast_drain *d)
 	c.cpu = bpf_get_smp_processor_id();
 	c.rb = cpu_ring(c.cpu);
 	ring = bpf_map_lookup_elem(&fast_rings, &slot);
-	if (!ring || !c.rb) {
+	c.b = bpf_map_lookup_elem(&fast_batch, &zero);
+	if (!ring || !c.rb || !c.b) {
 		d->ret = -2;   /* -ENOENT */
 		return 0;
 	}
@@ -172,6 +223,7 @@ int tb_fast_drain(struct tb_fast_drain *d)
 	if (!room_left(&c))
 		return 0;
 	d->ret = bpf_user_ringbuf_drain(ring, fast_sample, &c, 0);
+	fast_flush(&c);
 	return 0;
 }
 

@@ -8,6 +8,8 @@ import re
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 from collections import defaultdict
 
 import pytest
@@ -151,3 +153,53 @@ def test_fork_child_after_the_parent_hit_its_sites(recorder, fast):
                           text=True).stdout
     codes = re.findall(r"EXIT process code=(\d+)", dump)
     assert codes == ["0", "0"], codes
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "probes"])
+def test_attach_under_load_no_loss_or_duplicate_at_the_switch(recorder, spawn, fast):
+    # `record -p` of two busy threads: each thread's first events take its
+    # probe, then (fast path) its ring once the recorder has made it. The
+    # recorded events of a thread are one run of consecutive numbers, and
+    # with the fast path the run crosses the switch (both ways are in it)
+    threads = 2
+    app = spawn(prog("fast_seq"), "attach", threads, 10**12)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    time.sleep(0.3)   # it runs untraced first; nothing below depends on how long
+    args = ["--no-sched"] + ([] if fast else ["--no-fast-path"])
+    rec = recorder(*args, "-p", app.pid)
+    if fast:
+        # waits for each thread to take its ring, then for events after it
+        wait_for(lambda: len(lines) == threads, timeout=30, what="both threads' rings")
+    time.sleep(1.0)
+    rec.stop(timeout=120)
+    app.kill()
+    switch = {int(m[0]): int(m[1]) for m in re.findall(r"thread (\d+) fast_from=(\d+)",
+                                                       "".join(lines))}
+    assert len(switch) == (threads if fast else 0), lines
+    t = rec.trace(consumer=False)
+    seq = per_thread(t, "seq")
+    assert sorted(seq) == list(range(threads)), {k: len(v) for k, v in seq.items()}
+    for i in range(threads):
+        s = seq[i]
+        assert s == list(range(s[0], s[0] + len(s))), \
+            f"thread {i}: {len(s)} events from {s[0]} to {s[-1]}, not one run"
+        if fast:
+            assert s[0] < switch[i] <= s[-1], (i, s[0], switch[i], s[-1])
+    assert t.meta["drops_total"] == 0 and t.meta["unresolved_sites"] == 0, t.meta
+
+
+def test_drain_waits_for_a_small_recorder_ring(recorder):
+    # threads' rings large enough for every event, the recorder's 16 times
+    # smaller than one thread's: each drain stops when the recorder's ring
+    # is nearly full, the recorder empties it and the drain goes on, so
+    # nothing is lost (tb_fast_drain's `full`)
+    n, threads = 200000, 2
+    rec = recorder("--no-sched", "-b", "512K", "--fast-buffer-size", "16M", "--",
+                   prog("fast_seq"), "run", threads, n).wait(timeout=120)
+    assert fast_flags(rec.stdout) == {i: 1 for i in range(threads)}, rec.stdout
+    t = rec.trace(consumer=False)
+    seq = per_thread(t, "seq")
+    for i in range(threads):
+        assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
+    assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta

@@ -15,7 +15,11 @@
  *          must not find its parent's ring);
  *   kill   one thread that, once its ring is mapped, emits "seq" forever,
  *          storing seq + 1 in COUNTFILE (mapped shared) after each event,
- *          100 us of sleep every 1000 events.
+ *          100 us of sleep every 1000 events;
+ *   attach THREADS threads emit "seq" (t, seq) from the start, untraced
+ *          or not, 100 us of sleep every 1000 events, N events each; a
+ *          thread prints "thread T fast_from=S" when its ring is mapped
+ *          at event S (a recorder attached with -p while it runs).
  * Reads the header's per-thread state to know whether the ring is mapped:
  * a test program may, an application has no reason to.
  */
@@ -74,12 +78,32 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int run_threads(int n)
+static void *attach_worker(void *arg)
+{
+	const struct timespec pause = { 0, 100 * 1000 };
+	int64_t t = (int64_t)(intptr_t)arg;
+	int fast = 0;
+
+	for (long i = 0; i < n_events; i++) {
+		if (!fast && ready()) {
+			fast = 1;
+			printf("thread %lld fast_from=%ld\n", (long long)t, i);
+			fflush(stdout);
+		}
+		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
+				     (int64_t)i);
+		if ((i + 1) % 1000 == 0)   /* leave the recorder a CPU */
+			nanosleep(&pause, NULL);
+	}
+	return NULL;
+}
+
+static int run_threads(int n, void *(*fn)(void *))
 {
 	pthread_t th[64];
 
 	for (int i = 0; i < n; i++)
-		if (pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i))
+		if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)i))
 			return 1;
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
@@ -115,7 +139,7 @@ int main(int argc, char **argv)
 	pid_t child;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: fast_seq run|fork|kill THREADS N [COUNTFILE]\n");
+		fprintf(stderr, "usage: fast_seq run|fork|kill|attach THREADS N [COUNTFILE]\n");
 		return 2;
 	}
 	threads = atoi(argv[2]);
@@ -124,8 +148,10 @@ int main(int argc, char **argv)
 		return 2;
 	if (!strcmp(argv[1], "kill"))
 		return argc > 4 ? run_kill(argv[4]) : 2;
+	if (!strcmp(argv[1], "attach"))
+		return run_threads(threads, attach_worker);
 	if (strcmp(argv[1], "fork"))
-		return run_threads(threads);
+		return run_threads(threads, worker);
 	worker((void *)(intptr_t)0);
 	fflush(stdout);
 	child = fork();
