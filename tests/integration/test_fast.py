@@ -203,3 +203,21 @@ def test_drain_waits_for_a_small_recorder_ring(recorder):
     for i in range(threads):
         assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
     assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta
+
+
+def test_pins_refused_the_recording_takes_the_probes(recorder):
+    # a read-only bpffs (in a mount namespace of the recorder's own): the
+    # session cannot pin, so the fast path is off, said once with why, and
+    # every event takes its probe, exactly once
+    n, threads = 3000, 2
+    ro = 'mount -t bpf -o ro bpf /sys/fs/bpf && exec "$0" "$@"'
+    rec = recorder("--no-sched", "--", prog("fast_seq"), "run", threads, n,
+                   wrap=["unshare", "-m", "--propagation", "private", "sh", "-c", ro])
+    rec.wait(timeout=120)
+    assert rec.stderr.count("the fast path is off (cannot pin in /sys/fs/bpf: "
+                            "Read-only file system): every event takes its probe") == 1, \
+        rec.stderr
+    assert fast_flags(rec.stdout) == {i: 0 for i in range(threads)}, rec.stdout
+    seq = per_thread(rec.trace(consumer=False), "seq")
+    for i in range(threads):
+        assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
