@@ -20,9 +20,9 @@
 # 8M per CPU, per-user buffers) hold a whole run: each run checks that
 # LTTng discarded nothing and, with babeltrace2, that the trace holds
 # exactly N events per thread. Reported: medians with their 95% bootstrap
-# intervals (bench/stats.sh). LTTng-UST stamps its events with
-# CLOCK_MONOTONIC read in user space (the vDSO), tracebpf with
-# bpf_ktime_get_ns() in the kernel.
+# intervals (bench/stats.sh). Both stamp their events with
+# CLOCK_MONOTONIC read in user space (the vDSO): tracebpf's fast path
+# takes the time in the header, as LTTng-UST does.
 #
 # Installs liblttng-ust-dev, lttng-tools and babeltrace2 if missing, and
 # starts a root session daemon if none runs (and ends it after). If LTTng

@@ -149,28 +149,51 @@ static void remove_session(const char *dir, bool off)
 	rmdir(dir);
 }
 
+/* Links into nothing (a process's link after its session is gone). */
+static void sweep_links(DIR *d)
+{
+	struct dirent *e;
+	char path[PATH_MAX];
+	struct stat st;
+
+	while ((e = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
+		if (e->d_type == DT_LNK && stat(path, &st))
+			unlink(path);
+	}
+}
+
 /* Sessions whose recorder is gone, and links into nothing. */
 static void sweep(void)
 {
 	DIR *d = opendir(TRACEBPF_FAST_ROOT);
 	struct dirent *e;
 	char path[PATH_MAX];
-	struct stat st;
 
-	while (d && (e = readdir(d))) {
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
 		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
 		if (e->d_name[0] == 's' && e->d_type == DT_DIR && !pid_alive(atol(e->d_name + 1)))
 			remove_session(path, true);
 	}
-	if (d)
-		rewinddir(d);
-	while (d && (e = readdir(d))) {
-		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
-		if (e->d_type == DT_LNK && stat(path, &st))
-			unlink(path);
-	}
-	if (d)
+	rewinddir(d);
+	sweep_links(d);
+	closedir(d);
+}
+
+void tb_fast_sweep_recorder(pid_t recorder)
+{
+	char path[PATH_MAX];
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/s%d", TRACEBPF_FAST_ROOT, (int)recorder);
+	remove_session(path, true);
+	d = opendir(TRACEBPF_FAST_ROOT);
+	if (d) {
+		sweep_links(d);
 		closedir(d);
+	}
 }
 
 static int make_template(struct tb_fast *f)

@@ -16,6 +16,7 @@
 #define TRACEBPF_FAST_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +48,8 @@ uint64_t tb_fast_lost(const struct tb_fast *f);
  * yet marked. 0 or the writer's error. */
 int tb_fast_marks(struct tb_fast *f, struct tb_writer *w);
 void tb_fast_close(struct tb_fast *f);
+/* What a killed recorder's session left (its processes' switches, their
+ * pins and links): switched off and removed. Run by its releaser. */
+void tb_fast_sweep_recorder(pid_t recorder);
 
 #endif

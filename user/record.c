@@ -760,9 +760,12 @@ static void release_stopped(struct recorder *r, bool attach)
  * a pipe whose write end only the recorder holds. When the recorder ends
  * well it writes one byte and the child leaves; at any other death the
  * child reads EOF, and sends SIGCONT to every process left in the map, a
- * few times over while the dead recorder's programs are being detached.
- * Nothing else stays open in it: no program, link, ring or output. */
-static void releaser_main(int rfd, int map)
+ * few times over while the dead recorder's programs are being detached;
+ * then it switches off and removes the dead recorder's fast-path session,
+ * so that no map of it outlives the recorder in bpffs (the processes see
+ * their switch off and unmap their rings). Nothing else stays open in it:
+ * no program, link, ring or output. */
+static void releaser_main(int rfd, int map, pid_t recorder)
 {
 	__u32 key, next, *prev;
 	char c;
@@ -792,13 +795,14 @@ static void releaser_main(int rfd, int map)
 		}
 		nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
 	}
+	tb_fast_sweep_recorder(recorder);
 	_exit(0);
 }
 
 static int start_releaser(struct recorder *r)
 {
 	int p[2], map = bpf_map__fd(r->skel->maps.stopped), err;
-	pid_t pid;
+	pid_t pid, self = getpid();
 
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
@@ -811,7 +815,7 @@ static int start_releaser(struct recorder *r)
 	}
 	if (pid == 0) {
 		close(p[1]);
-		releaser_main(p[0], map);
+		releaser_main(p[0], map, self);
 	}
 	close(p[0]);
 	r->releaser = pid;

@@ -221,3 +221,38 @@ def test_pins_refused_the_recording_takes_the_probes(recorder):
     seq = per_thread(rec.trace(consumer=False), "seq")
     for i in range(threads):
         assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
+
+
+def fast_maps():
+    """ids of the fast path's maps (rings, switches, the ring template)."""
+    p = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    import json
+    return {m["id"] for m in json.loads(p.stdout) if m.get("name", "").startswith("tb_f")}
+
+
+def test_killed_recorder_leaves_no_fast_path_maps(recorder, spawn):
+    # the recorder's releaser switches a SIGKILLed recorder's session off
+    # and removes its pins, so its maps go with the processes that map
+    # them, not with the next recorder
+    before = fast_maps()
+    app = spawn(prog("fast_seq"), "attach", 2, 10**12)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    rec = recorder("--no-sched", "-p", app.pid)
+    wait_for(lambda: len(lines) == 2, timeout=30, what="both threads' rings")
+    assert fast_maps() - before
+    session = f"{ROOT_DIR}/s{rec.proc.pid}"
+    assert os.path.isdir(session)
+    rec.proc.kill()
+    rec.proc.wait()
+    # waits for the releaser: it leaves after its SIGCONT rounds (0.5 s)
+    wait_for(lambda: not os.path.exists(session) and
+             not os.path.lexists(f"{ROOT_DIR}/{app.pid}"), timeout=30,
+             what="the dead recorder's session to be removed")
+    assert app.poll() is None, "the traced process died with its recorder"
+    app.kill()
+    app.wait()
+    wait_for(lambda: not fast_maps() - before, timeout=30,
+             what="the fast path's maps to be freed")
