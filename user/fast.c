@@ -92,6 +92,10 @@ struct tb_fast {
 	bool said_full, said_err;
 };
 
+/* A process's switch set by another session that records it too: not
+ * LIVE, so the process takes its probes (both sessions see them). */
+#define TB_FAST_SHARED 0x44524853u   /* "SHRD" */
+
 static bool pid_alive(long pid)
 {
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
@@ -203,23 +207,32 @@ static int make_template(struct tb_fast *f)
 	return f->tmpl_fd < 0 ? -errno : 0;
 }
 
-/* A process's switch: LIVE until the session ends. */
+/* A process's switch: made off, LIVE once the process is this session's
+ * alone (get_proc), off again when the session ends. */
 static int make_ctl(void)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
-	struct tracebpf_fast_ctl live = { TRACEBPF_FAST_LIVE, (uint32_t)getpid() };
+	struct tracebpf_fast_ctl off = { 0, (uint32_t)getpid() };
 	__u32 zero = 0;
 	int fd, err;
 
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tb_fast_ctl", 4, sizeof(live), 1, &mo);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tb_fast_ctl", 4, sizeof(off), 1, &mo);
 	if (fd < 0)
 		return -errno;
-	if (bpf_map_update_elem(fd, &zero, &live, 0)) {
+	if (bpf_map_update_elem(fd, &zero, &off, 0)) {
 		err = -errno;
 		close(fd);
 		return err;
 	}
 	return fd;
+}
+
+static int ctl_set(int fd, uint32_t live)
+{
+	struct tracebpf_fast_ctl v = { live, (uint32_t)getpid() };
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(fd, &zero, &v, 0) ? -errno : 0;
 }
 
 static void ctl_dead(int fd)
@@ -231,8 +244,85 @@ static void ctl_dead(int fd)
 		bpf_map_update_elem(fd, &zero, &dead, 0);
 }
 
-static int make_session(struct tb_fast *f)
+/* The recorder of another live session than ours, or 0. */
+static long other_session(void)
 {
+	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	struct dirent *e;
+	long pid = 0;
+
+	while (d && !pid && (e = readdir(d))) {
+		long p = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
+
+		if (e->d_type == DT_DIR && p != getpid() && pid_alive(p))
+			pid = p;
+	}
+	if (d)
+		closedir(d);
+	return pid;
+}
+
+/* Switches every process another live session has on its fast path to
+ * its probes (TB_FAST_SHARED), so that this session sees all of its
+ * events too. */
+static void share_others(void)
+{
+	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	char path[PATH_MAX], target[96];
+	struct tracebpf_fast_ctl v;
+	struct dirent *e;
+	__u32 zero = 0;
+	ssize_t n;
+	long rec;
+	int fd;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_LNK)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 1 || target[0] != 's')
+			continue;
+		target[n] = 0;
+		rec = atol(target + 1);
+		if (rec == getpid() || !pid_alive(rec))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/ctl", TRACEBPF_FAST_ROOT, e->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (!bpf_map_lookup_elem(fd, &zero, &v) && v.live == TRACEBPF_FAST_LIVE)
+			ctl_set(fd, TB_FAST_SHARED);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* This session's directory. It is made with the fast path off too: it
+ * tells other sessions that one more recorder runs (get_proc). */
+static char announced[64];
+static bool other_seen;   /* and said so */
+
+static void say_other(long other)
+{
+	if (!other || other_seen)
+		return;
+	other_seen = true;
+	fprintf(stderr, "tracebpf: record: another tracebpf (pid %ld) is recording: while both "
+			"record, processes take their probes for every event\n", other);
+}
+
+/* Sessions announce themselves, then look at the others; a process is
+ * given the fast path only after its link is made and no other session
+ * is seen (get_proc). So of two recorders one always sees the other:
+ * either it is the later one and switches the other's processes to their
+ * probes before attaching its own, or the earlier one sees the later's
+ * directory and keeps its new processes off. No process is then on the
+ * fast path of one session while another records it. */
+static int announce(void)
+{
+	long other;
 	int err;
 
 	err = need_bpffs();
@@ -242,9 +332,33 @@ static int make_session(struct tb_fast *f)
 	if (err)
 		return err;
 	sweep();
-	snprintf(f->sess, sizeof(f->sess), "%s/s%d", TRACEBPF_FAST_ROOT, (int)getpid());
-	remove_session(f->sess, false);   /* a pid of ours reused: nothing lives there */
-	return mkdir_mode(f->sess, 0711);
+	snprintf(announced, sizeof(announced), "%s/s%d", TRACEBPF_FAST_ROOT, (int)getpid());
+	remove_session(announced, false);   /* a pid of ours reused: nothing lives there */
+	err = mkdir_mode(announced, 0711);
+	if (err) {
+		announced[0] = 0;
+		return err;
+	}
+	share_others();
+	other = other_session();
+	say_other(other);
+	return 0;
+}
+
+static void withdraw(void)
+{
+	if (announced[0])
+		remove_session(announced, false);
+	announced[0] = 0;
+}
+
+static int make_session(struct tb_fast *f)
+{
+	int err = announce();
+
+	if (!err)
+		snprintf(f->sess, sizeof(f->sess), "%s", announced);
+	return err;
 }
 
 static void fast_off(const char *why, int err)
@@ -262,6 +376,7 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 	*fp = NULL;
 	if (o->off) {
 		fast_off("--no-fast-path", 0);
+		announce();   /* others' processes must still take the probes */
 		goto off;
 	}
 	f = calloc(1, sizeof(*f));
@@ -372,11 +487,28 @@ static int link_proc(struct tb_fast *f, struct fproc *p)
 	return symlink(target, link) ? -errno : 0;
 }
 
+/* A process's link, if it leads into this session. */
+static void unlink_ours(struct tb_fast *f, uint32_t pid)
+{
+	char link[96], target[96], cur[96];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, pid);
+	snprintf(target, sizeof(target), "%s/%u", strrchr(f->sess, '/') + 1, pid);
+	n = readlink(link, cur, sizeof(cur) - 1);
+	if (n > 0) {
+		cur[n] = 0;
+		if (!strcmp(cur, target))
+			unlink(link);
+	}
+}
+
 /* The directory of a process that asked for a ring (made once). */
 static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t gid)
 {
 	struct fproc *p, *nv;
 	char path[128];
+	long other;
 	int err;
 
 	for (size_t i = 0; i < f->nprocs; i++)
@@ -401,11 +533,18 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 		err = pin_for(p->ctl_fd, path, uid, gid, 0600);
 	if (!err)
 		err = link_proc(f, p);
+	if (!err && (other = other_session())) {
+		say_other(other);
+		err = -EUSERS;   /* announce(): the other session may record it too */
+	}
+	if (!err)
+		err = ctl_set(p->ctl_fd, TRACEBPF_FAST_LIVE);
 	if (err) {
-		fprintf(stderr, "tracebpf: record: %s: process %u takes the probes for "
-				"every event\n", err == -EBUSY ? "another tracebpf records "
-				"it with the fast path" : "failed to make its fast-path directory",
-			pid);
+		if (err != -EUSERS && !(err == -EBUSY && other_seen))
+			fprintf(stderr, "tracebpf: record: %s: process %u takes the probes for "
+					"every event\n", err == -EBUSY ? "another tracebpf records "
+					"it" : "failed to make its fast-path directory", pid);
+		unlink_ours(f, pid);
 		remove_session(p->dir, false);
 		if (p->ctl_fd >= 0)
 			close(p->ctl_fd);
@@ -447,7 +586,7 @@ static int make_ring(struct tb_fast *f, struct fring *r, __u32 slot, const struc
 	int fd, err;
 
 	if (!p)
-		return -EPERM;
+		return -ESRCH;
 	snprintf(name, sizeof(name), "tb_fr%u", q->tid % 1000000000u);
 	fd = bpf_map_create(BPF_MAP_TYPE_USER_RINGBUF, name, 0, 0, f->o.ring_size, NULL);
 	if (fd < 0)
@@ -499,6 +638,8 @@ static void serve_request(struct tb_fast *f, const struct req *q)
 		return;
 	}
 	err = make_ring(f, r, slot, q, uid, gid);
+	if (err == -ESRCH)
+		return;   /* get_proc: the process takes its probes (said) */
 	if (err && !f->said_err) {
 		ERR("failed to make a fast-path ring for thread %u: %s (it takes the probes)",
 		    q->tid, strerror(-err));
@@ -698,6 +839,7 @@ int tb_fast_marks(struct tb_fast *f, struct tb_writer *w)
 
 void tb_fast_close(struct tb_fast *f)
 {
+	withdraw();
 	if (!f)
 		return;
 	for (size_t i = 0; i < f->nprocs; i++) {

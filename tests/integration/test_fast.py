@@ -256,3 +256,39 @@ def test_killed_recorder_leaves_no_fast_path_maps(recorder, spawn):
     app.wait()
     wait_for(lambda: not fast_maps() - before, timeout=30,
              what="the fast path's maps to be freed")
+
+
+def one_run(seq, who):
+    for t, s in seq.items():
+        assert s and s == list(range(s[0], s[0] + len(s))), \
+            f"{who} thread {t}: {len(s)} events from {s[0]} to {s[-1]}, not one run"
+
+
+@pytest.mark.parametrize("second_fast", [True, False], ids=["fast-path", "probes"])
+def test_two_recordings_of_one_process_are_both_complete(recorder, spawn, second_fast):
+    # a process on the fast path of one recording, then attached by a
+    # second: each recording must hold every event of its time (the second
+    # switches the first's processes to their probes, which both see);
+    # before, the second missed what went to the first's rings, unmarked
+    threads = 2
+    app = spawn(prog("fast_seq"), "attach", threads, 10**12)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    r1 = recorder("--no-sched", "-p", app.pid, name="r1")
+    wait_for(lambda: len(lines) == threads, timeout=30, what="both threads' rings")
+    r2 = recorder("--no-sched", *([] if second_fast else ["--no-fast-path"]), "-p", app.pid,
+                  name="r2")
+    time.sleep(1.5)   # both record meanwhile; nothing below depends on how long
+    r2.stop(timeout=120)
+    r1.stop(timeout=120)
+    app.kill()
+    said = (f"another tracebpf (pid {r1.proc.pid}) is recording: while both record, "
+            "processes take their probes for every event")
+    assert r2.stderr.count(said) == 1, r2.stderr
+    s1 = per_thread(r1.trace(consumer=False), "seq")
+    s2 = per_thread(r2.trace(consumer=False), "seq")
+    assert sorted(s1) == sorted(s2) == list(range(threads)), (sorted(s1), sorted(s2))
+    one_run(s1, "first")
+    one_run(s2, "second")
+    for t in range(threads):
+        assert s1[t][0] < s2[t][0] and s2[t][-1] < s1[t][-1], (t, s1[t][0], s2[t][0])

@@ -17,7 +17,7 @@
  *          storing seq + 1 in COUNTFILE (mapped shared) after each event,
  *          100 us of sleep every 1000 events;
  *   attach THREADS threads emit "seq" (t, seq) from the start, untraced
- *          or not, 100 us of sleep every 1000 events, N events each; a
+ *          or not, 100 us of sleep every 100 events, N events each; a
  *          thread prints "thread T fast_from=S" when its ring is mapped
  *          at event S (a recorder attached with -p while it runs).
  * Reads the header's per-thread state to know whether the ring is mapped:
@@ -92,7 +92,7 @@ static void *attach_worker(void *arg)
 		}
 		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
 				     (int64_t)i);
-		if ((i + 1) % 1000 == 0)   /* leave the recorder a CPU */
+		if ((i + 1) % 100 == 0)   /* leave the recorders a CPU */
 			nanosleep(&pause, NULL);
 	}
 	return NULL;
