@@ -50,9 +50,10 @@ TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases \
-         other_regs nested_loop fast_seq fast_open numbered_nest
+         other_regs nested_loop fast_seq fast_open numbered_nest chaos_app
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
-             $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/cxx_unwind \
+             $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/libchaosdl.so \
+             $(OUT)/progs/cxx_unwind \
              $(OUT)/progs/many_sites
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
@@ -110,6 +111,10 @@ $(OUT)/progs/libtbtest.so: tests/progs/libtbtest.c lib/include/tracebpf/trace.h 
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
 $(OUT)/progs/libtbdl.so: tests/progs/libtbdl.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUT)/progs/libchaosdl.so: tests/progs/libchaosdl.c lib/include/tracebpf/trace.h | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
@@ -209,6 +214,14 @@ $(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) user/*.h bpf/reco
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-D_GNU_SOURCE -Iuser -Ibpf -I/usr/include/traceevent $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
+
+# ---- the chaos run (tests/chaos/chaos.py; tests/run.sh runs 60 s) ----
+DURATION ?= 600
+.PHONY: chaos
+chaos:
+	$(Q)bash tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)/usr/bin/python3 tests/chaos/chaos.py $(DURATION)
 
 .PHONY: fuzz
 fuzz: $(OUT)/fuzz/fuzz_reader

@@ -2,7 +2,7 @@
 # Runs the test suites and ends with one line "N passed, N failed".
 #   tests/run.sh              header + unit + integration
 #   tests/run.sh unit         header + unit (no root needed)
-#   tests/run.sh integration  integration only (root: real BPF)
+#   tests/run.sh integration  integration and the 60 s chaos run (root: real BPF)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -48,6 +48,9 @@ if [ "$what" != unit ]; then
   else
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration 2>&1 | tee "$log"
     count pytest "${PIPESTATUS[0]}"
+    echo "== chaos: 60 s (make chaos DURATION=600 runs longer)"
+    /usr/bin/python3 tests/chaos/chaos.py 60 2>&1 | tee "$log"
+    count header "${PIPESTATUS[0]}"
   fi
 fi
 echo "$passed passed, $failed failed"
