@@ -40,6 +40,7 @@ LIB = os.path.join(ROOT, "build", "progs", "libchaosdl.so")
 FAST_ROOT = "/sys/fs/bpf/tracebpf"
 ROUND_S = 6.0
 MARGIN_NS = 200 * 10**6
+EDGE_NS = 10**6
 
 
 def bpf_ids():
@@ -278,7 +279,7 @@ def check_file(rec, work):
                 break
             if q1 == q0 + 1:
                 continue
-            lo, hi = t0 - 1000, t1 + 1000
+            lo, hi = t0 - EDGE_NS, t1 + EDGE_NS
             explained = any(a < hi and b > lo for a, b in stops) or \
                 any(g0 < hi and g1 > lo and (tids is None or tid in tids)
                     for g0, g1, tids in gaps)
@@ -307,8 +308,13 @@ def agree(a, b):
     lo, hi = max(a0, b0) + MARGIN_NS, min(a1, b1) - MARGIN_NS
     excused = a["excused"] + b["excused"]
 
+    # an event's time differs between two recordings when one took it
+    # from its ring (stamped in the application) and the other from its
+    # probe (stamped in BPF, later): events within EDGE_NS of an edge may be
+    # on either side of it
     def inside(t):
-        return lo <= t <= hi and not any(x - 1000 <= t <= y + 1000 for x, y in excused)
+        return lo + EDGE_NS <= t <= hi - EDGE_NS and \
+            not any(x - EDGE_NS <= t <= y + EDGE_NS for x, y in excused)
     # the streams of processes both recorded (a stream one of them has no
     # event of is compared too: a recording that lost a thread's events
     # after its first ones has nothing of it in the window)
