@@ -345,6 +345,45 @@ static int announce(void)
 	return 0;
 }
 
+void tb_fast_pin_stopped(int fd)
+{
+	char path[PATH_MAX];
+
+	if (!announced[0])
+		return;
+	snprintf(path, sizeof(path), "%s/stopped", announced);
+	if (bpf_obj_pin(fd, path))
+		fprintf(stderr, "tracebpf: record: warning: failed to pin %s (%s): another "
+				"tracebpf may resume a process before this one has attached to "
+				"it\n", path, strerror(errno));
+}
+
+bool tb_fast_held_elsewhere(uint32_t pid)
+{
+	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	char path[PATH_MAX];
+	struct dirent *e;
+	bool held = false;
+	__u32 why;
+	int fd;
+
+	while (d && !held && (e = readdir(d))) {
+		long rec = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
+
+		if (e->d_type != DT_DIR || rec == getpid() || !pid_alive(rec))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/stopped", TRACEBPF_FAST_ROOT, e->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		held = !bpf_map_lookup_elem(fd, &pid, &why);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	return held;
+}
+
 static void withdraw(void)
 {
 	if (announced[0])

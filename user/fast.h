@@ -51,5 +51,14 @@ void tb_fast_close(struct tb_fast *f);
 /* What a killed recorder's session left (its processes' switches, their
  * pins and links): switched off and removed. Run by its releaser. */
 void tb_fast_sweep_recorder(pid_t recorder);
+/* The recorder's `stopped` map, pinned in its session directory: another
+ * recorder that holds a process stopped for attaching does not resume it
+ * while this one still holds it (tb_fast_held_elsewhere). Both need the
+ * session directory, which every recorder makes, also without the fast
+ * path. */
+void tb_fast_pin_stopped(int fd);
+/* Another live recorder holds process pid stopped. A recorder deletes its
+ * own entry first, then asks: of two, the last to finish resumes it. */
+bool tb_fast_held_elsewhere(uint32_t pid);
 
 #endif

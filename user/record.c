@@ -750,7 +750,9 @@ static void release_stopped(struct recorder *r, bool attach)
 		if (why == TB_STOP_EXEC)
 			write_cmdline(r, pids[i]);
 		bpf_map_delete_elem(fd, &pids[i]);
-		kill(pids[i], SIGCONT);
+		/* another recording of it may still be attaching: it resumes it */
+		if (!tb_fast_held_elsewhere(pids[i]))
+			kill(pids[i], SIGCONT);
 	}
 }
 
@@ -1195,6 +1197,7 @@ static int load_bpf(struct recorder *r)
 		err = tb_fast_start(r->fast);
 	if (err)
 		return err;
+	tb_fast_pin_stopped(bpf_map__fd(r->skel->maps.stopped));
 	/* before anything is attached: --paused holds from the first event */
 	err = tb_ctl_init(&r->ctl, bpf_map__fd(r->skel->maps.tb_ctl), o->paused,
 			  strcmp(r->tbt_path, "-") ? r->tbt_path : "<stdout>");

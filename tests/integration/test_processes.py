@@ -4,6 +4,7 @@ builds from them (slices, threads, processes)."""
 import contextlib
 import os
 import re
+import time
 
 import pytest
 import signal
@@ -159,6 +160,37 @@ def test_dlopen_library_attached_while_recording(recorder):
         ["after_dl"]
     assert [e["args"]["i"] for e in ev if e["name"] == "dl_event"] == list(range(5))
     assert {e["cat"] for e in ev if e["name"].startswith("dl_")} == {"dl"}
+
+
+def test_dlopen_under_two_recordings_waits_for_both(recorder, spawn):
+    """Two recorders of one process each stop it at dlopen until they have
+    attached to the library. The first to be done must not resume it while
+    the other is still attaching: each resumes it only when no other live
+    recorder still holds it (their `stopped` maps, pinned in their session
+    directories), so both record the library's first events."""
+    app = spawn(prog("dlopen_user"), BUILD / "progs" / "libtbdl.so",
+                stdin=subprocess.PIPE, env={**os.environ, "DLOPEN_USER_WAIT": "1"})
+    assert app.stdout.readline() == "waiting\n"
+    recs = [recorder("-p", app.pid, name=f"r{i}") for i in range(2)]
+    # both attached: each one's session holds its pinned `stopped` map, and
+    # its probes are attached right after (waits for the pins, then 1 s)
+    wait_for(lambda: all(os.path.exists(f"/sys/fs/bpf/tracebpf/s{r.proc.pid}/stopped")
+                         for r in recs), what="both recorders' sessions")
+    time.sleep(1.0)
+    # the second recorder is frozen while the process dlopens, so the
+    # first is done attaching long before it: without the check the first
+    # resumed the process, and the second missed the library's events
+    recs[1].proc.send_signal(signal.SIGSTOP)
+    app.stdin.write("go\n")
+    app.stdin.flush()
+    time.sleep(1.0)
+    recs[1].proc.send_signal(signal.SIGCONT)
+    assert app.wait(timeout=60) == 0
+    for r in recs:
+        r.wait(timeout=60)
+        ev = [e["name"] for e in user_events(r.trace(consumer=False))]
+        assert ev == ["before_dlopen", "dl_ctor"] + ["dl_event"] * 5 + ["after_dl"], \
+            (r.out, ev, r.stderr[-500:])
 
 
 def test_dlopen_and_exit_wake_the_recorder(recorder):

@@ -2,10 +2,12 @@
 /*
  * dlopen_user LIB - emits "before_dlopen", dlopens LIB (not linked: the
  * recorder cannot know it at start), calls its tbtest_dl_event(i) for
- * i = 0..4 right away, emits "after_dl". Prints "dl ok".
+ * i = 0..4 right away, emits "after_dl". Prints "dl ok". With
+ * DLOPEN_USER_WAIT set it dlopens only once a line arrives on stdin.
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "tracebpf/trace.h"
 
 int main(int argc, char **argv)
@@ -16,6 +18,14 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		return 2;
+	if (getenv("DLOPEN_USER_WAIT")) {
+		char line[16];
+
+		printf("waiting\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	TRACE_EVENT_INSTANT0("test", "before_dlopen", TRACE_EVENT_SCOPE_THREAD);
 	h = dlopen(argv[1], RTLD_NOW);
 	if (!h) {
