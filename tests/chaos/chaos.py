@@ -68,7 +68,7 @@ class Round:
         self.n, self.rng, self.work, self.tmpfs = n, rng, work, tmpfs
         self.apps, self.recs, self.ctls, self.pending = [], [], [], []
         self.actions = {"kill-app": 0, "kill-rec": 0, "kill-ctl": 0, "stop": 0,
-                        "start": 0, "second": 0, "disk": 0}
+                        "start": 0, "second": 0, "disk": 0, "filled": 0}
 
     # ---- processes ----
     def app(self, secs):
@@ -342,6 +342,15 @@ def check_round(rnd, work, base):
     for r in rnd.recs:
         if r.get("hung"):
             res["files"].append(f"recorder {r['p'].pid} did not end on SIGINT")
+        if r["small"] and r["p"].returncode not in (0, -signal.SIGKILL):
+            # a full disk ends the recording with exit 1 and says why
+            with open(r["err"]) as f:
+                said = f.read()
+            if "No space left on device" in said and r["p"].returncode == 1:
+                rnd.actions["filled"] += 1
+            else:
+                res["files"].append(f"recorder on the small disk: exit {r['p'].returncode}: "
+                                    f"{said.strip()[-300:]}")
         problems, info = check_file(r, work)
         for p in problems:
             (res["files"] if "convert" in p or "no file" in p else res["streams"]).append(p)
@@ -389,7 +398,7 @@ def main():
     work = tempfile.mkdtemp(prefix="tb-chaos-")
     tmpfs = os.path.join(work, "small")
     os.mkdir(tmpfs)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", tmpfs], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", tmpfs], check=True)
     print(f"chaos: {duration:.0f} s, seed {seed} (CHAOS_SEED={seed} replays it)")
     base = bpf_ids()
     passed = failed = 0
