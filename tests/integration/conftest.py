@@ -225,8 +225,25 @@ class Recording:
         return load(self.out, consumer)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "both_paths: run twice, with the fast path (the default) and with "
+        "`record --no-fast-path` (every event through its probe)")
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.get_closest_marker("both_paths"):
+        metafunc.parametrize("path_args", [[], ["--no-fast-path"]], ids=["fast-path", "probes"])
+
+
 @pytest.fixture
-def recorder(tmp_path):
+def path_args():
+    """Options the recorder fixture adds: both_paths tests get each way."""
+    return []
+
+
+@pytest.fixture
+def recorder(tmp_path, path_args):
     """recorder(args...) starts `tracebpf record -q -o tmp/t.json args...`;
     wrap=[PROGRAM, ARG...] runs it under that program (which execs it);
     stdin=subprocess.PIPE gives the recorder (and the command it starts) a
@@ -235,7 +252,8 @@ def recorder(tmp_path):
 
     def start(*args, name="t", cwd=None, wrap=(), stdin=None):
         out = tmp_path / f"{name}.json"
-        cmd = [*map(str, wrap), TRACEBPF, "record", "-q", "-o", str(out), *map(str, args)]
+        cmd = [*map(str, wrap), TRACEBPF, "record", "-q", "-o", str(out), *path_args,
+               *map(str, args)]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=cwd, stdin=stdin)
         procs.append(p)

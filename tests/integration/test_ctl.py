@@ -107,6 +107,7 @@ def inside(ts, wins):
     return any(a <= ts and (b is None or ts < b) for a, b in wins)
 
 
+@pytest.mark.both_paths
 def test_stop_and_start(recorder, tmp_path):
     ph = Phases(recorder, tmp_path, "--paused")
     pid = ph.rec.proc.pid
@@ -177,6 +178,7 @@ def test_stop_and_start(recorder, tmp_path):
     assert len(ours) >= 200, len(ours)
 
 
+@pytest.mark.both_paths
 def test_start_after_a_traced_process_exited(recorder, tmp_path):
     """A start attaches again to every object found so far, through the file
     the recorder keeps open: loop_events' was found as /proc/PID/root/...

@@ -24,6 +24,7 @@ def dt_slices(t, pid):
     return [(s["name"], s["tid"]) for s in t.devtools["slices"] if s["pid"] == pid]
 
 
+@pytest.mark.both_paths
 def test_fork_ghost_slices(recorder):
     rec = recorder("--", prog("fork_ghost")).wait()
     parent, child = map(int, re.search(r"parent=(\d+) child=(\d+)", rec.stdout).groups())
@@ -65,6 +66,7 @@ def check_exec_target(t, pid):
     assert Counter(n for n, _ in dt_slices(t, pid))["target_tick"] == 5
 
 
+@pytest.mark.both_paths
 def test_exec_into_another_instrumented_program(recorder):
     rec = recorder("--", prog("exec_chain"), prog("exec_target")).wait()
     pid = int(re.search(r"chain pid=(\d+)", rec.stdout).group(1))
@@ -150,6 +152,7 @@ def test_sh_c_records_the_program(recorder):
         check_exec_target(t, pid)
 
 
+@pytest.mark.both_paths
 def test_dlopen_library_attached_while_recording(recorder):
     rec = recorder("--", prog("dlopen_user"), BUILD / "progs" / "libtbdl.so").wait()
     assert "dl ok" in rec.stdout

@@ -14,6 +14,7 @@ from conftest import (TRACEBPF, Trace, child_pid_of, devtools_check, load, prog,
                       wait_for)
 
 
+@pytest.mark.both_paths
 def test_multithreaded_exact_counts(recorder):
     nthreads, nevents = 4, 300
     rec = recorder("--", prog("mt_events"), nthreads, nevents).wait()
@@ -58,6 +59,7 @@ def test_multithreaded_exact_counts(recorder):
     assert dt_work == per_tid_work
 
 
+@pytest.mark.both_paths
 def test_sigkill_loses_nothing(recorder, tmp_path):
     countfile = tmp_path / "count"
     rec = recorder("--", prog("seq_until_killed"), countfile)
@@ -88,6 +90,7 @@ def test_sigkill_loses_nothing(recorder, tmp_path):
     assert o["ts"] + o["dur"] >= last_seq_ts
 
 
+@pytest.mark.both_paths
 def test_quiet_thread_event_delivered(recorder, tmp_path):
     rec = recorder("--", prog("quiet_thread"))
     pid = child_pid_of(rec)
@@ -111,6 +114,7 @@ def test_quiet_thread_event_delivered(recorder, tmp_path):
     assert len(t.named("main_ready", "I")) == 1
 
 
+@pytest.mark.both_paths
 def test_fork_child_recorded_under_child_pid(recorder):
     rec = recorder("--", prog("fork_child")).wait()
     m = re.search(r"parent=(\d+) child=(\d+)", rec.stdout)
@@ -132,6 +136,7 @@ def test_fork_child_recorded_under_child_pid(recorder):
     assert child in t.process_names()
 
 
+@pytest.mark.both_paths
 def test_attach_to_running_pid(recorder, spawn):
     app = spawn(prog("loop_events"), 0)
     pid = int(re.match(r"pid=(\d+)", app.stdout.readline()).group(1))
@@ -234,6 +239,7 @@ def test_drops_are_counted_and_reported(recorder):
     assert "LOST" in rec.stderr and str(drops) in rec.stderr
 
 
+@pytest.mark.both_paths
 def test_drops_survive_a_killed_recorder(recorder, tmp_path):
     """The drop counts reach the file in the round after they grow, not
     only at the end: the file of a recorder killed with SIGKILL still says
