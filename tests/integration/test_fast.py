@@ -33,6 +33,23 @@ def fast_flags(stdout):
     return {int(m[0]): int(m[1]) for m in re.findall(r"thread (\d+) fast=(\d)", stdout)}
 
 
+def busy_app(spawn, threads):
+    """fast_seq attach: THREADS threads numbering events until killed; the
+    lines it prints (one per thread when its ring is mapped) collect in the
+    returned list."""
+    app = spawn(prog("fast_seq"), "attach", threads, 10**12)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    return app, lines
+
+
+def one_run(seq, who):
+    """Each thread's events are one run of consecutive numbers."""
+    for t, s in seq.items():
+        assert s and s == list(range(s[0], s[0] + len(s))), \
+            f"{who} thread {t}: {len(s)} events from {s[0]} to {s[-1]}, not one run"
+
+
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "probes"])
 def test_exact_counts_and_the_switch(recorder, fast):
     n, threads = 20000, 2
@@ -162,9 +179,7 @@ def test_attach_under_load_no_loss_or_duplicate_at_the_switch(recorder, spawn, f
     # recorded events of a thread are one run of consecutive numbers, and
     # with the fast path the run crosses the switch (both ways are in it)
     threads = 2
-    app = spawn(prog("fast_seq"), "attach", threads, 10**12)
-    lines = []
-    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    app, lines = busy_app(spawn, threads)
     time.sleep(0.3)   # it runs untraced first; nothing below depends on how long
     args = ["--no-sched"] + ([] if fast else ["--no-fast-path"])
     rec = recorder(*args, "-p", app.pid)
@@ -180,12 +195,10 @@ def test_attach_under_load_no_loss_or_duplicate_at_the_switch(recorder, spawn, f
     t = rec.trace(consumer=False)
     seq = per_thread(t, "seq")
     assert sorted(seq) == list(range(threads)), {k: len(v) for k, v in seq.items()}
+    one_run(seq, "the")
     for i in range(threads):
-        s = seq[i]
-        assert s == list(range(s[0], s[0] + len(s))), \
-            f"thread {i}: {len(s)} events from {s[0]} to {s[-1]}, not one run"
         if fast:
-            assert s[0] < switch[i] <= s[-1], (i, s[0], switch[i], s[-1])
+            assert seq[i][0] < switch[i] <= seq[i][-1], (i, seq[i][0], switch[i], seq[i][-1])
     assert t.meta["drops_total"] == 0 and t.meta["unresolved_sites"] == 0, t.meta
 
 
@@ -237,9 +250,7 @@ def test_killed_recorder_leaves_no_fast_path_maps(recorder, spawn):
     # and removes its pins, so its maps go with the processes that map
     # them, not with the next recorder
     before = fast_maps()
-    app = spawn(prog("fast_seq"), "attach", 2, 10**12)
-    lines = []
-    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    app, lines = busy_app(spawn, 2)
     rec = recorder("--no-sched", "-p", app.pid)
     wait_for(lambda: len(lines) == 2, timeout=30, what="both threads' rings")
     assert fast_maps() - before
@@ -258,22 +269,14 @@ def test_killed_recorder_leaves_no_fast_path_maps(recorder, spawn):
              what="the fast path's maps to be freed")
 
 
-def one_run(seq, who):
-    for t, s in seq.items():
-        assert s and s == list(range(s[0], s[0] + len(s))), \
-            f"{who} thread {t}: {len(s)} events from {s[0]} to {s[-1]}, not one run"
-
-
 @pytest.mark.parametrize("second_fast", [True, False], ids=["fast-path", "probes"])
 def test_two_recordings_of_one_process_are_both_complete(recorder, spawn, second_fast):
     # a process on the fast path of one recording, then attached by a
     # second: each recording must hold every event of its time (the second
     # switches the first's processes to their probes, which both see);
-    # before, the second missed what went to the first's rings, unmarked
+    # without that, the second missed what went to the first's rings
     threads = 2
-    app = spawn(prog("fast_seq"), "attach", threads, 10**12)
-    lines = []
-    threading.Thread(target=lambda: lines.extend(app.stdout), daemon=True).start()
+    app, lines = busy_app(spawn, threads)
     r1 = recorder("--no-sched", "-p", app.pid, name="r1")
     wait_for(lambda: len(lines) == threads, timeout=30, what="both threads' rings")
     r2 = recorder("--no-sched", *([] if second_fast else ["--no-fast-path"]), "-p", app.pid,
