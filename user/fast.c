@@ -96,6 +96,10 @@ struct tb_fast {
  * LIVE, so the process takes its probes (both sessions see them). */
 #define TB_FAST_SHARED 0x44524853u   /* "SHRD" */
 
+/* What the recorder maps of a thread's ring: the consumer and producer
+ * positions' pages (it never reads the data: the drain program does). */
+#define RING_META (2 * 4096)
+
 static bool pid_alive(long pid)
 {
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
@@ -630,7 +634,7 @@ static int make_ring(struct tb_fast *f, struct fring *r, __u32 slot, const struc
 	fd = bpf_map_create(BPF_MAP_TYPE_USER_RINGBUF, name, 0, 0, f->o.ring_size, NULL);
 	if (fd < 0)
 		return -errno;
-	pos = mmap(NULL, 2 * 4096, PROT_READ, MAP_SHARED, fd, 0);
+	pos = mmap(NULL, RING_META, PROT_READ, MAP_SHARED, fd, 0);
 	snprintf(r->path, sizeof(r->path), "%s/r%u-%llx", p->dir, q->tid,
 		 (unsigned long long)q->key);
 	err = pos == MAP_FAILED ? -errno : 0;
@@ -640,7 +644,7 @@ static int make_ring(struct tb_fast *f, struct fring *r, __u32 slot, const struc
 		err = pin_for(fd, r->path, uid, gid, 0600);
 	if (err) {
 		if (pos != MAP_FAILED)
-			munmap(pos, 2 * 4096);
+			munmap(pos, RING_META);
 		bpf_map_delete_elem(f->outer_fd, &slot);
 		close(fd);
 		return err;
@@ -770,6 +774,13 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 
 /* A ring whose thread is gone: anything left in it is the one sample the
  * thread was writing when it died (BUSY forever), lost. */
+static void unmap_ring(struct fring *r)
+{
+	munmap((void *)r->pos, RING_META);
+	close(r->fd);
+	r->fd = -1;
+}
+
 static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 {
 	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
@@ -785,9 +796,7 @@ static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 		}
 	}
 	bpf_map_delete_elem(f->outer_fd, &slot);
-	munmap((void *)r->pos, 2 * 4096);
-	close(r->fd);
-	r->fd = -1;
+	unmap_ring(r);
 }
 
 /* Every ring into the recorder's rings; consume(ctx) empties those when
@@ -895,10 +904,8 @@ void tb_fast_close(struct tb_fast *f)
 	if (f->sess[0])
 		remove_session(f->sess, false);
 	for (unsigned i = 0; i < f->o.max_rings; i++)
-		if (f->rings[i].fd >= 0) {
-			munmap((void *)f->rings[i].pos, 2 * 4096);
-			close(f->rings[i].fd);
-		}
+		if (f->rings[i].fd >= 0)
+			unmap_ring(&f->rings[i]);
 	if (f->tmpl_fd >= 0)
 		close(f->tmpl_fd);
 	free(f->rings);
