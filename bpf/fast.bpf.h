@@ -137,6 +137,46 @@ static __always_inline bool fast_event(struct fast_cb *c, const struct tb_fast_r
 	return room_left(c);
 }
 
+/* An event with string arguments: the record as emit_event_str() makes it
+ * from the probe, the strings copied from the sample. A sample that does
+ * not hold what it says is bad (-1); a refused record is counted. */
+static __always_inline int fast_event_str(struct bpf_dynptr *dp, struct fast_cb *c,
+					  const struct tb_fast_rec *f)
+{
+	__u8 *buf = scratch_buf();
+	struct tb_rec_event *ev;
+	struct tb_fast_str x;
+	__u32 n0, n1, n;
+	__u64 size;
+
+	if (!buf || f->size < sizeof(*f) + sizeof(x) ||
+	    bpf_dynptr_read(&x, sizeof(x), dp, sizeof(*f), 0))
+		return -1;
+	n0 = x.len[0];
+	n1 = x.len[1];
+	if (n0 > TB_STR_MAX || n1 > TB_STR_MAX || sizeof(*f) + sizeof(x) + n0 + n1 > f->size)
+		return -1;
+	fast_flush(c);   /* the batch's events are older */
+	ev = (void *)buf;
+	ev->site = f->site;
+	ev->args[0] = f->args[0];
+	ev->args[1] = f->args[1];
+	ev->str_len[0] = n0;
+	ev->str_len[1] = n1;
+	ev->flags = TB_EVF_FAST | (x.flags & TB_FAST_STR_NULL ? TB_EVF_STR_FAULT : 0);
+	n = n0 + n1;
+	asm volatile("" : "+r"(n));   /* keep clang from dropping the mask */
+	n &= 4 * TB_STR_MAX - 1;      /* for the verifier: n <= 2 * TB_STR_MAX */
+	if (n && bpf_dynptr_read(buf + sizeof(*ev), n, dp, sizeof(*f) + sizeof(x), 0))
+		return -1;
+	size = TB_REC_ALIGN(sizeof(*ev) + n);
+	if (size > SCRATCH_SIZE)
+		return -1;
+	fill_hdr(&ev->hdr, TB_REC_EVENT, size, f->cpu, f->ts, c->pid_tgid);
+	fast_out(c, buf, size, 1, f->ts, f->ts);
+	return 0;
+}
+
 /* A descriptor: the application's own bytes, as report_site() reads them. */
 static __always_inline int fast_site(struct bpf_dynptr *dp, struct fast_cb *c,
 				     const struct tb_fast_rec *f)
@@ -192,6 +232,13 @@ static long fast_sample(struct bpf_dynptr *dp, void *ctx)
 			return 0;
 		}
 		return fast_event(c, &f) ? 0 : 1;
+	}
+	if (f.type == TB_FAST_EVENT_STR) {
+		if (f.ts >= c->stop_ts)
+			return 0;
+		if (fast_event_str(dp, c, &f))
+			c->d->bad++;
+		return room_left(c) ? 0 : 1;
 	}
 	if (f.type != TB_FAST_SITE || fast_site(dp, c, &f))
 		c->d->bad++;

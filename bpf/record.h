@@ -117,6 +117,7 @@ struct tb_rec_event_id {
  * records in the recorder's ring. */
 #define TB_FAST_EVENT     1u   /* struct tb_fast_rec */
 #define TB_FAST_SITE      2u   /* the head, then the descriptor's bytes */
+#define TB_FAST_EVENT_STR 3u   /* tb_fast_rec, tb_fast_str, then the strings */
 #define TB_FAST_HEAD      24u  /* type .. site */
 
 struct tb_fast_rec {
@@ -127,6 +128,14 @@ struct tb_fast_rec {
 	__u64 site;
 	__u64 args[TB_MAX_ARGS];
 };
+
+/* After the head of a TB_FAST_EVENT_STR sample: each string argument's
+ * bytes (NUL included, at most TB_STR_MAX) follow, in argument order. */
+struct tb_fast_str {
+	__u16 len[TB_MAX_ARGS];   /* 0: not a string, or a null pointer */
+	__u32 flags;              /* TB_FAST_STR_NULL */
+};
+#define TB_FAST_STR_NULL  1u   /* a string argument was a null pointer */
 
 #define TB_EVF_FAST       4u   /* written by the fast path */
 

@@ -169,6 +169,8 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 		else
 			fputs("<unreadable>", f);
 	}
+	if (e->flags & TB_EVF_FAST)
+		fputs(" [fast]", f);
 }
 
 /* A gap mark: whose records, how many, until when (the line's time is the

@@ -65,6 +65,24 @@ def test_exact_counts_and_the_switch(recorder, fast):
         # moved from its probe to its ring (the warm events cross it)
         assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
         assert w[i] == list(range(warm[i])), f"thread {i} warm: {w[i][:5]}..."
+    # string arguments, on the fast path too: each exact, and a long one cut
+    # to 255 bytes as the probe cuts it
+    for i in range(threads):
+        names = [e["args"]["name"] for e in sorted(t.named("label", "I"), key=lambda e: e["ts"])
+                 if e["args"]["t"] == i]
+        want = [f"t{i}-{k}" + ("x" * (399 - len(f"t{i}-{k}")) if k % 1000 == 50 else "")
+                for k in range(50, n, 100)]
+        assert names == [w[:255] for w in want], f"thread {i}: {names[:3]}"
+    dump = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True,
+                          text=True).stdout
+    labels = [l for l in dump.splitlines() if " I test:label " in l]
+    fast_labels = sum(l.endswith(" [fast]") for l in labels)
+    if fast:
+        # after its switch a thread's labels go to its ring: all but those
+        # that found it full
+        assert fast_labels > len(labels) // 2, (fast_labels, len(labels))
+    else:
+        assert fast_labels == 0 and not any(l.endswith(" [fast]") for l in dump.splitlines())
     blocks = [e for e in t.named("block", "X")]
     assert len(blocks) == threads * n // 100
     assert all(not e.get("args", {}).get("tracebpf_unfinished") for e in blocks)

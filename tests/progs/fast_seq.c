@@ -7,7 +7,9 @@
  * seq = 0, 1, ...), 200 us apart, until its fast-path ring is mapped (at
  * most 3 s), so the warm events cross the switch from the probe to the
  * ring; then N "seq" instants (t, seq = 0 .. N-1), every 100th inside a
- * slice "block" (BEGIN/END with arg t). It prints "thread T fast=F warm=W"
+ * slice "block" (BEGIN/END with arg t), and after every seq 50 mod 100 a
+ * "label" (t, name = "t<T>-<seq>", padded with x to 399 bytes every
+ * 1000th). It prints "thread T fast=F warm=W"
  * (F: 1 if its ring was mapped) for each thread. Modes:
  *   run    just that;
  *   fork   the main thread does it (THREADS is ignored), then a child
@@ -60,6 +62,20 @@ static long warm(int64_t t)
 	return w + 1;
 }
 
+/* A string argument: "t<T>-<i>", and every 1000th a string longer than
+ * an event keeps (cut to 255 bytes, as the probe cuts it). */
+static void label(int64_t t, long i)
+{
+	char buf[400];
+	int n = snprintf(buf, sizeof(buf), "t%lld-%ld", (long long)t, i);
+
+	if (i % 1000 == 50)
+		while (n < (int)sizeof(buf) - 1)
+			buf[n++] = 'x';
+	buf[n] = 0;
+	TRACE_EVENT_INSTANT2("test", "label", TRACE_EVENT_SCOPE_THREAD, "t", t, "name", buf);
+}
+
 static void *worker(void *arg)
 {
 	int64_t t = (int64_t)(intptr_t)arg;
@@ -71,6 +87,8 @@ static void *worker(void *arg)
 			TRACE_EVENT_BEGIN1("test", "block", "t", t);
 		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
 				     (int64_t)i);
+		if (i % 100 == 50)
+			label(t, i);
 		if (i % 100 == 99 || i == n_events - 1)
 			TRACE_EVENT_END0("test", "block");
 	}

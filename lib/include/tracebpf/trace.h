@@ -362,8 +362,8 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
  * BPF_MAP_TYPE_USER_RINGBUF pinned in bpffs for this process's user), and
  * does not trap. A site takes the USDT probe above (the slow path) instead:
  * while its thread has no ring yet, when the ring is full, inside a signal
- * handler that interrupted an event of the same thread, for string
- * arguments and for `event_id` sites, and whenever no tracebpf recorder
+ * handler that interrupted an event of the same thread, for `event_id`
+ * sites, and whenever no tracebpf recorder
  * offers a ring (other tools such as bpftrace then see every hit). Define
  * TRACEBPF_NO_FAST_PATH to compile the fast path out.
  *
@@ -378,6 +378,13 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 #define TRACEBPF_FAST_ROOT  "/sys/fs/bpf/tracebpf"  /* <pid>/ctl, <pid>/r<tid>-<key> */
 #define TRACEBPF_FAST_EVENT 1   /* tracebpf_fast_rec: an event of a site */
 #define TRACEBPF_FAST_SITE  2   /* head, then the descriptor's bytes */
+#define TRACEBPF_FAST_EVENT_STR 3   /* tracebpf_fast_rec, tracebpf_fast_str,
+				     * then each string argument's bytes */
+#define TRACEBPF_FAST_STR_MAX 256u  /* bytes of a string argument, its NUL
+				     * included: longer ones are cut, as the
+				     * probe cuts them */
+#define TRACEBPF_FAST_STR_NULL 1u   /* tracebpf_fast_str.flags: a string
+				     * argument was a null pointer */
 #define TRACEBPF_FAST_LIVE  0x4556494cu   /* tracebpf_fast_ctl.live: "LIVE" */
 #define TRACEBPF_FAST_BUSY  0x80000000u   /* the kernel's BPF_RINGBUF_BUSY_BIT */
 #define TRACEBPF_FAST_HEAD  24u           /* type .. ts, site */
@@ -389,6 +396,12 @@ struct tracebpf_fast_rec {
 	uint64_t ts;       /* CLOCK_MONOTONIC ns */
 	uint64_t site;     /* descriptor address */
 	uint64_t args[TRACEBPF_MAX_ARGS];   /* EVENT: the values */
+};
+
+/* After the head of a TRACEBPF_FAST_EVENT_STR sample. */
+struct tracebpf_fast_str {
+	uint16_t len[TRACEBPF_MAX_ARGS];   /* string bytes, NUL included; 0: none */
+	uint32_t flags;                    /* TRACEBPF_FAST_STR_NULL */
 };
 
 /* The recording session's switch, mapped read-only by every process. */
@@ -842,15 +855,13 @@ TRACEBPF__FASTFN int tracebpf__fast_site(struct tracebpf__fast_thread *t, const 
 	return 1;
 }
 
-/* One event on the fast path: 1 when it is in the ring, 0 to take the
- * probe. */
-TRACEBPF__FASTFN int tracebpf__fast_event(const void *site, uint64_t a0, uint64_t a1)
+/* The calling thread's ring, ready for an event of site (whose descriptor
+ * is written first when this session has not seen it): 1 with t->busy
+ * set, 0 to take the probe. */
+TRACEBPF__INLINE int tracebpf__fast_enter(struct tracebpf__fast_thread *t, const void *site)
 {
-	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
 	uintptr_t addr = TRACEBPF__RCAST(uintptr_t, site);
 	uint64_t *slot, want;
-	struct tracebpf_fast_rec *r;
-	uint32_t *hdr;
 
 	if (__builtin_expect(t->state != TRACEBPF__FAST_READY ||
 			     t->ctl->live != TRACEBPF_FAST_LIVE, 0) &&
@@ -862,38 +873,125 @@ TRACEBPF__FASTFN int tracebpf__fast_event(const void *site, uint64_t a0, uint64_
 	__asm__ __volatile__("" ::: "memory");
 	slot = &tracebpf__fast_proc.seen[((addr >> 3) * 0x9e3779b97f4a7c15ull) >> 54];
 	want = addr | TRACEBPF__SCAST(uint64_t, tracebpf__fast_proc.tag) << 48;
-	if (__builtin_expect(*slot != want, 0) && !tracebpf__fast_site(t, site, slot, want))
-		goto slow;
-	hdr = tracebpf__fast_reserve(t, sizeof(*r));
-	if (!hdr)
-		goto slow;
-	r = TRACEBPF__RCAST(struct tracebpf_fast_rec *, hdr + 2);
-	r->type = TRACEBPF_FAST_EVENT;
-	r->size = sizeof(*r);
-	r->cpu = tracebpf__cpu();
-	r->ts = tracebpf__now();
-	r->site = addr;
-	r->args[0] = a0;
-	r->args[1] = a1;
-	tracebpf__fast_commit(hdr, sizeof(*r));
+	if (__builtin_expect(*slot != want, 0) && !tracebpf__fast_site(t, site, slot, want)) {
+		t->busy = 0;
+		return 0;
+	}
+	return 1;
+}
+
+TRACEBPF__INLINE void tracebpf__fast_leave(struct tracebpf__fast_thread *t)
+{
 	__asm__ __volatile__("" ::: "memory");
 	t->busy = 0;
-	return 1;
-slow:
-	t->busy = 0;
-	return 0;
 }
-#define TRACEBPF__FAST(site, a0, a1) tracebpf__fast_event(site, a0, a1)
+
+/* A sample's head: type, size, CPU, time, site. */
+TRACEBPF__INLINE struct tracebpf_fast_rec *
+tracebpf__fast_head(uint32_t *hdr, uint16_t type, uint32_t size, const void *site)
+{
+	struct tracebpf_fast_rec *r = TRACEBPF__RCAST(struct tracebpf_fast_rec *, hdr + 2);
+
+	r->type = type;
+	r->size = TRACEBPF__SCAST(uint16_t, size);
+	r->cpu = tracebpf__cpu();
+	r->ts = tracebpf__now();
+	r->site = TRACEBPF__RCAST(uintptr_t, site);
+	return r;
+}
+
+/* One event on the fast path: 1 when it is in the ring, 0 to take the
+ * probe. */
+TRACEBPF__FASTFN int tracebpf__fast_event(const void *site, uint64_t a0, uint64_t a1)
+{
+	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
+	struct tracebpf_fast_rec *r;
+	uint32_t *hdr;
+
+	if (!tracebpf__fast_enter(t, site))
+		return 0;
+	hdr = tracebpf__fast_reserve(t, sizeof(*r));
+	if (hdr) {
+		r = tracebpf__fast_head(hdr, TRACEBPF_FAST_EVENT, sizeof(*r), site);
+		r->args[0] = a0;
+		r->args[1] = a1;
+		tracebpf__fast_commit(hdr, sizeof(*r));
+	}
+	tracebpf__fast_leave(t);
+	return hdr != 0;
+}
+
+/* Bytes of string s on the fast path, NUL included, at most
+ * TRACEBPF_FAST_STR_MAX. */
+TRACEBPF__INLINE uint32_t tracebpf__fast_strlen(const char *s)
+{
+	uint32_t n = 0;
+
+	while (n < TRACEBPF_FAST_STR_MAX - 1 && s[n])
+		n++;
+	return n + 1;
+}
+
+/* An event with string arguments (strs: bit i set when argument i is one):
+ * the strings are copied behind the head. 1 when it is in the ring. */
+TRACEBPF__FASTFN int tracebpf__fast_event_str(const void *site, uint64_t a0, uint64_t a1,
+					      unsigned strs)
+{
+	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
+	const char *s[TRACEBPF_MAX_ARGS] = { 0, 0 };
+	struct tracebpf_fast_str x = { { 0, 0 }, 0 };
+	uint64_t v[TRACEBPF_MAX_ARGS] = { a0, a1 };
+	struct tracebpf_fast_rec *r;
+	uint32_t *hdr, len;
+	char *p;
+
+	if (!tracebpf__fast_enter(t, site))
+		return 0;
+	len = sizeof(*r) + sizeof(x);
+	for (int i = 0; i < TRACEBPF_MAX_ARGS; i++) {
+		if (!(strs >> i & 1))
+			continue;
+		s[i] = TRACEBPF__RCAST(const char *, TRACEBPF__SCAST(uintptr_t, v[i]));
+		if (!s[i]) {
+			x.flags |= TRACEBPF_FAST_STR_NULL;
+			continue;
+		}
+		x.len[i] = TRACEBPF__SCAST(uint16_t, tracebpf__fast_strlen(s[i]));
+		len += x.len[i];
+	}
+	len = (len + 7u) & ~7u;
+	hdr = tracebpf__fast_reserve(t, len);
+	if (hdr) {
+		r = tracebpf__fast_head(hdr, TRACEBPF_FAST_EVENT_STR, len, site);
+		r->args[0] = a0;
+		r->args[1] = a1;
+		__builtin_memcpy(r + 1, &x, sizeof(x));
+		p = TRACEBPF__RCAST(char *, r + 1) + sizeof(x);
+		for (int i = 0; i < TRACEBPF_MAX_ARGS; i++)
+			if (x.len[i]) {
+				__builtin_memcpy(p, s[i], x.len[i] - 1u);
+				p[x.len[i] - 1u] = 0;
+				p += x.len[i];
+			}
+		tracebpf__fast_commit(hdr, len);
+	}
+	tracebpf__fast_leave(t);
+	return hdr != 0;
+}
+#define TRACEBPF__FAST(site, a0, a1, fast)                                      \
+	((fast) >> 1 ? tracebpf__fast_event_str(site, a0, a1, (unsigned)(fast) >> 1)   \
+		     : tracebpf__fast_event(site, a0, a1))
 #else
-#define TRACEBPF__FAST(site, a0, a1) 0
+#define TRACEBPF__FAST(site, a0, a1, fast) 0
 #endif /* TRACEBPF_NO_FAST_PATH */
 
-/* One hit of a plain site: the fast path when it can take it (fast is a
- * constant: 0 for sites with string arguments), else the probe. */
+/* One hit of a plain site: the fast path when it can take it, else the
+ * probe. fast is a constant (TRACEBPF__FASTKIND): 0 for the probe only,
+ * else 1 and, from bit 1, which arguments are strings. */
 TRACEBPF__INLINE void
 tracebpf__emit(const void *site, unsigned size, uint64_t a0, uint64_t a1, int fast)
 {
-	if (!fast || !TRACEBPF__FAST(site, a0, a1))
+	if (!fast || !TRACEBPF__FAST(site, a0, a1, fast))
 		tracebpf__hit(site, size, a0, a1);
 }
 
@@ -1117,12 +1215,13 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
 			tracebpf__emit(&tracebpf__site,                       \
 				       TRACEBPF__STRS_BYTES(strs), v0, v1,    \
-				       TRACEBPF__NOSTR(t0, t1));              \
+				       TRACEBPF__FASTKIND(t0, t1));              \
 	} while (0)
 
-/* Sites without string arguments can take the fast path. */
-#define TRACEBPF__NOSTR(t0, t1) \
-	((t0) != TRACEBPF_ARG_STR && (t1) != TRACEBPF_ARG_STR)
+/* Every plain site can take the fast path (1); bits 1 and 2 say which
+ * arguments are strings, copied into the sample. */
+#define TRACEBPF__FASTKIND(t0, t1) \
+	(1 | ((t0) == TRACEBPF_ARG_STR) << 1 | ((t1) == TRACEBPF_ARG_STR) << 2)
 
 #define TRACEBPF__E0(ph, sc, cat, name)                                       \
 	TRACEBPF__EVENT(ph, sc, 0, TRACEBPF_ARG_NONE, 0, TRACEBPF_ARG_NONE, 0, \
@@ -1149,7 +1248,7 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 		? tracebpf__scope_begin(&TRACEBPF__CAT(tracebpf__b, id),      \
 					TRACEBPF__STRS_BYTES(strs), v0, v1,   \
 					&TRACEBPF__CAT(tracebpf__e, id),      \
-					TRACEBPF__NOSTR(t0, t1))              \
+					TRACEBPF__FASTKIND(t0, t1))              \
 		: TRACEBPF__NULL)
 
 #define TRACEBPF__S0(id, cat, name)                                           \
