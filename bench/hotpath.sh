@@ -16,7 +16,9 @@
 # kernel times each program run: run_time_ns / run_cnt is the program
 # alone, without the uprobe entry. Then, tracebpf only: a slice (BEGIN and
 # END), an event with one string argument, an event_id site, and two
-# threads on two CPUs against one (aggregate rate, goal >= 1.8x).
+# threads on two CPUs against one (aggregate rate, goal >= 1.8x). Last,
+# the fast path: a 2-integer instant with 1 and 2 threads (goal <= 80 ns),
+# its two-thread scaling, a string argument and an event_id site.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/stats.sh
@@ -162,4 +164,12 @@ printf "tracebpf fast path, 2-integer instant   : %s ns/event (95%% interval %s;
   "$(median <"$out/fp")" "$(interval <"$out/fp")" "$(verdict "$(interval <"$out/fp")" 80)"
 printf "tracebpf fast path, 2 threads           : %s ns/event per thread\n" "$(median <"$out/fp2")"
 printf "ratio fast path / probe path            : %.3f\n" "$(awk -v a="$(median <"$out/fp")" -v b="$tb" 'BEGIN { print a / b }')"
+for kind in str id; do
+  v=$(for i in $(seq 5); do fast_threads "$kind" 1 | ns; done | median)
+  case $kind in
+    str) what="one string argument" ;;
+    id)  what="event_id site (counter with id)" ;;
+  esac
+  printf "%-40s: %s ns/event\n" "tracebpf fast path, $what" "$v"
+done
 TB_OPTS="" scaling "fast path" fast_threads

@@ -137,24 +137,32 @@ static __always_inline bool fast_event(struct fast_cb *c, const struct tb_fast_r
 	return room_left(c);
 }
 
-/* An event with string arguments: the record as emit_event_str() makes it
- * from the probe, the strings copied from the sample. A sample that does
- * not hold what it says is bad (-1); a refused record is counted. */
-static __always_inline int fast_event_str(struct bpf_dynptr *dp, struct fast_cb *c,
-					  const struct tb_fast_rec *f)
+/* An event with string arguments, or of an `event_id` site: the record as
+ * emit_event_str() or on_hit() makes it from the probe, the strings (and
+ * the runtime name) copied from the sample. A sample that does not hold
+ * what it says is bad (-1); a refused record is counted. */
+static __always_inline int fast_event_x(struct bpf_dynptr *dp, struct fast_cb *c,
+					const struct tb_fast_rec *f, const bool is_id)
 {
+	const __u32 head = sizeof(*f) + sizeof(struct tb_fast_str) +
+			   (is_id ? sizeof(struct tb_fast_id) : 0);
+	const __u32 off = is_id ? sizeof(struct tb_rec_event_id) : sizeof(struct tb_rec_event);
+	struct tb_fast_id id = {};
 	__u8 *buf = scratch_buf();
 	struct tb_rec_event *ev;
 	struct tb_fast_str x;
-	__u32 n0, n1, n;
+	__u32 n0, n1, nl, n;
 	__u64 size;
 
-	if (!buf || f->size < sizeof(*f) + sizeof(x) ||
-	    bpf_dynptr_read(&x, sizeof(x), dp, sizeof(*f), 0))
+	if (!buf || f->size < head ||
+	    bpf_dynptr_read(&x, sizeof(x), dp, sizeof(*f), 0) ||
+	    (is_id && bpf_dynptr_read(&id, sizeof(id), dp, sizeof(*f) + sizeof(x), 0)))
 		return -1;
 	n0 = x.len[0];
 	n1 = x.len[1];
-	if (n0 > TB_STR_MAX || n1 > TB_STR_MAX || sizeof(*f) + sizeof(x) + n0 + n1 > f->size)
+	nl = id.name_len;
+	if (n0 > TB_STR_MAX || n1 > TB_STR_MAX || nl > TB_STR_MAX ||
+	    head + n0 + n1 + nl > f->size)
 		return -1;
 	fast_flush(c);   /* the batch's events are older */
 	ev = (void *)buf;
@@ -163,16 +171,25 @@ static __always_inline int fast_event_str(struct bpf_dynptr *dp, struct fast_cb 
 	ev->args[1] = f->args[1];
 	ev->str_len[0] = n0;
 	ev->str_len[1] = n1;
-	ev->flags = TB_EVF_FAST | (x.flags & TB_FAST_STR_NULL ? TB_EVF_STR_FAULT : 0);
-	n = n0 + n1;
+	ev->flags = TB_EVF_FAST | (x.flags & TB_FAST_STR_NULL ? TB_EVF_STR_FAULT : 0) |
+		    (x.flags & TB_FAST_NAME_NULL ? TB_EVF_NAME_FAULT : 0);
+	if (is_id) {
+		struct tb_rec_event_id *e = (void *)buf;
+
+		e->id = id.id;
+		e->name_len = nl;
+		e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	}
+	n = n0 + n1 + nl;
 	asm volatile("" : "+r"(n));   /* keep clang from dropping the mask */
-	n &= 4 * TB_STR_MAX - 1;      /* for the verifier: n <= 2 * TB_STR_MAX */
-	if (n && bpf_dynptr_read(buf + sizeof(*ev), n, dp, sizeof(*f) + sizeof(x), 0))
+	n &= 4 * TB_STR_MAX - 1;      /* for the verifier: n <= 3 * TB_STR_MAX */
+	if (n && bpf_dynptr_read(buf + off, n, dp, head, 0))
 		return -1;
-	size = TB_REC_ALIGN(sizeof(*ev) + n);
+	size = TB_REC_ALIGN(off + n);
 	if (size > SCRATCH_SIZE)
 		return -1;
-	fill_hdr(&ev->hdr, TB_REC_EVENT, size, f->cpu, f->ts, c->pid_tgid);
+	fill_hdr(&ev->hdr, is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, size, f->cpu, f->ts,
+		 c->pid_tgid);
 	fast_out(c, buf, size, 1, f->ts, f->ts);
 	return 0;
 }
@@ -233,10 +250,11 @@ static long fast_sample(struct bpf_dynptr *dp, void *ctx)
 		}
 		return fast_event(c, &f) ? 0 : 1;
 	}
-	if (f.type == TB_FAST_EVENT_STR) {
+	if (f.type == TB_FAST_EVENT_STR || f.type == TB_FAST_EVENT_ID) {
 		if (f.ts >= c->stop_ts)
 			return 0;
-		if (fast_event_str(dp, c, &f))
+		if (f.type == TB_FAST_EVENT_ID ? fast_event_x(dp, c, &f, true) :
+						 fast_event_x(dp, c, &f, false))
 			c->d->bad++;
 		return room_left(c) ? 0 : 1;
 	}

@@ -118,6 +118,8 @@ struct tb_rec_event_id {
 #define TB_FAST_EVENT     1u   /* struct tb_fast_rec */
 #define TB_FAST_SITE      2u   /* the head, then the descriptor's bytes */
 #define TB_FAST_EVENT_STR 3u   /* tb_fast_rec, tb_fast_str, then the strings */
+#define TB_FAST_EVENT_ID  4u   /* tb_fast_rec, tb_fast_str, tb_fast_id, the strings,
+				* then the runtime name */
 #define TB_FAST_HEAD      24u  /* type .. site */
 
 struct tb_fast_rec {
@@ -136,6 +138,13 @@ struct tb_fast_str {
 	__u32 flags;              /* TB_FAST_STR_NULL */
 };
 #define TB_FAST_STR_NULL  1u   /* a string argument was a null pointer */
+#define TB_FAST_NAME_NULL 2u   /* a COPY site's runtime name was a null pointer */
+
+struct tb_fast_id {
+	__u64 id;
+	__u16 name_len;   /* NUL included; 0: none */
+	__u16 pad[3];
+};
 
 #define TB_EVF_FAST       4u   /* written by the fast path */
 

@@ -42,6 +42,9 @@ _Static_assert(offsetof(struct tb_fast_rec, args) == TRACEBPF_FAST_HEAD &&
 	       TB_FAST_HEAD == TRACEBPF_FAST_HEAD, "fast rec");
 _Static_assert(TB_FAST_EVENT_STR == TRACEBPF_FAST_EVENT_STR && TB_STR_MAX == TRACEBPF_FAST_STR_MAX &&
 	       TB_FAST_STR_NULL == TRACEBPF_FAST_STR_NULL &&
+	       TB_FAST_NAME_NULL == TRACEBPF_FAST_NAME_NULL && TB_FAST_EVENT_ID == TRACEBPF_FAST_EVENT_ID &&
+	       sizeof(struct tb_fast_id) == sizeof(struct tracebpf_fast_id) &&
+	       offsetof(struct tb_fast_id, name_len) == offsetof(struct tracebpf_fast_id, name_len) &&
 	       sizeof(struct tb_fast_str) == sizeof(struct tracebpf_fast_str) &&
 	       offsetof(struct tb_fast_str, flags) == offsetof(struct tracebpf_fast_str, flags),
 	       "string samples: bpf/record.h and trace.h must agree");

@@ -73,8 +73,23 @@ def test_exact_counts_and_the_switch(recorder, fast):
         want = [f"t{i}-{k}" + ("x" * (399 - len(f"t{i}-{k}")) if k % 1000 == 50 else "")
                 for k in range(50, n, 100)]
         assert names == [w[:255] for w in want], f"thread {i}: {names[:3]}"
+    # `event_id` sites: async slices by id, counters with ids, copied names
+    for i in range(threads):
+        ks = range(70, n, 100)
+        ops = sorted(int(e["id"], 16) for e in t.events if e.get("name") == "op" and
+                     e["ph"] == "b" and int(e["id"], 16) // 10**9 == i)
+        assert ops == [i * 10**9 + k for k in ks], f"thread {i}: {len(ops)} async begins"
+        ends = [e for e in t.events if e.get("name") == "op" and e["ph"] == "e" and
+                int(e["id"], 16) // 10**9 == i]
+        assert len(ends) == len(ks)
+        copied = sorted(e["name"] for e in t.events if e.get("ph") == "I" and
+                        e["name"].startswith(f"c{i}-"))
+        assert copied == sorted(f"c{i}-{k}" for k in ks), f"thread {i}: {copied[:3]}"
     dump = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True,
                           text=True).stdout
+    ids = [l for l in dump.splitlines() if " test:op id=" in l or " test:level id=" in l]
+    fast_ids = sum(l.endswith(" [fast]") for l in ids)
+    assert fast_ids > len(ids) // 2 if fast else fast_ids == 0, (fast_ids, len(ids))
     labels = [l for l in dump.splitlines() if " I test:label " in l]
     fast_labels = sum(l.endswith(" [fast]") for l in labels)
     if fast:

@@ -9,7 +9,8 @@
  * ring; then N "seq" instants (t, seq = 0 .. N-1), every 100th inside a
  * slice "block" (BEGIN/END with arg t), and after every seq 50 mod 100 a
  * "label" (t, name = "t<T>-<seq>", padded with x to 399 bytes every
- * 1000th). It prints "thread T fast=F warm=W"
+ * 1000th), and after every seq 70 mod 100 the `event_id` sites of
+ * with_ids(). It prints "thread T fast=F warm=W"
  * (F: 1 if its ring was mapped) for each thread. Modes:
  *   run    just that;
  *   fork   the main thread does it (THREADS is ignored), then a child
@@ -76,6 +77,20 @@ static void label(int64_t t, long i)
 	TRACE_EVENT_INSTANT2("test", "label", TRACE_EVENT_SCOPE_THREAD, "t", t, "name", buf);
 }
 
+/* `event_id` sites: an async slice (id t * 1e9 + i) around a counter
+ * with an id, and an instant with a copied name "c<T>-<i>". */
+static void with_ids(int64_t t, long i)
+{
+	uint64_t id = (uint64_t)t * 1000000000u + (uint64_t)i;
+	char name[32];
+
+	snprintf(name, sizeof(name), "c%lld-%ld", (long long)t, i);
+	TRACE_EVENT_NESTABLE_ASYNC_BEGIN1("test", "op", id, "i", (int64_t)i);
+	TRACE_COUNTER_ID1("test", "level", id, (int64_t)i);
+	TRACE_EVENT_COPY_INSTANT1("test", name, TRACE_EVENT_SCOPE_THREAD, "t", t);
+	TRACE_EVENT_NESTABLE_ASYNC_END0("test", "op", id);
+}
+
 static void *worker(void *arg)
 {
 	int64_t t = (int64_t)(intptr_t)arg;
@@ -89,6 +104,8 @@ static void *worker(void *arg)
 				     (int64_t)i);
 		if (i % 100 == 50)
 			label(t, i);
+		if (i % 100 == 70)
+			with_ids(t, i);
 		if (i % 100 == 99 || i == n_events - 1)
 			TRACE_EVENT_END0("test", "block");
 	}

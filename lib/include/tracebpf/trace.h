@@ -362,8 +362,8 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
  * BPF_MAP_TYPE_USER_RINGBUF pinned in bpffs for this process's user), and
  * does not trap. A site takes the USDT probe above (the slow path) instead:
  * while its thread has no ring yet, when the ring is full, inside a signal
- * handler that interrupted an event of the same thread, for `event_id`
- * sites, and whenever no tracebpf recorder
+ * handler that interrupted an event of the same thread, and whenever no
+ * tracebpf recorder
  * offers a ring (other tools such as bpftrace then see every hit). Define
  * TRACEBPF_NO_FAST_PATH to compile the fast path out.
  *
@@ -380,11 +380,14 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 #define TRACEBPF_FAST_SITE  2   /* head, then the descriptor's bytes */
 #define TRACEBPF_FAST_EVENT_STR 3   /* tracebpf_fast_rec, tracebpf_fast_str,
 				     * then each string argument's bytes */
+#define TRACEBPF_FAST_EVENT_ID 4    /* the same, then tracebpf_fast_id, the
+				     * strings and the runtime name */
 #define TRACEBPF_FAST_STR_MAX 256u  /* bytes of a string argument, its NUL
 				     * included: longer ones are cut, as the
 				     * probe cuts them */
 #define TRACEBPF_FAST_STR_NULL 1u   /* tracebpf_fast_str.flags: a string
 				     * argument was a null pointer */
+#define TRACEBPF_FAST_NAME_NULL 2u  /* a COPY site's name was a null pointer */
 #define TRACEBPF_FAST_LIVE  0x4556494cu   /* tracebpf_fast_ctl.live: "LIVE" */
 #define TRACEBPF_FAST_BUSY  0x80000000u   /* the kernel's BPF_RINGBUF_BUSY_BIT */
 #define TRACEBPF_FAST_HEAD  24u           /* type .. ts, site */
@@ -402,6 +405,13 @@ struct tracebpf_fast_rec {
 struct tracebpf_fast_str {
 	uint16_t len[TRACEBPF_MAX_ARGS];   /* string bytes, NUL included; 0: none */
 	uint32_t flags;                    /* TRACEBPF_FAST_STR_NULL */
+};
+
+/* After tracebpf_fast_str in a TRACEBPF_FAST_EVENT_ID sample. */
+struct tracebpf_fast_id {
+	uint64_t id;         /* async / flow / counter id, 0 if none */
+	uint16_t name_len;   /* the runtime name's bytes, NUL included; 0: none */
+	uint16_t pad[3];
 };
 
 /* The recording session's switch, mapped read-only by every process. */
@@ -932,57 +942,104 @@ TRACEBPF__INLINE uint32_t tracebpf__fast_strlen(const char *s)
 	return n + 1;
 }
 
-/* An event with string arguments (strs: bit i set when argument i is one):
+/* A string of a sample: its bytes with the NUL, or 0 and a flag for a
+ * null pointer. */
+TRACEBPF__INLINE uint16_t tracebpf__fast_str(const char *s, uint32_t *flags, uint32_t null)
+{
+	if (!s) {
+		*flags |= null;
+		return 0;
+	}
+	return TRACEBPF__SCAST(uint16_t, tracebpf__fast_strlen(s));
+}
+
+TRACEBPF__INLINE char *tracebpf__fast_copy(char *p, const char *s, uint32_t len)
+{
+	if (len && s) {   /* len is 0 for a null s */
+		__builtin_memcpy(p, s, len - 1u);
+		p[len - 1u] = 0;
+	}
+	return p + len;
+}
+
+/* An event with string arguments (strs: bit i set when argument i is
+ * one), or of an `event_id` site (x: its id and runtime name, or NULL):
  * the strings are copied behind the head. 1 when it is in the ring. */
-TRACEBPF__FASTFN int tracebpf__fast_event_str(const void *site, uint64_t a0, uint64_t a1,
-					      unsigned strs)
+TRACEBPF__FASTFN int tracebpf__fast_event_x(const void *site, uint64_t a0, uint64_t a1,
+					    unsigned strs, const struct tracebpf_fast_id *x,
+					    const char *nm, int copy)
 {
 	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
 	const char *s[TRACEBPF_MAX_ARGS] = { 0, 0 };
-	struct tracebpf_fast_str x = { { 0, 0 }, 0 };
+	struct tracebpf_fast_str h = { { 0, 0 }, 0 };
+	struct tracebpf_fast_id id;
 	uint64_t v[TRACEBPF_MAX_ARGS] = { a0, a1 };
 	struct tracebpf_fast_rec *r;
-	uint32_t *hdr, len;
+	uint32_t *hdr, len, flags = 0;
 	char *p;
 
 	if (!tracebpf__fast_enter(t, site))
 		return 0;
-	len = sizeof(*r) + sizeof(x);
-	for (int i = 0; i < TRACEBPF_MAX_ARGS; i++) {
-		if (!(strs >> i & 1))
-			continue;
-		s[i] = TRACEBPF__RCAST(const char *, TRACEBPF__SCAST(uintptr_t, v[i]));
-		if (!s[i]) {
-			x.flags |= TRACEBPF_FAST_STR_NULL;
-			continue;
+	len = sizeof(*r) + sizeof(h) + (x ? sizeof(id) : 0);
+	for (int i = 0; i < TRACEBPF_MAX_ARGS; i++)
+		if (strs >> i & 1) {
+			s[i] = TRACEBPF__RCAST(const char *, TRACEBPF__SCAST(uintptr_t, v[i]));
+			h.len[i] = tracebpf__fast_str(s[i], &flags, TRACEBPF_FAST_STR_NULL);
+			len += h.len[i];
 		}
-		x.len[i] = TRACEBPF__SCAST(uint16_t, tracebpf__fast_strlen(s[i]));
-		len += x.len[i];
+	if (x) {
+		id = *x;
+		id.name_len = copy ? tracebpf__fast_str(nm, &flags, TRACEBPF_FAST_NAME_NULL) : 0;
+		len += id.name_len;
 	}
+	h.flags = flags;
 	len = (len + 7u) & ~7u;
 	hdr = tracebpf__fast_reserve(t, len);
 	if (hdr) {
-		r = tracebpf__fast_head(hdr, TRACEBPF_FAST_EVENT_STR, len, site);
+		r = tracebpf__fast_head(hdr, x ? TRACEBPF_FAST_EVENT_ID : TRACEBPF_FAST_EVENT_STR,
+					len, site);
 		r->args[0] = a0;
 		r->args[1] = a1;
-		__builtin_memcpy(r + 1, &x, sizeof(x));
-		p = TRACEBPF__RCAST(char *, r + 1) + sizeof(x);
+		p = TRACEBPF__RCAST(char *, r + 1);
+		__builtin_memcpy(p, &h, sizeof(h));
+		p += sizeof(h);
+		if (x) {
+			__builtin_memcpy(p, &id, sizeof(id));
+			p += sizeof(id);
+		}
 		for (int i = 0; i < TRACEBPF_MAX_ARGS; i++)
-			if (x.len[i]) {
-				__builtin_memcpy(p, s[i], x.len[i] - 1u);
-				p[x.len[i] - 1u] = 0;
-				p += x.len[i];
-			}
+			p = tracebpf__fast_copy(p, s[i], h.len[i]);
+		if (x)
+			tracebpf__fast_copy(p, nm, id.name_len);
 		tracebpf__fast_commit(hdr, len);
 	}
 	tracebpf__fast_leave(t);
 	return hdr != 0;
 }
+
+TRACEBPF__INLINE int tracebpf__fast_event_str(const void *site, uint64_t a0, uint64_t a1,
+					      unsigned strs)
+{
+	return tracebpf__fast_event_x(site, a0, a1, strs, 0, 0, 0);
+}
+
+/* An `event_id` site: copy when it copies its runtime name nm. */
+TRACEBPF__INLINE int tracebpf__fast_event_id(const void *site, uint64_t id, const char *nm,
+					     int copy, uint64_t a0, uint64_t a1, unsigned strs)
+{
+	struct tracebpf_fast_id x = { id, 0, { 0, 0, 0 } };
+
+	return tracebpf__fast_event_x(site, a0, a1, strs, &x, nm, copy);
+}
+
+#define TRACEBPF__FAST_ID(site, id, nm, copy, a0, a1, fast)                    \
+	tracebpf__fast_event_id(site, id, nm, copy, a0, a1, (unsigned)(fast) >> 1)
 #define TRACEBPF__FAST(site, a0, a1, fast)                                      \
 	((fast) >> 1 ? tracebpf__fast_event_str(site, a0, a1, (unsigned)(fast) >> 1)   \
 		     : tracebpf__fast_event(site, a0, a1))
 #else
 #define TRACEBPF__FAST(site, a0, a1, fast) 0
+#define TRACEBPF__FAST_ID(site, id, nm, copy, a0, a1, fast) ((void)(copy), (void)(fast), 0)
 #endif /* TRACEBPF_NO_FAST_PATH */
 
 /* One hit of a plain site: the fast path when it can take it, else the
@@ -993,6 +1050,16 @@ tracebpf__emit(const void *site, unsigned size, uint64_t a0, uint64_t a1, int fa
 {
 	if (!fast || !TRACEBPF__FAST(site, a0, a1, fast))
 		tracebpf__hit(site, size, a0, a1);
+}
+
+/* One hit of an `event_id` site: the fast path when it can, else the
+ * probe. copy: the site copies its runtime name nm (a constant). */
+TRACEBPF__INLINE void
+tracebpf__emit_id(const void *site, unsigned size, uint64_t id, const char *nm, int copy,
+		  uint64_t a0, uint64_t a1, int fast)
+{
+	if (!TRACEBPF__FAST_ID(site, id, nm, copy, a0, a1, fast))
+		tracebpf__hit_id(site, size, id, nm, a0, a1);
 }
 
 /* BEGIN of a scoped slice: returns the END descriptor for the scope guard. */
@@ -1277,9 +1344,11 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 		TRACEBPF__SITE_F(tracebpf__site, ph, sc, na, t0, t1,          \
 				 (fl) | TRACEBPF_SITEF_ID, strs);             \
 		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
-			tracebpf__hit_id(&tracebpf__site,                     \
-					 TRACEBPF__STRS_BYTES(strs),          \
-					 TRACEBPF__ARG_VAL(id), (nm), v0, v1); \
+			tracebpf__emit_id(&tracebpf__site,                    \
+					  TRACEBPF__STRS_BYTES(strs),         \
+					  TRACEBPF__ARG_VAL(id), (nm),        \
+					  ((fl) & TRACEBPF_SITEF_COPY_NAME) != 0, \
+					  v0, v1, TRACEBPF__FASTKIND(t0, t1)); \
 	} while (0)
 
 /* `strs` here is cat "\0" name [ "\0" step ]: argument names are appended. */
