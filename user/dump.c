@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ftrace.h"
 #include "tbio.h"
@@ -26,11 +27,14 @@ struct dsite {
 };
 
 #define NBUCKET 4096
-static struct dsite *sites[NBUCKET];
+/* Descriptors read so far, and (a file) all of the file's, read first:
+ * a site's SITE record can come later in file order than events of it
+ * (streams and CPUs are written in separate chunks). */
+static struct dsite *sites[NBUCKET], *later[NBUCKET];
 
 static unsigned bucket(uint64_t addr) { return (unsigned)((addr >> 3) * 2654435761u) % NBUCKET; }
 
-static void add_site(const struct tb_rec_site *rec)
+static void add_site(struct dsite **table, const struct tb_rec_site *rec)
 {
 	const unsigned char *d = (const unsigned char *)(rec + 1);
 	char *dst[5];
@@ -71,35 +75,52 @@ static void add_site(const struct tb_rec_site *rec)
 		snprintf(dst[i], dsz[i], "%.*s", (int)n, (const char *)d + off);
 		off += n + 1;
 	}
-	s->next = sites[bucket(s->addr)];
-	sites[bucket(s->addr)] = s;
+	s->next = table[bucket(s->addr)];
+	table[bucket(s->addr)] = s;
 }
 
-static const struct dsite *find(uint32_t pid, uint64_t addr)
+static const struct dsite *lookup(struct dsite **table, uint32_t pid, uint64_t addr,
+				  const struct dsite **any)
 {
-	const struct dsite *s, *any = NULL;
-
-	for (s = sites[bucket(addr)]; s; s = s->next) {
+	for (const struct dsite *s = table[bucket(addr)]; s; s = s->next) {
 		if (s->addr != addr)
 			continue;
 		if (s->pid == pid)
 			return s;
-		if (!any)
-			any = s;
+		if (!*any)
+			*any = s;
 	}
-	return any;
+	return NULL;
+}
+
+/* This process's descriptor read so far, else the file's; else another
+ * process's (a forked child runs its parent's sites). */
+static const struct dsite *find(uint32_t pid, uint64_t addr)
+{
+	const struct dsite *s, *any = NULL, *any_later = NULL;
+
+	s = lookup(sites, pid, addr, &any);
+	if (!s)
+		s = lookup(later, pid, addr, &any_later);
+	return s ? s : any ? any : any_later;
+}
+
+static void free_table(struct dsite **table)
+{
+	for (unsigned i = 0; i < NBUCKET; i++) {
+		while (table[i]) {
+			struct dsite *n = table[i]->next;
+
+			free(table[i]);
+			table[i] = n;
+		}
+	}
 }
 
 static void free_sites(void)
 {
-	for (unsigned i = 0; i < NBUCKET; i++) {
-		while (sites[i]) {
-			struct dsite *n = sites[i]->next;
-
-			free(sites[i]);
-			sites[i] = n;
-		}
-	}
+	free_table(sites);
+	free_table(later);
 }
 
 static void put_str(FILE *f, const char *p, size_t n)
@@ -224,7 +245,7 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		const struct tb_rec_site *s = (const void *)h;
 		const struct dsite *d;
 
-		add_site(s);
+		add_site(sites, s);
 		d = find(h->pid, s->site);
 		fprintf(f, "SITE 0x%" PRIx64 " %s%s%s", (uint64_t)s->site,
 			d ? d->cat : "<invalid>", d ? ":" : "", d ? d->name : "");
@@ -289,6 +310,24 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 	fputc('\n', f);
 }
 
+/* A regular file: its descriptors, before printing anything. A stream
+ * cannot be read twice, nor a live recording: those resolve what came
+ * before. Errors are left to the printing pass. */
+static void read_sites_first(struct tb_io_source *a)
+{
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	struct stat st;
+
+	if (!a->in || !strcmp(a->in, "-") || stat(a->in, &st) || !S_ISREG(st.st_mode) ||
+	    tb_reader_open(&r, a->in))
+		return;
+	while (tb_reader_next(r, &h) > 0)
+		if (h->type == TB_REC_SITE)
+			add_site(later, (const void *)h);
+	tb_reader_close(r);
+}
+
 int tb_cmd_dump(int argc, char **argv)
 {
 	static const struct argp_option opts[] = {
@@ -312,6 +351,8 @@ int tb_cmd_dump(int argc, char **argv)
 		tb_ftrace_collect(kernel, false);
 	if (a.follow || a.connect)
 		tb_io_catch_signals();
+	if (!a.follow && !a.connect)
+		read_sites_first(&a);
 	if (tb_io_open_source(&r, "dump", &a))
 		return 1;
 	for (uint64_t n = 1; (ret = tb_reader_next(r, &h)) > 0; n++) {
