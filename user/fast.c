@@ -249,11 +249,16 @@ static int ctl_set(int fd, uint32_t live)
 
 static void ctl_dead(int fd)
 {
-	struct tracebpf_fast_ctl dead = { 0 };
-	__u32 zero = 0;
-
 	if (fd >= 0)
-		bpf_map_update_elem(fd, &zero, &dead, 0);
+		ctl_set(fd, 0);
+}
+
+/* The recorder of e when it is another live session's directory, or 0. */
+static long other_recorder(const struct dirent *e)
+{
+	long p = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
+
+	return e->d_type == DT_DIR && p != getpid() && pid_alive(p) ? p : 0;
 }
 
 /* The recorder of another live session than ours, or 0. */
@@ -263,12 +268,8 @@ static long other_session(void)
 	struct dirent *e;
 	long pid = 0;
 
-	while (d && !pid && (e = readdir(d))) {
-		long p = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
-
-		if (e->d_type == DT_DIR && p != getpid() && pid_alive(p))
-			pid = p;
-	}
+	while (d && !pid && (e = readdir(d)))
+		pid = other_recorder(e);
 	if (d)
 		closedir(d);
 	return pid;
@@ -380,9 +381,7 @@ bool tb_fast_held_elsewhere(uint32_t pid)
 	int fd;
 
 	while (d && !held && (e = readdir(d))) {
-		long rec = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
-
-		if (e->d_type != DT_DIR || rec == getpid() || !pid_alive(rec))
+		if (!other_recorder(e))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stopped", TRACEBPF_FAST_ROOT, e->d_name);
 		fd = bpf_obj_get(path);
@@ -519,13 +518,20 @@ static int pin_for(int fd, const char *path, uid_t uid, gid_t gid, mode_t mode)
 }
 
 /* TRACEBPF_FAST_ROOT/<pid> -> s<us>/<pid>, unless a live session has it. */
+/* A process's link (TRACEBPF_FAST_ROOT/<pid>) and what it holds when it
+ * leads into this session (s<recorder>/<pid>). */
+static void link_paths(const struct tb_fast *f, uint32_t pid, char link[96], char target[96])
+{
+	snprintf(link, 96, "%s/%u", TRACEBPF_FAST_ROOT, pid);
+	snprintf(target, 96, "%s/%u", strrchr(f->sess, '/') + 1, pid);
+}
+
 static int link_proc(struct tb_fast *f, struct fproc *p)
 {
 	char link[96], target[96], cur[96];
 	ssize_t n;
 
-	snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, p->pid);
-	snprintf(target, sizeof(target), "%s/%u", strrchr(f->sess, '/') + 1, p->pid);
+	link_paths(f, p->pid, link, target);
 	n = readlink(link, cur, sizeof(cur) - 1);
 	if (n > 0) {
 		cur[n] = 0;
@@ -544,8 +550,7 @@ static void unlink_ours(struct tb_fast *f, uint32_t pid)
 	char link[96], target[96], cur[96];
 	ssize_t n;
 
-	snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, pid);
-	snprintf(target, sizeof(target), "%s/%u", strrchr(f->sess, '/') + 1, pid);
+	link_paths(f, pid, link, target);
 	n = readlink(link, cur, sizeof(cur) - 1);
 	if (n > 0) {
 		cur[n] = 0;
@@ -780,8 +785,6 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 	return d.full;
 }
 
-/* A ring whose thread is gone: anything left in it is the one sample the
- * thread was writing when it died (BUSY forever), lost. */
 static void unmap_ring(struct fring *r)
 {
 	munmap((void *)r->pos, RING_META);
@@ -789,6 +792,8 @@ static void unmap_ring(struct fring *r)
 	r->fd = -1;
 }
 
+/* A ring whose thread is gone: anything left in it is the one sample the
+ * thread was writing when it died (BUSY forever), lost. */
 static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 {
 	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
