@@ -401,10 +401,10 @@ struct tracebpf_fast_rec {
 	uint64_t args[TRACEBPF_MAX_ARGS];   /* EVENT: the values */
 };
 
-/* After the head of a TRACEBPF_FAST_EVENT_STR sample. */
+/* After the head of a TRACEBPF_FAST_EVENT_STR or _EVENT_ID sample. */
 struct tracebpf_fast_str {
 	uint16_t len[TRACEBPF_MAX_ARGS];   /* string bytes, NUL included; 0: none */
-	uint32_t flags;                    /* TRACEBPF_FAST_STR_NULL */
+	uint32_t flags;                    /* TRACEBPF_FAST_STR_NULL, _NAME_NULL */
 };
 
 /* After tracebpf_fast_str in a TRACEBPF_FAST_EVENT_ID sample. */
