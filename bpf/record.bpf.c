@@ -381,22 +381,24 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 	return 0;
 }
 
-/* tracebpf:event sites of the current header: site, a0, a1 in fixed
+/* tracebpf:event sites of the current header: site, a0, a1 and the time the
+ * application read (CLOCK_MONOTONIC, as bpf_ktime_get_ns) in fixed
  * registers (TRACEBPF_REGS_EVENT), read straight from the saved registers. */
 SEC("usdt")
 int tb_event(struct pt_regs *ctx)
 {
-	struct hit h = { .ts = bpf_ktime_get_ns(), .site = ctx->di, .a0 = ctx->si,
+	struct hit h = { .ts = ctx->r8, .site = ctx->di, .a0 = ctx->si,
 			 .a1 = ctx->dx, .pid_tgid = bpf_get_current_pid_tgid() };
 
 	return on_hit(&h, false);
 }
 
-/* tracebpf:event_id: site, id, runtime name, a0, a1 (TRACEBPF_REGS_EVENT_ID). */
+/* tracebpf:event_id: site, id, runtime name, a0, a1, time
+ * (TRACEBPF_REGS_EVENT_ID). */
 SEC("usdt")
 int tb_event_id(struct pt_regs *ctx)
 {
-	struct hit h = { .ts = bpf_ktime_get_ns(), .site = ctx->di, .id = ctx->si,
+	struct hit h = { .ts = ctx->r8, .site = ctx->di, .id = ctx->si,
 			 .name = ctx->dx, .a0 = ctx->cx, .a1 = ctx->ax,
 			 .pid_tgid = bpf_get_current_pid_tgid() };
 
@@ -404,7 +406,8 @@ int tb_event_id(struct pt_regs *ctx)
 }
 
 /* The same probes in binaries whose notes name other registers (built with
- * an older trace.h): libbpf decodes each argument from the note's spec. */
+ * an older trace.h, whose probes pass no time): libbpf decodes each argument
+ * from the note's spec, and the time is the kernel's. */
 SEC("usdt")
 int BPF_USDT(tb_event_usdt, __u64 site, __u64 a0, __u64 a1)
 {

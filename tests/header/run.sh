@@ -313,10 +313,13 @@ check_binary() {
 	check_ge "$label: stapsdt notes" "$min" "$n"
 	# The recorder reads the arguments straight from these registers
 	# (TRACEBPF_REGS_EVENT, TRACEBPF_REGS_EVENT_ID in trace.h).
-	bad=$(awk '$2 == "event" { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if ($0 != "8@%rdi 8@%rsi 8@%rdx") print }' "$T/notes" | head -1)
-	check_eq "$label: every event note has the fixed registers 8@%rdi 8@%rsi 8@%rdx" "" "$bad"
-	bad=$(awk '$2 == "event_id" { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if ($0 != "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax") print }' "$T/notes" | head -1)
-	check_eq "$label: every event_id note has the fixed registers 8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax" "" "$bad"
+	# redzone is built with TRACEBPF_NO_PROBE_TIME: no time in %r8.
+	local regs="8@%rdi 8@%rsi 8@%rdx 8@%r8"
+	[ "$mode" = redzone ] && regs="8@%rdi 8@%rsi 8@%rdx"
+	bad=$(awk -v want="$regs" '$2 == "event" { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if ($0 != want) print }' "$T/notes" | head -1)
+	check_eq "$label: every event note has the fixed registers $regs" "" "$bad"
+	bad=$(awk '$2 == "event_id" { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if ($0 != "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax 8@%r8") print }' "$T/notes" | head -1)
+	check_eq "$label: every event_id note has the fixed registers 8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax 8@%r8" "" "$bad"
 	check_eq "$label: no memory operand in any arg" "0" \
 		"$(awk '{ $1 = $2 = $3 = $4 = $5 = "" } /\(/' "$T/notes" | grep -c .)"
 	check_eq "$label: no %rsp/%esp/%sp operand in any arg" "0" \

@@ -352,22 +352,34 @@ def test_attach_to_several_pids(recorder, spawn):
 
 
 def test_notes_with_other_registers(recorder):
-    """A binary with a note whose arguments are not in trace.h's fixed
+    """A binary with notes whose arguments are not in trace.h's fixed
     registers (as one built with an older header): every site of it is
     decoded from the notes' specs, and each value is exact. With the
     fixed-register program the 'other' site's values would be whatever
-    %rdi/%rsi/%rdx held."""
+    %rdi/%rsi/%rdx held. The 'older' site is the previous header's probe,
+    which passes no time: its events carry the kernel's time, not the 12345
+    its %r8 holds, so every event lies in the loop's CLOCK_MONOTONIC window
+    the program prints."""
     n = 50
     rec = recorder("-v", "--no-sched", "--", prog("other_regs"), n).wait()
     assert rec.rc == 0, rec.stderr[-2000:]
-    assert re.search(r"tracebpf: record: 1 of the 2 event probes in '.*other_regs' use other "
+    assert re.search(r"tracebpf: record: 2 of the 3 event probes in '.*other_regs' use other "
                      r"registers than this trace.h: decoding their arguments per hit",
                      rec.stderr), rec.stderr[-3000:]
+    m = re.search(r"t0=(\d+) t1=(\d+)", rec.stdout)
+    assert m, rec.stdout
+    t0, t1 = int(m.group(1)) / 1000, int(m.group(2)) / 1000
     t = rec.trace()
-    other = [e["args"] for e in t.named("other", "I")]
-    fixed = [e["args"] for e in t.named("fixed", "I")]
-    assert other == [{"i": i, "sq": i * i} for i in range(n)], other[:5]
-    assert fixed == [{"i": i, "neg": -i} for i in range(n)], fixed[:5]
+    evs = {name: t.named(name, "I") for name in ("other", "older", "fixed")}
+    assert [e["args"] for e in evs["other"]] == [{"i": i, "sq": i * i} for i in range(n)]
+    assert [e["args"] for e in evs["older"]] == [{"i": i, "cube": i ** 3} for i in range(n)]
+    assert [e["args"] for e in evs["fixed"]] == [{"i": i, "neg": -i} for i in range(n)]
+    for name, es in evs.items():
+        outside = [e["ts"] for e in es if not t0 <= e["ts"] <= t1]
+        assert not outside, (name, t0, t1, outside[:3])
+    # program order, one iteration after the other: other, older, fixed
+    for i in range(n):
+        assert evs["other"][i]["ts"] <= evs["older"][i]["ts"] <= evs["fixed"][i]["ts"], i
 
 
 def test_fixed_registers_read_directly(recorder):

@@ -24,11 +24,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-/* Probes only: the fast path's call would make these functions non-leaf,
- * and a non-leaf function keeps nothing in the red zone. This proves the
- * probe site itself safe, which every site still is (the fast path hands
- * events to it, and binaries may define TRACEBPF_NO_FAST_PATH). */
+/* Probes only, without the time: the fast path's calls, and the probe's
+ * clock read, would make these functions non-leaf, and a non-leaf function
+ * keeps nothing in the red zone. This proves the probe site itself safe,
+ * which every site still is (binaries may define both macros). */
 #define TRACEBPF_NO_FAST_PATH
+#define TRACEBPF_NO_PROBE_TIME
 #include "tracebpf/trace.h"
 
 #define NLOCALS 12 /* 96 bytes: fits the red zone with gcc and clang -O2 */
@@ -80,7 +81,7 @@ __attribute__((noinline)) int rz_naive(uint64_t x)
 
 			(void)p[0];
 			(void)p[site.h.size - 1];
-			__asm__ __volatile__(NAIVE_ASM_NOP TRACEBPF__ASM_NOTE
+			__asm__ __volatile__(NAIVE_ASM_NOP TRACEBPF__ASM_NOTE_NOTIME
 					     TRACEBPF__ASM_BASE
 					     :
 					     : [site] "D"(&site), [a0] "S"(x),

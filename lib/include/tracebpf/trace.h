@@ -19,7 +19,10 @@
  * thread), which calls clock_gettime() and, once per thread and session,
  * the bpf() and mmap() system calls, pthread_atfork() and
  * __cxa_thread_atexit_impl() (glibc 2.34 or later: no -pthread needed).
- Define TRACEBPF_NO_FAST_PATH for probes only.
+ * Define TRACEBPF_NO_FAST_PATH for probes only. The probe too reads the
+ * clock (clock_gettime) and passes the time to the tracer; define
+ * TRACEBPF_NO_PROBE_TIME for probes that make no call (the tracer then
+ * stamps the event itself, at a higher cost per hit).
  *
  * ## Macros
  *
@@ -79,19 +82,21 @@
  *
  * Every site has a `static const` descriptor, 8-aligned: struct tracebpf_site
  * followed in the same object by the strings cat, name and the argument names,
- * each NUL-terminated. The probe has exactly three 8-byte arguments, in fixed
- * registers (note arguments `8@%rdi 8@%rsi 8@%rdx`, TRACEBPF_REGS_EVENT): the
- * descriptor's address, argument value 0, argument value 1 (0 when unused;
+ * each NUL-terminated. The probe has exactly four 8-byte arguments, in fixed
+ * registers (note arguments `8@%rdi 8@%rsi 8@%rdx 8@%r8`, TRACEBPF_REGS_EVENT):
+ * the descriptor's address, argument value 0, argument value 1 (0 when unused;
  * doubles as their IEEE-754 bits, bools 0/1, strings and pointers as their
- * address, integers sign- or zero-extended to 64 bits).
+ * address, integers sign- or zero-extended to 64 bits), and the event's time
+ * (CLOCK_MONOTONIC ns, read by the application just before the probe: the
+ * tracer's program then reads no clock).
  *
  * Sites with an id or a runtime name (async, flows, counter ids, COPY) use a
- * second probe, provider "tracebpf" name "event_id", with exactly five
- * 8-byte arguments in fixed registers (`8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax`,
- * TRACEBPF_REGS_EVENT_ID): descriptor address, id (integer or pointer
+ * second probe, provider "tracebpf" name "event_id", with exactly six
+ * 8-byte arguments in fixed registers (`8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax
+ * 8@%r8`, TRACEBPF_REGS_EVENT_ID): descriptor address, id (integer or pointer
  * value, 0 if none), runtime name pointer (NULL unless the descriptor has
  * TRACEBPF_SITEF_COPY_NAME; then the descriptor's name string is empty),
- * value 0, value 1. Because the registers are fixed, the recorder reads them
+ * value 0, value 1, time. Because the registers are fixed, the recorder reads them
  * from the saved registers without decoding the note per hit; a binary whose
  * notes name other registers (built with an older header) is recorded
  * through libbpf's generic USDT argument decoding. Its descriptor has TRACEBPF_SITEF_ID; with
@@ -200,8 +205,8 @@
 
 /* The argument strings of the two probes' notes: the registers the
  * arguments are in (the recorder compares a note's string with these). */
-#define TRACEBPF_REGS_EVENT    "8@%rdi 8@%rsi 8@%rdx"
-#define TRACEBPF_REGS_EVENT_ID "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax"
+#define TRACEBPF_REGS_EVENT    "8@%rdi 8@%rsi 8@%rdx 8@%r8"
+#define TRACEBPF_REGS_EVENT_ID "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%rax 8@%r8"
 
 /* Followed in the same object by cat "\0" name "\0" argname0 "\0" ... */
 struct tracebpf_site {
@@ -296,8 +301,13 @@ unsigned short tracebpf_event_semaphore;
 	"994:\t.balign 4\n"                                                   \
 	"\t.popsection\n"
 #define TRACEBPF__ASM_NOTE \
-	TRACEBPF__ASM_NOTE_("event", "8@%[site] 8@%[a0] 8@%[a1]")
+	TRACEBPF__ASM_NOTE_("event", "8@%[site] 8@%[a0] 8@%[a1] 8@%[ts]")
 #define TRACEBPF__ASM_NOTE_ID \
+	TRACEBPF__ASM_NOTE_("event_id", "8@%[site] 8@%[id] 8@%[nm] 8@%[a0] 8@%[a1] 8@%[ts]")
+/* Without the time (TRACEBPF_NO_PROBE_TIME, and every older header). */
+#define TRACEBPF__ASM_NOTE_NOTIME \
+	TRACEBPF__ASM_NOTE_("event", "8@%[site] 8@%[a0] 8@%[a1]")
+#define TRACEBPF__ASM_NOTE_ID_NOTIME \
 	TRACEBPF__ASM_NOTE_("event_id", "8@%[site] 8@%[id] 8@%[nm] 8@%[a0] 8@%[a1]")
 
 /* _.stapsdt.base lets consumers detect prelink-style relocation of the
@@ -313,9 +323,29 @@ unsigned short tracebpf_event_semaphore;
 	"\t.popsection\n"                                                     \
 	"\t.endif\n"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* libc's clock_gettime, under a name of our own (no feature macro needed). */
+struct tracebpf__timespec { long sec, nsec; };
+int tracebpf__clock_gettime(int, struct tracebpf__timespec *) __asm__("clock_gettime");
+#ifdef __cplusplus
+}
+#endif
+
+/* The event's time, CLOCK_MONOTONIC ns: the clock of the kernel's records. */
+TRACEBPF__INLINE uint64_t tracebpf__now(void)
+{
+	struct tracebpf__timespec ts;
+
+	tracebpf__clock_gettime(1 /* CLOCK_MONOTONIC */, &ts);
+	return TRACEBPF__SCAST(uint64_t, ts.sec) * 1000000000u +
+	       TRACEBPF__SCAST(uint64_t, ts.nsec);
+}
+
 /* One probe hit. always_inline so that every macro site gets its own copy of
  * the asm, hence its own probe address and note (also at -O0). Operands are
- * fixed registers (TRACEBPF_REGS_EVENT: %rdi %rsi %rdx), never memory, which
+ * fixed registers (TRACEBPF_REGS_EVENT: %rdi %rsi %rdx %r8), never memory, which
  * could be %rsp-relative and off by the 128 bytes the lea moved %rsp: the
  * tracer's program reads them straight from the registers the kernel saved,
  * with no argument decoding per hit; the note still names them for other
@@ -329,12 +359,23 @@ tracebpf__hit(const void *site, unsigned size, uint64_t a0, uint64_t a1)
 
 	/* The tracer reads the descriptor with bpf_probe_read_user(), which
 	 * fails on a page that is not resident: touch both ends first. */
+
 	(void)p[0];
 	(void)p[size - 1];
-	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE TRACEBPF__ASM_BASE
+#ifdef TRACEBPF_NO_PROBE_TIME
+	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE_NOTIME TRACEBPF__ASM_BASE
 			     :
 			     : [site] "D"(site), [a0] "S"(a0), [a1] "d"(a1)
 			     : "memory");
+#else
+	uint64_t now = tracebpf__now();
+	register uint64_t ts __asm__("r8") = now;   /* no call after this */
+
+	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE TRACEBPF__ASM_BASE
+			     :
+			     : [site] "D"(site), [a0] "S"(a0), [a1] "d"(a1), [ts] "r"(ts)
+			     : "memory");
+#endif
 }
 
 /* One hit of an `event_id` site: also an id (async, flow, counter id; 0 when
@@ -346,13 +387,25 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 	const volatile unsigned char *p =
 		TRACEBPF__SCAST(const volatile unsigned char *, site);
 
+
 	(void)p[0];
 	(void)p[size - 1];
-	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE_ID TRACEBPF__ASM_BASE
+#ifdef TRACEBPF_NO_PROBE_TIME
+	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE_ID_NOTIME TRACEBPF__ASM_BASE
 			     :
 			     : [site] "D"(site), [id] "S"(id), [nm] "d"(nm),
 			       [a0] "c"(a0), [a1] "a"(a1)
 			     : "memory");
+#else
+	uint64_t now = tracebpf__now();
+	register uint64_t ts __asm__("r8") = now;   /* no call after this */
+
+	__asm__ __volatile__(TRACEBPF__ASM_NOP TRACEBPF__ASM_NOTE_ID TRACEBPF__ASM_BASE
+			     :
+			     : [site] "D"(site), [id] "S"(id), [nm] "d"(nm),
+			       [a0] "c"(a0), [a1] "a"(a1), [ts] "r"(ts)
+			     : "memory");
+#endif
 }
 
 /* ------------------------------------------------------------------------ */
@@ -429,8 +482,6 @@ TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 8, "tracebpf_fast_ctl layo
 extern "C" {
 #endif
 /* libc, under names of our own (no feature macro or header needed). */
-struct tracebpf__timespec { long sec, nsec; };
-int tracebpf__clock_gettime(int, struct tracebpf__timespec *) __asm__("clock_gettime");
 int tracebpf__pthread_atfork(void (*)(void), void (*)(void), void (*)(void))
 	__asm__("pthread_atfork");
 int tracebpf__thread_atexit(void (*)(void *), void *, void *)
@@ -567,15 +618,6 @@ struct tracebpf__fast_proc tracebpf__fast_proc;
 #ifdef __cplusplus
 }
 #endif
-
-TRACEBPF__INLINE uint64_t tracebpf__now(void)
-{
-	struct tracebpf__timespec ts;
-
-	tracebpf__clock_gettime(1 /* CLOCK_MONOTONIC */, &ts);
-	return TRACEBPF__SCAST(uint64_t, ts.sec) * 1000000000u +
-	       TRACEBPF__SCAST(uint64_t, ts.nsec);
-}
 
 TRACEBPF__INLINE uint32_t tracebpf__cpu(void)
 {
