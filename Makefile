@@ -41,7 +41,7 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 # The reader side (format, JSON, convert) never links libbpf.
 CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c \
              user/ftrace.c
-LOAD_SRCS := user/record.c user/fast.c user/probes.c user/main.c user/sched.c user/rings.c user/gaps.c user/info.c user/dump.c \
+LOAD_SRCS := user/record.c user/fast.c user/probes.c user/main.c user/sched.c user/rings.c user/gaps.c user/slots.c user/info.c user/dump.c \
              user/pack.c user/serve.c user/ctl.c
 CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
@@ -50,7 +50,7 @@ TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases \
-         other_regs nested_loop fast_seq fast_open numbered_nest chaos_app
+         other_regs nested_loop fast_seq fast_open numbered_nest chaos_app site_order
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/libchaosdl.so \
              $(OUT)/progs/cxx_unwind \

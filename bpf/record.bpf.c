@@ -59,6 +59,13 @@ const volatile bool stop_for_attach = false;
 #define SITE_CACHE_SLOTS (1u << SITE_CACHE_BITS)
 struct site_cache {
 	__u64 slot[SITE_CACHE_SLOTS];
+	/* The latest time a report on this CPU was stamped with. An event's
+	 * time is the application's clock read before the probe, so another
+	 * thread's event can reach this CPU after a report stamped later than
+	 * itself; the converter, which reads in time order, must see the
+	 * descriptor first, so such an event reports it again (rare: it takes
+	 * a switch between the clock read and the probe). */
+	__u64 last_report;
 };
 
 /* One entry per CPU, indexed by CPU (user space sets max_entries to the
@@ -281,6 +288,20 @@ static __noinline int emit_event_str(void *rb, __u32 info, struct hit *h)
 	return 0;
 }
 
+/* *p = max(*p, ts), against a program that preempted this one on the CPU
+ * (each try lost is one that raised *p meanwhile). */
+static __always_inline void report_time(__u64 *p, __u64 ts)
+{
+	__u64 old = *(volatile __u64 *)p, seen;
+
+	for (int i = 0; i < 4 && old < ts; i++) {
+		seen = __sync_val_compare_and_swap(p, old, ts);
+		if (seen == old)
+			return;
+		old = seen;
+	}
+}
+
 /* The site's info from this CPU's cache, reporting the descriptor on a
  * miss; 0 when it could not be reported. */
 static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
@@ -294,11 +315,13 @@ static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 		return report_site(rb, h->site, h->cpu, h->ts, h->pid_tgid);
 	idx &= SITE_CACHE_SLOTS - 1;
 	word = c->slot[idx];
-	if ((word & SITE_TAG_MASK) == tag && (word & SI_VALID))
+	if ((word & SITE_TAG_MASK) == tag && (word & SI_VALID) && h->ts >= c->last_report)
 		return word & ~SITE_TAG_MASK;
 	info = report_site(rb, h->site, h->cpu, h->ts, h->pid_tgid);
-	if (info)
+	if (info) {
 		c->slot[idx] = tag | info;
+		report_time(&c->last_report, h->ts);
+	}
 	return info;
 }
 
@@ -337,6 +360,61 @@ static __always_inline __u64 traced_gen(__u32 tgid, __u32 cpu)
 	return gen;
 }
 
+/* log2 of each CPU's slots (user space, from --buffer-size); 0: none. */
+const volatile __u32 slot_bits = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);   /* user space: the number of possible CPUs */
+	__type(key, __u32);
+	__type(value, struct tb_slot_pos);
+} slot_pos SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);   /* user space: CPUs << slot_bits */
+	__type(key, __u32);
+	__type(value, struct tb_slot);
+} slots SEC(".maps");
+
+/* A fixed-size event into this CPU's slot ring (record.h, struct tb_slot):
+ * two inlined array lookups, an exchange and plain stores, where
+ * bpf_ringbuf_output() and the wakeup query were two helper calls. -1
+ * when the ring is full or another program is writing it (preempted on
+ * this CPU): the caller takes the ring buffer. x86 keeps stores in order,
+ * so the recorder that sees the new head sees the slot. */
+static __always_inline int slot_put(struct hit *h, __u64 kind)
+{
+	__u64 n = 1ull << slot_bits, head;
+	struct tb_slot_pos *p;
+	struct tb_slot *s;
+	__u32 idx;
+
+	if (!slot_bits)
+		return -1;
+	p = bpf_map_lookup_elem(&slot_pos, &h->cpu);
+	if (!p || __sync_lock_test_and_set(&p->busy, 1))
+		return -1;
+	head = p->head;
+	idx = h->cpu << slot_bits | (__u32)(head & (n - 1));
+	s = head - *(volatile __u64 *)&p->tail < n ? bpf_map_lookup_elem(&slots, &idx) : NULL;
+	if (s) {
+		s->ts = h->ts;
+		s->pid_tgid = h->pid_tgid;
+		s->site = (h->site & TB_SLOT_ADDR) | kind;
+		s->args[0] = h->a0;
+		s->args[1] = h->a1;
+		s->id = h->id;
+		asm volatile("" ::: "memory");
+		*(volatile __u64 *)&p->head = head + 1;
+	}
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&p->busy = 0;
+	return s ? 0 : -1;
+}
+
 /* Both probes: filter, report the site once per CPU, emit the record.
  * is_id is a constant in each caller, so each program has one path. */
 static __always_inline int on_hit(struct hit *h, const bool is_id)
@@ -360,6 +438,11 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 	info = site_info(rb, h, gen);
 	if (si_has_str(info) || (is_id && (info & SI_COPY_NAME)))
 		return emit_event_str(rb, info, h);
+	/* a pending gap mark goes ahead of the record, in the ring buffer */
+	if (!gap_pending(h->cpu) &&
+	    !slot_put(h, is_id ? TB_SLOT_ID | (!info ? (__u64)TB_EVF_NAME_FAULT << TB_SLOT_FLAGS_SHIFT
+						 : 0) : 0))
+		return 0;
 
 	/* Built on the stack and copied by one bpf_ringbuf_output(): one helper
 	 * call where reserve + submit are two. */

@@ -424,6 +424,37 @@ struct tb_gap_state {
 #define TB_GAP_TAKING   (1ull << 63)
 #define TB_GAP_COUNT(w) ((w) & (TB_GAP_IN - 1))
 
+/* Not in the file: the slot rings (`slot_pos` and `slots` in
+ * bpf/record.bpf.c, mapped by the recorder: user/slots.c). Each CPU has a
+ * ring of 2^slot_bits fixed-size slots that the probe programs fill with
+ * plain stores, no helper call: one slot per event without strings. The
+ * recorder turns each slot back into a TB_REC_EVENT or TB_REC_EVENT_ID.
+ * `head` is the program's (slots written; stored after the slot), `tail`
+ * the recorder's (slots read; stored after reading them), `busy` a
+ * program between the two (another one on the CPU, which preempted it,
+ * takes the ring buffer instead). docs/design.md, "Slot rings". */
+struct tb_slot {
+	__u64 ts;
+	__u64 pid_tgid;
+	__u64 site;        /* the descriptor's address | TB_SLOT_ID | flags */
+	__u64 args[TB_MAX_ARGS];
+	__u64 id;          /* TB_SLOT_ID: the event's id */
+};
+
+/* User addresses are below 2^56 (also with 5-level page tables): the top
+ * byte of tb_slot.site says what the slot holds. 48 bytes a slot, where 64
+ * cost the program a cache line's worth more memory traffic per event. */
+#define TB_SLOT_ID          (1ull << 63)   /* a TB_REC_EVENT_ID, else TB_REC_EVENT */
+#define TB_SLOT_FLAGS_SHIFT 56             /* TB_EVF_* */
+#define TB_SLOT_ADDR        ((1ull << TB_SLOT_FLAGS_SHIFT) - 1)
+
+struct tb_slot_pos {
+	__u64 head;
+	__u64 tail;
+	__u64 busy;
+	__u64 pad[5];      /* one cache line per CPU */
+};
+
 _Static_assert(sizeof(struct tb_rec_hdr) == 24, "tb_rec_hdr layout");
 _Static_assert(sizeof(struct tb_rec_event) == 56, "tb_rec_event layout");
 _Static_assert(sizeof(struct tb_rec_site) == 40, "tb_rec_site layout");
@@ -438,6 +469,10 @@ _Static_assert(sizeof(struct tb_rec_wake) == 64, "tb_rec_wake layout");
 _Static_assert(sizeof(struct tb_rec_ktask) == 72, "tb_rec_ktask layout");
 _Static_assert(sizeof(struct tb_rec_cpu) == 40, "tb_rec_cpu layout");
 _Static_assert(sizeof(struct tb_rec_tp) == 32, "tb_rec_tp layout");
+_Static_assert(sizeof(struct tb_slot) == 48, "tb_slot layout");
+_Static_assert(((__u64)(TB_EVF_STR_FAULT | TB_EVF_NAME_FAULT) << TB_SLOT_FLAGS_SHIFT) < TB_SLOT_ID,
+	       "tb_slot flags");
+_Static_assert(sizeof(struct tb_slot_pos) == 64, "tb_slot_pos layout");
 _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
 _Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
 _Static_assert(sizeof(struct tb_rec_ctl) == 32, "tb_rec_ctl layout");

@@ -38,8 +38,8 @@ static const struct argp_option record_options[] = {
 	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
 				     "(default trace.json)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
-	{ "buffer-size", 'b', "SIZE", 0, "Ring buffer per CPU for the application's events, a power "
-					  "of two (K/M suffix; default 8M)", 0 },
+	{ "buffer-size", 'b', "SIZE", 0, "Each of the two rings per CPU for the application's "
+					  "events, a power of two (K/M suffix; default 8M)", 0 },
 	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
 						     "(scheduler, -e; a full one spills into the other), a power of two (default 1M)", 0 },
 	{ "max-processes", OPT_MAX_PROCS, "N", 0, "Trace at most N processes at once (targets "

@@ -30,6 +30,7 @@
 #include "ctl.h"
 #include "fast.h"
 #include "gaps.h"
+#include "slots.h"
 #include "probes.h"
 #include "rings.h"
 #include "sched.h"
@@ -83,6 +84,7 @@ struct recorder {
 	int nlinks;
 	struct tb_rings rings;  /* the application's events (--buffer-size) */
 	struct tb_gaps gaps;    /* their gap marks (user/gaps.c) */
+	struct tb_slots slots;  /* the probes' fixed-size events (user/slots.c) */
 	int ncpus;
 	__u64 events;          /* records received */
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
@@ -113,11 +115,15 @@ struct recorder {
 	size_t nheld, cheld;
 };
 
+static int on_record(void *ctx, void *data, size_t size);
+
+/* Everything the programs wrote: the ring buffers, then the slot rings. */
 static void consume_rings(void *ctx)
 {
 	struct recorder *r = ctx;
 
 	ring_buffer__consume(r->rb);
+	tb_slots_consume(&r->slots, on_record, r);
 }
 
 static void append_rec(struct recorder *r, const struct tb_rec_hdr *h)
@@ -177,6 +183,19 @@ static void drain_fast(struct recorder *r, bool last)
 		tb_fast_finish(r->fast, consume_rings, r);
 	else
 		tb_fast_drain_all(r->fast, consume_rings, r);
+}
+
+/* Before a stop is logged: every record, none held back for the next
+ * round. The programs record nothing stamped after the stop, so what the
+ * rings and the held records have is what precedes it, and `ctl stop`
+ * returns only once that is in the file. */
+static void take_all(struct recorder *r)
+{
+	release_held(r);
+	r->cut = 0;
+	if (r->fast)
+		tb_fast_drain_all(r->fast, consume_rings, r);
+	consume_rings(r);
 }
 
 /* Threads and images that are gone give up their fast-path rings. */
@@ -947,6 +966,7 @@ static int handle_ctl(struct recorder *r, bool tty)
 		return 0;
 	say = say && by != (__u32)getpid();   /* --paused says so itself */
 	if (!r->ctl.off && (want_off || gate_off)) {
+		take_all(r);
 		detach_usdt(r);
 		werr = tb_ctl_log(&r->ctl, r->w, true, ts, by);
 		if (say)
@@ -1145,6 +1165,13 @@ static int load_record_bpf(struct recorder *r)
 		ERR("failed to size the set of traced processes: %s", strerror(-err));
 		return err;
 	}
+	err = tb_slots_size(r->skel->maps.slot_pos, r->skel->maps.slots, r->ncpus,
+			    tb_slots_bits(o->buffer_size));
+	if (err) {
+		ERR("failed to size the slot rings: %s", strerror(-err));
+		return err;
+	}
+	r->skel->rodata->slot_bits = tb_slots_bits(o->buffer_size);
 	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
 	r->skel->rodata->stop_for_attach = true;
 	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
@@ -1210,6 +1237,13 @@ static int load_bpf(struct recorder *r)
 	err = tb_gaps_open(&r->gaps, bpf_map__fd(r->skel->maps.gaps), r->ncpus, TB_GAP_APP);
 	if (err) {
 		ERR("failed to map the gap marks: %s", strerror(-err));
+		return err;
+	}
+	err = tb_slots_open(&r->slots, bpf_map__fd(r->skel->maps.slot_pos),
+			    bpf_map__fd(r->skel->maps.slots), r->ncpus,
+			    tb_slots_bits(o->buffer_size));
+	if (err) {
+		ERR("failed to map the slot rings: %s", strerror(-err));
 		return err;
 	}
 	return tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
@@ -1414,11 +1448,12 @@ static int poll_round(struct recorder *r)
 		r->woken++;
 	else
 		r->ticks++;
+	tb_slots_consume(&r->slots, on_record, r);   /* as poll did the ring buffers */
 	drain_fast(r, false);
 	err = tb_sched_flush(r->sched);
 	if (err)
 		return err;
-	ring_buffer__consume(r->rb);
+	consume_rings(r);
 	tb_fast_round_end(r->fast);
 	release_stopped(r, true);
 	stats_if_grown(r);
@@ -1491,7 +1526,7 @@ static int finish_output(struct recorder *r, int err)
 	e = tb_sched_flush(r->sched);
 	if (e && !err)
 		err = e;
-	ring_buffer__consume(r->rb);
+	consume_rings(r);
 	write_all_comms(r);
 	e = handle_ctl(r, false);   /* a request in the last round */
 	if (e && !r->write_err)
@@ -1635,6 +1670,7 @@ static void destroy(struct recorder *r, int err)
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
 	tb_gaps_close(&r->gaps);
+	tb_slots_close(&r->slots);
 	ring_buffer__free(r->rb);
 	tb_rings_close(&r->rings);
 	record_bpf__destroy(r->skel);
