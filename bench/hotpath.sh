@@ -148,10 +148,13 @@ scaling() {  # label RUNNER; TB_OPTS
     "$ci" "$(verdict "$ci" 1.8 above)"
 }
 floor_threads() { run_floor "$2"; }
+# The machine's own ceiling: the loop without a site, nothing shared.
+empty_threads() { "$B/probe_cost" "$((N * 50))" empty "$2"; }
 fast_threads() { TB_FAST=1 run_tracebpf "$@"; }
 scaling "tracebpf -z 1" run_tracebpf
 TB_OPTS="-z 0" scaling "tracebpf -z 0" run_tracebpf
 scaling "floor program" floor_threads
+scaling "empty loop (machine)" empty_threads
 
 # The fast path: the same loop once each thread's ring is mapped (a ring
 # big enough for the whole loop, so that no event goes to the probe),
