@@ -288,20 +288,6 @@ static __noinline int emit_event_str(void *rb, __u32 info, struct hit *h)
 	return 0;
 }
 
-/* *p = max(*p, ts), against a program that preempted this one on the CPU
- * (each try lost is one that raised *p meanwhile). */
-static __always_inline void report_time(__u64 *p, __u64 ts)
-{
-	__u64 old = *(volatile __u64 *)p, seen;
-
-	for (int i = 0; i < 4 && old < ts; i++) {
-		seen = __sync_val_compare_and_swap(p, old, ts);
-		if (seen == old)
-			return;
-		old = seen;
-	}
-}
-
 /* The site's info from this CPU's cache, reporting the descriptor on a
  * miss; 0 when it could not be reported. */
 static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
@@ -320,7 +306,7 @@ static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 	info = report_site(rb, h->site, h->cpu, h->ts, h->pid_tgid);
 	if (info) {
 		c->slot[idx] = tag | info;
-		report_time(&c->last_report, h->ts);
+		max_tries(&c->last_report, h->ts);   /* lost only to four reports meanwhile */
 	}
 	return info;
 }

@@ -128,20 +128,27 @@ static __always_inline bool gap_pending(__u32 cpu)
 	return g && g->word;
 }
 
-/* *p = max(*p, v), atomically against programs nested on this CPU and the
- * recorder. Contention that outlasts the tries (each one lost to another
- * writer) leaves ~0: the widest bound, never a wrong one. */
-static __always_inline void gap_max(__u64 *p, __u64 v)
+/* *p = max(*p, v), atomically against programs nested on this CPU (and
+ * the recorder), in four tries, each lost one to another writer: false
+ * when *p is still below v after them. */
+static __always_inline bool max_tries(__u64 *p, __u64 v)
 {
 	__u64 old = *(volatile __u64 *)p, seen;
 
 	for (int i = 0; i < 4 && old < v; i++) {
 		seen = __sync_val_compare_and_swap(p, old, v);
 		if (seen == old)
-			return;
+			return true;
 		old = seen;
 	}
-	if (old < v)
+	return old >= v;
+}
+
+/* max_tries; contention that outlasts the tries leaves ~0: the widest
+ * bound, never a wrong one. */
+static __always_inline void gap_max(__u64 *p, __u64 v)
+{
+	if (!max_tries(p, v))
 		__sync_fetch_and_or(p, ~0ull);
 }
 
