@@ -269,6 +269,148 @@ static void write_failed(const char *out, int err, bool create)
 		fprintf(stderr, "tracebpf: pack: hint: %s\n", hint);
 }
 
+/* One run of pack: the input, the output and what was written. */
+struct pack {
+	struct pack_args a;
+	struct tb_file_info info;
+	struct tb_reader *r;
+	struct tb_merge *m;         /* 1.x input: time order */
+	struct tb_writer *w;
+	uint64_t n, dropped, since, rounds;
+	bool file_order;            /* 2.x input: it has rounds */
+	bool all_bounds;            /* every process's boundaries were read first */
+};
+
+/* The reader, the first pass, the merge (1.x) and the writer. 0, 1 (said:
+ * nothing to clean but the reader) or a negative errno. */
+static int pack_open(struct pack *k)
+{
+	struct tb_writer_opts wo = { .chunk_max = 4u << 20 };
+	int err = 0;
+
+	if (tb_io_check_distinct("pack", k->a.in, k->a.out))
+		return 1;
+	if (tb_io_open(&k->r, "pack", k->a.in, NULL, 0))
+		return 1;
+	k->info = *tb_reader_info(k->r);
+	wo.info = &k->info;
+	wo.zlevel = k->a.zlevel;
+	k->file_order = k->info.major >= 2;
+	/* In file order, which sites are duplicates needs every process's
+	 * exec/fork/exit times first: a second read (not on a pipe, where
+	 * sites are then all kept). */
+	if (k->file_order && strcmp(k->a.in, "-")) {
+		err = collect_boundaries(k->a.in);
+		k->all_bounds = !err;
+		if (err == -ENOMEM)
+			return err;
+		err = 0;
+	}
+	if (!k->file_order)
+		err = tb_merge_new(&k->m, k->r, rank, 4u << 20);
+	if (!err) {
+		err = tb_writer_open(&k->w, k->a.out, &wo);
+		if (err)
+			write_failed(k->a.out, err, true);
+	}
+	return err;
+}
+
+/* An input round ended before the next record: end ours there once it is
+ * large enough (file order), or every ROUND_RECS records (time order):
+ * rounds keep the merge of a reader of OUT bounded. */
+static int pack_round(struct pack *k, bool before)
+{
+	if (before && k->file_order && tb_reader_rounds(k->r) != k->rounds) {
+		k->rounds = tb_reader_rounds(k->r);
+		if (k->since < ROUND_RECS)
+			return 0;
+	} else if (before || k->file_order || k->since < ROUND_RECS) {
+		return 0;
+	}
+	k->since = 0;
+	return tb_writer_flush(k->w);
+}
+
+/* One record: process boundaries are counted, duplicate descriptors
+ * dropped, the rest written. */
+static int pack_record(struct pack *k, const struct tb_rec_hdr *h)
+{
+	int ret, err;
+
+	if (boundary_pid(h)) {
+		struct gen *g = gen_of(boundary_pid(h));
+
+		if (!g)
+			return -ENOMEM;
+		g->gen++;   /* time order (no first pass): as they come */
+	} else if (h->type == TB_REC_SITE && (k->all_bounds || !k->file_order)) {
+		ret = duplicate_site((const void *)h, k->all_bounds);
+		if (ret < 0)
+			return ret;
+		if (ret) {
+			k->dropped++;
+			return 0;
+		}
+	}
+	err = tb_writer_append(k->w, h);
+	k->n++;
+	k->since++;
+	return err ? err : pack_round(k, false);
+}
+
+/* Every record of IN into OUT. 0 or a negative errno (said). */
+static int pack_copy(struct pack *k)
+{
+	const struct tb_rec_hdr *h;
+	int ret, err = 0;
+
+	while (!err && (ret = k->file_order ? tb_reader_next(k->r, &h)
+					    : tb_merge_next(k->m, &h)) > 0) {
+		err = pack_round(k, true);
+		if (!err)
+			err = pack_record(k, h);
+	}
+	if (!err && ret < 0) {
+		err = ret;
+		fprintf(stderr, "tracebpf: pack: failed to read '%s': %s\n", k->a.in,
+			strerror(-err));
+	} else if (err) {
+		write_failed(k->a.out, err, false);
+	}
+	return err;
+}
+
+/* OUT closed; a finished input that came out no smaller is copied; the
+ * summary. 0 or a negative errno (said). */
+static int pack_finish(struct pack *k, int err)
+{
+	int cerr = tb_writer_close(k->w), c;
+
+	k->w = NULL;
+	if (cerr && !err) {
+		err = cerr;
+		write_failed(k->a.out, err, false);
+	}
+	if (err)
+		return err;
+	tb_io_report_end("pack", k->r, 0);
+	if (tb_reader_finished(k->r) && !tb_reader_tail_reason(k->r) &&
+	    strcmp(k->a.in, "-") && strcmp(k->a.out, "-")) {
+		c = copy_if_smaller(k->a.in, k->a.out);
+		if (c < 0) {
+			fprintf(stderr, "tracebpf: pack: failed to write '%s'\n", k->a.out);
+			return -EIO;
+		}
+		if (c)
+			fprintf(stderr, "tracebpf: pack: '%s' is already packed "
+				"(rewriting it would not make it smaller): copied\n", k->a.in);
+	}
+	fprintf(stderr, "tracebpf: pack: %" PRIu64 " records written, %" PRIu64
+		" duplicate site descriptors dropped\n", k->n, k->dropped);
+	return 0;
+}
+
 int tb_cmd_pack(int argc, char **argv)
 {
 	static const struct argp_option opts[] = {
@@ -278,123 +420,23 @@ int tb_cmd_pack(int argc, char **argv)
 	static const struct argp argp = { opts, pack_parse, "IN.tbt OUT.tbt",
 		"Rewrite a trace for transport: large chunks, maximum compression, "
 		"duplicate site descriptors removed; never larger than IN.", NULL, NULL, NULL };
-	struct pack_args a = { .zlevel = 9 };
-	struct tb_writer_opts wo = { .chunk_max = 4u << 20 };
-	struct tb_file_info info;
-	struct tb_merge *m = NULL;
-	struct tb_writer *w = NULL;
-	struct tb_reader *r;
-	const struct tb_rec_hdr *h;
-	uint64_t n = 0, dropped = 0, since = 0, rounds = 0;
-	bool file_order, all_bounds = false;
-	int ret, err = 0;
+	struct pack k = { .a = { .zlevel = 9 } };
+	bool opened;
+	int err;
 
-	argp_parse(&argp, argc, argv, 0, NULL, &a);
-	if (tb_io_check_distinct("pack", a.in, a.out))
+	argp_parse(&argp, argc, argv, 0, NULL, &k.a);
+	err = pack_open(&k);
+	if (err == 1)
 		return 1;
-	if (tb_io_open(&r, "pack", a.in, NULL, 0))
-		return 1;
-	info = *tb_reader_info(r);
-	wo.info = &info;
-	wo.zlevel = a.zlevel;
-	file_order = info.major >= 2;   /* it has rounds */
-	/* In file order, which sites are duplicates needs every process's
-	 * exec/fork/exit times first: a second read (not on a pipe, where
-	 * sites are then all kept). */
-	if (file_order && strcmp(a.in, "-")) {
-		err = collect_boundaries(a.in);
-		all_bounds = !err;
-		if (err == -ENOMEM)
-			goto out;
-		err = 0;
-	}
-	if (!file_order)
-		err = tb_merge_new(&m, r, rank, 4u << 20);
-	if (!err) {
-		err = tb_writer_open(&w, a.out, &wo);
-		if (err) {
-			write_failed(a.out, err, true);
-			goto out;
-		}
-	}
-	while (!err && (ret = file_order ? tb_reader_next(r, &h) : tb_merge_next(m, &h)) > 0) {
-		if (file_order && tb_reader_rounds(r) != rounds) {
-			/* an input round ended before h: end ours there once
-			 * it is large enough */
-			rounds = tb_reader_rounds(r);
-			if (since >= ROUND_RECS) {
-				err = tb_writer_flush(w);
-				since = 0;
-				if (err)
-					break;
-			}
-		}
-		if (boundary_pid(h)) {
-			struct gen *g = gen_of(boundary_pid(h));
-
-			if (!g) {
-				err = -ENOMEM;
-				break;
-			}
-			g->gen++;   /* time order (no first pass): as they come */
-		} else if (h->type == TB_REC_SITE && (all_bounds || !file_order)) {
-			ret = duplicate_site((const void *)h, all_bounds);
-			if (ret < 0) {
-				err = ret;
-				break;
-			}
-			if (ret) {
-				dropped++;
-				continue;
-			}
-		}
-		err = tb_writer_append(w, h);
-		n++;
-		/* rounds keep the merge of a reader of OUT bounded */
-		if (!err && !file_order && ++since >= ROUND_RECS) {
-			err = tb_writer_flush(w);
-			since = 0;
-		} else if (file_order) {
-			since++;
-		}
-	}
-	if (!err && ret < 0) {
-		err = ret;
-		fprintf(stderr, "tracebpf: pack: failed to read '%s': %s\n", a.in, strerror(-err));
-	} else if (err) {
-		write_failed(a.out, err, false);
-	}
-	if (w) {
-		int cerr = tb_writer_close(w);
-
-		if (cerr && !err) {
-			err = cerr;
-			write_failed(a.out, err, false);
-		}
-	}
-	if (!err) {
-		tb_io_report_end("pack", r, 0);
-		if (tb_reader_finished(r) && !tb_reader_tail_reason(r) &&
-		    strcmp(a.in, "-") && strcmp(a.out, "-")) {
-			int c = copy_if_smaller(a.in, a.out);
-
-			if (c < 0) {
-				fprintf(stderr, "tracebpf: pack: failed to write '%s'\n", a.out);
-				err = -EIO;
-			} else if (c) {
-				fprintf(stderr, "tracebpf: pack: '%s' is already packed "
-					"(rewriting it would not make it smaller): copied\n", a.in);
-			}
-		}
-		if (!err)
-			fprintf(stderr, "tracebpf: pack: %" PRIu64 " records written, %" PRIu64
-				" duplicate site descriptors dropped\n", n, dropped);
-	}
-out:
-	if (err == -ENOMEM && !w)
+	if (!err)
+		err = pack_copy(&k);
+	opened = k.w;
+	if (opened)
+		err = pack_finish(&k, err);
+	else if (err == -ENOMEM)   /* with a writer, the failed write was said */
 		fprintf(stderr, "tracebpf: pack: out of memory\n");
-	tb_merge_free(m);
-	tb_reader_close(r);
+	tb_merge_free(k.m);
+	tb_reader_close(k.r);
 	free_tabs();
 	return err ? 1 : 0;
 }
