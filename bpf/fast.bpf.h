@@ -229,18 +229,24 @@ static __always_inline int fast_site(struct bpf_dynptr *dp, struct fast_cb *c,
 	return fast_out(c, buf, size, 1, f->ts, f->ts);
 }
 
+extern void *bpf_dynptr_slice(const struct bpf_dynptr *p, __u32 offset, void *buffer__opt,
+			      __u32 buffer__szk) __ksym;
+
 static long fast_sample(struct bpf_dynptr *dp, void *ctx)
 {
 	struct fast_cb *c = ctx;
+	const struct tb_fast_rec *p;
 	struct tb_fast_rec f;
 
 	c->d->drained++;
 	/* every sample is at least this long (a descriptor's head and its
-	 * first bytes): one read takes an event whole */
-	if (bpf_dynptr_read(&f, sizeof(f), dp, 0, 0)) {
+	 * first bytes): one look takes an event whole, in place */
+	p = bpf_dynptr_slice(dp, 0, NULL, sizeof(f));
+	if (!p) {
 		c->d->bad++;
 		return 0;
 	}
+	f = *p;
 	if (f.type == TB_FAST_EVENT) {
 		if (f.ts >= c->stop_ts)
 			return 0;   /* after a ctl stop: dropped, as by the probes */

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -254,6 +254,30 @@ def test_drain_waits_for_a_small_recorder_ring(recorder):
     for i in range(threads):
         assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
     assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta
+
+
+def test_small_rings_fill_and_refill(recorder):
+    """4 KiB thread rings (about 85 events) under `fast_seq attach` (100 us
+    of sleep every 100 events, so the loop outlasts many 10 ms drains):
+    each ring fills, its overflow takes the probe, and after each drain it
+    takes events again. Exact per-thread sequences, nothing lost, and many
+    ring-fulls of events on the fast path: a writer that never saw the
+    drain's new consumer position would stop after the first."""
+    n, threads, ring_events = 200000, 2, 4096 // 48
+    rec = recorder("--no-sched", "--fast-buffer-size", "4K", "--flush-interval", "10", "--",
+                   prog("fast_seq"), "attach", threads, n).wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    t = rec.trace(consumer=False)
+    seq = per_thread(t, "seq")
+    assert sorted(seq) == list(range(threads)), sorted(seq)
+    for i in range(threads):
+        assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
+    assert t.meta["drops_total"] == 0, t.meta
+    dump = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True,
+                          text=True).stdout
+    fast = Counter(re.search(r" t=(\d+) ", l).group(1) for l in dump.splitlines()
+                   if " I test:seq " in l and l.endswith(" [fast]"))
+    assert len(fast) == threads and min(fast.values()) > 4 * ring_events, fast
 
 
 def test_pins_refused_the_recording_takes_the_probes(recorder):

@@ -588,6 +588,7 @@ struct tracebpf__fast_thread {
 	const unsigned long *cons;         /* consumer position (read-only) */
 	unsigned long mask;                /* data bytes - 1 */
 	unsigned long pos;                 /* our producer position */
+	unsigned long cons_seen;           /* the consumer position last read */
 	const volatile struct tracebpf_fast_ctl *ctl;
 	unsigned long map_len;             /* of the mapping at prod */
 	uint64_t retry;                    /* next try at a ring, ns */
@@ -821,6 +822,7 @@ TRACEBPF__FASTFN int tracebpf__fast_open(struct tracebpf__fast_thread *t, long p
 	t->map_len = 4096 + 2 * size;
 	t->mask = size - 1;
 	t->pos = __atomic_load_n(t->prod, __ATOMIC_ACQUIRE);
+	t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
 	t->ctl = c;
 	if (!t->dtor) {
 		t->dtor = 1;
@@ -860,16 +862,22 @@ TRACEBPF__FASTFN int tracebpf__fast_setup(struct tracebpf__fast_thread *t)
 }
 
 /* Room for a sample of len bytes (a multiple of 8), marked BUSY and
- * published; NULL when the ring is full (the event takes the slow path). */
+ * published; NULL when the ring is full (the event takes the slow path).
+ * The consumer position is read again only when the last one read leaves
+ * no room: the drain, which writes it after every sample, then keeps its
+ * cache line, and the thread does not wait for it. The position only
+ * grows, so an old one only underestimates the room. */
 TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *t,
 						  uint32_t len)
 {
 	unsigned long pos = t->pos, total = len + 8u;
-	unsigned long cons = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
 	uint32_t *hdr;
 
-	if (pos - cons + total > t->mask + 1)
-		return 0;
+	if (pos - t->cons_seen + total > t->mask + 1) {
+		t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+		if (pos - t->cons_seen + total > t->mask + 1)
+			return 0;
+	}
 	hdr = TRACEBPF__RCAST(uint32_t *, t->data + (pos & t->mask));
 	hdr[0] = len | TRACEBPF_FAST_BUSY;
 	hdr[1] = 0;
