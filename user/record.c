@@ -1165,17 +1165,14 @@ static int load_record_bpf(struct recorder *r)
 		ERR("failed to size the set of traced processes: %s", strerror(-err));
 		return err;
 	}
-	err = tb_slots_size(r->skel->maps.slot_pos, r->skel->maps.slots, r->ncpus,
-			    tb_slots_bits(o->buffer_size));
-	if (err) {
-		ERR("failed to size the slot rings: %s", strerror(-err));
-		return err;
-	}
-	r->skel->rodata->slot_bits = tb_slots_bits(o->buffer_size);
 	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
 	r->skel->rodata->stop_for_attach = true;
 	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
 			      "ring buffer", "--buffer-size");
+	if (!err)
+		err = tb_slots_create(&r->slots, r->skel->maps.slot_pos, r->skel->maps.slots,
+				      r->ncpus, o->buffer_size, "--buffer-size");
+	r->skel->rodata->slot_bits = r->slots.bits;
 	if (!err)
 		err = tb_fast_prepare(&r->fast, r->skel, &(struct tb_fast_opts){
 			.ring_size = o->fast_buffer_size, .max_rings = o->max_fast_rings,
@@ -1240,8 +1237,7 @@ static int load_bpf(struct recorder *r)
 		return err;
 	}
 	err = tb_slots_open(&r->slots, bpf_map__fd(r->skel->maps.slot_pos),
-			    bpf_map__fd(r->skel->maps.slots), r->ncpus,
-			    tb_slots_bits(o->buffer_size));
+			    bpf_map__fd(r->skel->maps.slots));
 	if (err) {
 		ERR("failed to map the slot rings: %s", strerror(-err));
 		return err;

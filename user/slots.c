@@ -8,16 +8,21 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <linux/types.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "record.h"
+#include "rings.h"
 #include "slots.h"
 
-unsigned tb_slots_bits(size_t bytes)
+#define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
+
+static unsigned slot_bits(size_t bytes)
 {
 	unsigned bits = 0;
 
@@ -26,11 +31,38 @@ unsigned tb_slots_bits(size_t bytes)
 	return bits;
 }
 
-int tb_slots_size(struct bpf_map *pos, struct bpf_map *slots, int ncpus, unsigned bits)
+int tb_slots_create(struct tb_slots *s, struct bpf_map *pos, struct bpf_map *slots,
+		    int ncpus, size_t bytes, const char *option)
 {
-	int err = bpf_map__set_max_entries(pos, ncpus);
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	__u32 n;
+	int fd, err;
 
-	return err ? err : bpf_map__set_max_entries(slots, (__u32)ncpus << bits);
+	memset(s, 0, sizeof(*s));
+	s->ncpus = ncpus;
+	s->bits = slot_bits(bytes);
+	n = (__u32)ncpus << s->bits;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "slots", sizeof(__u32), sizeof(struct tb_slot),
+			    n, &mo);
+	if (fd < 0) {
+		err = -errno;
+		ERR("failed to create the slot rings (%zu bytes a CPU): %s",
+		    sizeof(struct tb_slot) << s->bits, strerror(-err));
+		if (err == -ENOMEM)
+			fprintf(stderr, "tracebpf: hint: try a smaller %s\n", option);
+		else
+			tb_hint_bpf(err, NULL);
+		return err;
+	}
+	err = bpf_map__reuse_fd(slots, fd);   /* libbpf keeps its own copy */
+	close(fd);
+	if (!err)
+		err = bpf_map__set_max_entries(pos, ncpus);
+	if (err) {
+		ERR("failed to set up the slot rings' maps: %s", strerror(-err));
+		tb_hint_bpf(err, "run with -v to see libbpf's log");
+	}
+	return err;
 }
 
 static size_t page_round(size_t n)
@@ -40,13 +72,12 @@ static size_t page_round(size_t n)
 	return (n + pg - 1) / pg * pg;
 }
 
-int tb_slots_open(struct tb_slots *s, int pos_fd, int slots_fd, int ncpus, unsigned bits)
+int tb_slots_open(struct tb_slots *s, int pos_fd, int slots_fd)
 {
 	void *p;
 
-	memset(s, 0, sizeof(*s));
-	s->pos_bytes = page_round(ncpus * sizeof(struct tb_slot_pos));
-	s->slot_bytes = page_round(((size_t)ncpus << bits) * sizeof(struct tb_slot));
+	s->pos_bytes = page_round(s->ncpus * sizeof(struct tb_slot_pos));
+	s->slot_bytes = page_round(((size_t)s->ncpus << s->bits) * sizeof(struct tb_slot));
 	p = mmap(NULL, s->pos_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pos_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -60,8 +91,6 @@ int tb_slots_open(struct tb_slots *s, int pos_fd, int slots_fd, int ncpus, unsig
 		return err;
 	}
 	s->slot = p;
-	s->ncpus = ncpus;
-	s->bits = bits;
 	return 0;
 }
 
@@ -97,6 +126,8 @@ size_t tb_slots_consume(struct tb_slots *s, int (*fn)(void *ctx, void *data, siz
 
 		head = __atomic_load_n(&s->pos[c].head, __ATOMIC_ACQUIRE);
 		tail = __atomic_load_n(&s->pos[c].tail, __ATOMIC_RELAXED);
+		if (head - tail > mask + 1)   /* cannot happen with our program; never spin */
+			tail = head - (mask + 1);
 		for (; tail != head; tail++) {
 			size = slot_rec(&ring[tail & mask], c, &x);
 			fn(ctx, &x, size);

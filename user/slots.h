@@ -6,7 +6,7 @@
  * The recorder maps both arrays and turns every slot it reads back into
  * the TB_REC_EVENT or TB_REC_EVENT_ID the ring buffer would have carried.
  *
- * Order of calls: tb_slots_size before the object is loaded, tb_slots_open
+ * Order of calls: tb_slots_create before the object is loaded, tb_slots_open
  * after, tb_slots_consume wherever the ring buffers are consumed,
  * tb_slots_close at the end.
  */
@@ -24,17 +24,17 @@ struct tb_slots {
 	struct tb_slot *slot;      /* mapped: ncpus << bits */
 	size_t pos_bytes, slot_bytes;
 	int ncpus;
-	unsigned bits;             /* log2 of each CPU's slots */
+	unsigned bits;             /* log2 of each CPU's slots: the object's slot_bits */
 };
 
-/* The log2 of the slots per CPU in a ring of at most bytes (set in the
- * object's slot_bits). */
-unsigned tb_slots_bits(size_t bytes);
-/* Sizes both maps for ncpus CPUs of 2^bits slots (before load). 0 or a
- * negative errno. */
-int tb_slots_size(struct bpf_map *pos, struct bpf_map *slots, int ncpus, unsigned bits);
-/* Maps the loaded maps. 0 or a negative errno (nothing printed). */
-int tb_slots_open(struct tb_slots *s, int pos_fd, int slots_fd, int ncpus, unsigned bits);
+/* Before load: sizes `pos` for ncpus and creates the slots of `slots`
+ * (2^bits per CPU, the most that fit in bytes), as tb_rings_create
+ * creates rings, so that memory that is short is said as such, naming
+ * option. 0 or a negative errno (said). */
+int tb_slots_create(struct tb_slots *s, struct bpf_map *pos, struct bpf_map *slots,
+		    int ncpus, size_t bytes, const char *option);
+/* After load: maps both. 0 or a negative errno (nothing printed). */
+int tb_slots_open(struct tb_slots *s, int pos_fd, int slots_fd);
 /* Hands every slot written since the last call to fn(ctx, record, size) as
  * a TB_REC_EVENT or TB_REC_EVENT_ID of its CPU, oldest first, and frees
  * them. Returns the number of records. */

@@ -136,6 +136,15 @@ def in_poll(pid):
     return nr in ("232", "281", "441")   # epoll_wait, epoll_pwait, epoll_pwait2
 
 
+def possible_cpus():
+    """The number of CPUs /sys/devices/system/cpu/possible lists."""
+    n = 0
+    for part in open("/sys/devices/system/cpu/possible").read().strip().split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
 def fd_infos(pid):
     """The fields of /proc/PID/fdinfo/* ("map_id", "map_type", "prog_id",
     ...: str -> str), one dict per open fd; none if pid is gone."""

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, TRACEBPF, fd_infos, load, prog
+from conftest import BUILD, ROOT, TRACEBPF, fd_infos, load, possible_cpus, prog
 
 
 def run(*args, user=None, wrap=(), timeout=60):
@@ -317,6 +317,28 @@ def test_rings_out_of_memory(tmp_path, option):
     what = "kernel ring buffer" if option == "--kernel-buffer-size" else "ring buffer"
     check_failed(p, f"failed to create {what} for CPU 0 (536870912 bytes): Cannot allocate memory",
                  f"hint: try a smaller {option}\n")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_slot_rings_out_of_memory(tmp_path):
+    """The slot rings take --buffer-size per CPU next to the ring buffers:
+    a memory cgroup that holds the ring buffers (128 MiB a CPU) with 64 MiB
+    to spare, but not the slot rings (96 MiB a CPU), gets the same clear
+    error naming the option, not a failed load with a verifier hint."""
+    n = possible_cpus()
+    cg = limited_cgroup(f"tracebpf-test-{os.getpid()}", "memory", (n * 128 + 64) << 20)
+    if cg is None:
+        pytest.skip("no memory cgroup controller on this machine")
+    try:
+        cmd = [TRACEBPF, "record", "-b", "128M", "-o", str(tmp_path / "x.json"), "--",
+               prog("pingpong"), "1"]
+        p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *cmd],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        remove_cgroup(cg)
+    check_failed(p, "failed to create the slot rings (100663296 bytes a CPU): Cannot allocate "
+                 "memory", "hint: try a smaller --buffer-size\n")
+    assert "verifier" not in p.stderr, p.stderr
     assert not (tmp_path / "x.json").exists()
 
 

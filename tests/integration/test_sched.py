@@ -13,7 +13,8 @@ from collections import Counter
 
 import pytest
 
-from conftest import TRACEBPF, child_pid_of, fd_infos, in_poll, load, prog, wait_for
+from conftest import (TRACEBPF, child_pid_of, fd_infos, in_poll, load, possible_cpus, prog,
+                      wait_for)
 from test_errors import check_failed, run
 
 NCPUS = os.cpu_count()
@@ -509,14 +510,6 @@ def test_dump_shows_kernel_records(recorder):
     assert len([l for l in t.systrace if l["event"] == "signal_generate"
                 and parse_kv(l["details"]).get("pid") == str(pid)
                 and parse_kv(l["details"]).get("sig") == "10"]) == 3
-
-
-def possible_cpus():
-    n = 0
-    for part in open("/sys/devices/system/cpu/possible").read().strip().split(","):
-        lo, _, hi = part.partition("-")
-        n += int(hi or lo) - int(lo) + 1
-    return n
 
 
 def ring_sizes(pid):
