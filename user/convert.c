@@ -8,7 +8,7 @@
  * trace. Records an output event needs are copied (the merge reuses its
  * buffers); site descriptors are kept for the whole conversion.
  *
- * What the viewers need (chrome-json.md) and how it is met here:
+ * What the viewers need (docs/output.md) and how it is met here:
  * - B/E pairs are matched per thread and emitted as complete "X" events,
  *   strictly nested per thread; a slice left open is closed at its thread's
  *   exit, its process's exec or the end of the trace and marked in its args.
@@ -18,8 +18,10 @@
  *   become marked instants; async slices likewise, for every thread;
  *   flows that span a gap are left unfinished.
  * - Instants are "I" with "s"; counters "C" with numeric args only.
- * - ts/dur are microseconds with three decimals from integer ns; no nan or
- *   inf anywhere a number belongs; strings are escaped, valid UTF-8.
+ * - ts/dur are microseconds from integer ns: ts with three decimals, dur
+ *   so that ts + dur added in doubles is the end's own double (json.h), so
+ *   a child ending with its parent stays inside it; no nan or inf anywhere
+ *   a number belongs; strings are escaped, valid UTF-8.
  * - The JSON object form is written whole; tb_convert renames it into place
  *   only once complete.
  */
@@ -1814,7 +1816,7 @@ static void write_event(struct tb_json *j, const struct oev *e)
 	tb_json_string_n(j, &e->ph, 1);
 	tb_json_kts(j, "ts", e->ts);
 	if (e->ph == 'X')
-		tb_json_kts(j, "dur", e->dur);
+		tb_json_kdur(j, "dur", e->ts, e->dur);
 	tb_json_kuint(j, "pid", e->pid);
 	tb_json_kuint(j, "tid", e->tid);
 	if (e->ph == 'I') {

@@ -2,7 +2,7 @@
 /*
  * convert.h - render a trace file (.tbt) as Chrome trace JSON for Perfetto
  * UI, chrome://tracing and Chrome DevTools (docs/format.md for the input,
- * /work/shared/docs/chrome-json.md for what the output must satisfy).
+ * docs/output.md for what the output must satisfy).
  */
 #ifndef TRACEBPF_CONVERT_H
 #define TRACEBPF_CONVERT_H

@@ -2,7 +2,7 @@
 /*
  * ftrace.c - kernel records as ftrace text (systemTraceEvents, dump lines).
  *
- * What the viewers need (chrome-json.md), and how it is met here:
+ * What the viewers need (docs/output.md), and how it is met here:
  * - header "# tracer: nop", "# clock_type=LINUX_CLOCK_MONOTONIC" (the
  *   records' bpf_ktime_get_ns clock, the clock of traceEvents), every line
  *   ending with '\n';

@@ -4,7 +4,7 @@
  * text: the "systemTraceEvents" string of Chrome JSON, and one line per
  * record for a text dump.
  *
- * The lines follow /work/shared/docs/chrome-json.md, the form that both
+ * The lines follow docs/output.md, the form that both
  * catapult's TGID line parser and Perfetto's systrace tokenizer accept:
  *   <comm>-<tid> (<tgid>) [<cpu>] <4 flags> <sec>.<usec>: <event>: <fields>
  * Generic tracepoints are decoded with libtraceevent from the format saved

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,9 +272,11 @@ void tb_json_double(struct tb_json *j, double v)
 		put(j, "0", 1);
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%.15g", v);
-	if (strtod(buf, NULL) != v)
-		snprintf(buf, sizeof(buf), "%.17g", v);
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, sizeof(buf), "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
 	/* Whatever LC_NUMERIC says, JSON's decimal point is '.'. */
 	for (p = buf; *p; p++)
 		if (*p == ',')
@@ -300,6 +303,36 @@ void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
 	value_start(j);
 	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64 ".%03u",
 				     ns / 1000, (unsigned)(ns % 1000)));
+}
+
+/* What a viewer reads "ns / 1000 with three decimals" as: the nearest
+ * double. Below 2^53 the integer is exact and the one division rounds
+ * correctly; above it (104 days of uptime) the text is parsed, in the C
+ * locale whatever LC_NUMERIC says. */
+static double us_of(uint64_t ns)
+{
+	static locale_t c_locale;
+	char buf[32];
+
+	if (ns < (UINT64_C(1) << 53))
+		return (double)ns / 1000.0;
+	if (!c_locale)
+		c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+	snprintf(buf, sizeof(buf), "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+	return c_locale ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
+}
+
+void tb_json_kdur(struct tb_json *j, const char *key, uint64_t ts, uint64_t dur)
+{
+	double start = us_of(ts), end = us_of(ts + dur);
+	double exact = end - start;   /* exact when start >= end / 2 (Sterbenz) */
+
+	if (start + us_of(dur) == end || start + exact != end) {
+		tb_json_kts(j, key, dur);
+		return;
+	}
+	tb_json_key(j, key);
+	tb_json_double(j, exact);
 }
 
 void tb_json_kstr(struct tb_json *j, const char *key, const char *v)

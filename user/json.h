@@ -71,5 +71,12 @@ void tb_json_kstr(struct tb_json *j, const char *key, const char *v);
 void tb_json_kint(struct tb_json *j, const char *key, int64_t v);
 void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v);
 void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns);
+/* The duration of a slice that starts at ts (integer ns), written so that
+ * a viewer adding "ts" and "dur" as doubles (they all do) gets exactly the
+ * double its end, ts + dur, reads back as: equal ends stay equal and a
+ * slice never ends past one that ends later or at the same ns. Three
+ * decimals when they already add up; otherwise the exact double that
+ * does (for example 554.175999879837 where 554.176 would end 0.2 ps late). */
+void tb_json_kdur(struct tb_json *j, const char *key, uint64_t ts, uint64_t dur);
 
 #endif /* TRACEBPF_JSON_H */

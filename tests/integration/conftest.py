@@ -68,7 +68,7 @@ class Trace:
 
 
 def check_chrome_rules(t):
-    """Every point of shared/docs/chrome-json.md that applies to traceEvents."""
+    """Every rule of docs/output.md that applies to traceEvents."""
     doc = t.doc
     assert isinstance(doc, dict), "object form expected"
     assert doc.get("displayTimeUnit") in ("ms", "ns")
@@ -98,14 +98,15 @@ def check_chrome_rules(t):
         if ph == "I":
             assert e.get("s") in ("t", "p", "g"), e
         if ph == "X":
-            # strictly nested per thread
+            # strictly nested per thread, in ns and in a viewer's doubles
             st = stacks[(e["pid"], e["tid"])]
             b, end = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
-            while st and st[-1] <= b:
+            while st and st[-1][0] <= b:
                 st.pop()
             if st:
-                assert end <= st[-1], f"partially overlapping slice on thread: {e}"
-            st.append(end)
+                assert end <= st[-1][0], f"partially overlapping slice on thread: {e}"
+                assert e["ts"] + e["dur"] <= st[-1][1], f"ends past its parent in doubles: {e}"
+            st.append((end, e["ts"] + e["dur"]))
         for v in (e.get("args") or {}).values():
             if isinstance(v, float):
                 assert math.isfinite(v), e

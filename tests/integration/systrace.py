@@ -104,7 +104,7 @@ def check_line(line):
 
 
 def check_system_trace(text):
-    """Every rule of chrome-json.md for systemTraceEvents; returns the lines."""
+    """Every rule of docs/output.md for systemTraceEvents; returns the lines."""
     assert isinstance(text, str)
     assert text.startswith("# tracer: nop\n"), text[:80]
     assert text.endswith("\n"), "Perfetto drops a last line without a newline"

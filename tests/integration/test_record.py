@@ -544,9 +544,8 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
         if k >= 5 and before_total:
             break
         # The program ends while recorded, so every slice ends at its own
-        # END: slices closed together at the recording's end can end on the
-        # same ns, and a viewer's double sum may then put the child one ulp
-        # past its parent (a known limit, docs/design.md).
+        # END (test_slices_ending_on_the_same_ns_nest_exactly covers the
+        # slices closed together at a recording's end).
         p = spawn(prog("nested_loop"), 2, 0.6)
         assert p.stdout.readline().startswith("pid=")
         time.sleep(0.05 * (k % 5))
@@ -584,6 +583,45 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
                 assert js == list(range(50)), (o, js[:5], len(js))
     # the race is real: across the attaches some thread began with an END
     assert before_total > 0, "no attach landed inside a scope in 15"
+
+
+def test_slices_ending_on_the_same_ns_nest_exactly(recorder, spawn):
+    """A recording stopped inside nested scopes closes the outer and the
+    inner slice at the same ns. Viewers add ts and dur as doubles, and the
+    plain three-decimal dur can put the child a fraction of a ps past its
+    parent: DevTools then drops it from the flame chart. Every X's dur is
+    written so that ts + dur, added as doubles, is exactly the double of its
+    end (docs/output.md): equal ends stay equal, and DevTools drops
+    nothing. The ns values are read exactly (as decimals) from the file."""
+    from decimal import Decimal
+    p = spawn(prog("nested_loop"), 2, 30)
+    assert p.stdout.readline().startswith("pid=")
+    rec = recorder("--no-sched", "--flush-interval", "50", "-p", p.pid)
+
+    def both_scopes_recorded():
+        d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+        return d.returncode == 0 and d.stdout.count("B nest:outer") >= 4
+    wait_for(both_scopes_recorded, what="outer scopes in the file")
+    rec.stop()
+    assert rec.rc == 0, rec.stderr[-2000:]
+    doc = json.loads(rec.out.read_text(), parse_float=Decimal)
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    def end_of(e):   # the end to the ns, as the converter knew it
+        return (e["ts"] + e["dur"]).quantize(Decimal("0.001"))
+    ends = defaultdict(list)   # (tid, end) -> slices
+    for e in xs:
+        ends[e["tid"], end_of(e)].append(e)
+    shared = [v for v in ends.values() if len(v) > 1]
+    # both threads were inside an outer and an inner scope at the stop
+    assert len(shared) == 2 and all(len(v) == 2 for v in shared), shared
+    for pair in shared:
+        assert {e["name"] for e in pair} == {"outer", "inner"}, pair
+        assert len({float(e["ts"]) + float(e["dur"]) for e in pair}) == 1, pair
+    for e in xs:   # a viewer's sum is the end's own double
+        assert float(e["ts"]) + float(e["dur"]) == float(end_of(e)), e
+    dt = rec.trace().devtools
+    assert all(th["dropped"] == 0 for th in dt["threads"]), dt["threads"]
+    assert max(th["max_depth"] for th in dt["threads"]) == 2, dt["threads"]
 
 
 def ns(us):

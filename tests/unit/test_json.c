@@ -7,6 +7,7 @@
  *     user/json.c -lcmocka -o test_json
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,6 +203,74 @@ static void test_ts(void **state)
 	check_ts(UINT64_MAX, "18446744073709551.615");
 }
 
+/* kdur's value: the text between '{"d":' and '}'. */
+static char *dur_json(uint64_t ts, uint64_t dur)
+{
+	struct out o;
+	char *s;
+	size_t n;
+
+	out_open(&o);
+	tb_json_begin_object(&o.j);
+	tb_json_kdur(&o.j, "d", ts, dur);
+	tb_json_end_object(&o.j);
+	s = out_close(&o);
+	n = strlen(s);
+	assert_true(n > 6 && !strncmp(s, "{\"d\":", 5) && s[n - 1] == '}');
+	memmove(s, s + 5, n - 6);
+	s[n - 6] = '\0';
+	return s;
+}
+
+/* What a viewer reads the three-decimal text of ns as. */
+static double text_us(uint64_t ns)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+	return strtod(buf, NULL);
+}
+
+/* A viewer's ts + dur, in doubles, must be exactly the end's double; the
+ * text is the plain three decimals whenever they add up, and reads back
+ * as the duration to within half a ns otherwise. */
+static void check_dur(uint64_t ts, uint64_t dur)
+{
+	char *got = dur_json(ts, dur), plain[32];
+	double d = strtod(got, NULL);
+
+	snprintf(plain, sizeof(plain), "%" PRIu64 ".%03u", dur / 1000, (unsigned)(dur % 1000));
+	if (text_us(ts) + text_us(dur) == text_us(ts + dur))
+		assert_string_equal(got, plain);
+	assert_true(text_us(ts) + d == text_us(ts + dur));
+	if (ts < (UINT64_C(1) << 50))
+		assert_true(fabs(d * 1000 - (double)dur) < 0.5);
+	free(got);
+}
+
+static void test_dur(void **state)
+{
+	uint64_t x = 88172645463325252ULL;
+	char *s;
+
+	(void)state;
+	/* 1199221297.630 + 554.176 is 0.2 ps past 1199221851.806 in doubles */
+	s = dur_json(1199221297630ULL, 554176);
+	assert_string_equal(s, "554.175999879837");
+	free(s);
+	s = dur_json(1000, 500);
+	assert_string_equal(s, "0.500");
+	free(s);
+	check_dur(0, 0);
+	check_dur((UINT64_C(1) << 54) + 12345, 987654321);   /* parsed, not divided */
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift64 */
+		uint64_t ts = UINT64_C(1000000000) + (x >> 12) % (UINT64_C(1) << 52);
+		uint64_t dur = (x * 2654435761u) % (i & 1 ? 100000 : UINT64_C(10000000000));
+		check_dur(ts, dur);
+	}
+}
+
 static char *num_json(int kind, int64_t i, uint64_t u, double d)
 {
 	struct out o;
@@ -367,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_invalid),
 		cmocka_unit_test(test_keys_escaped),
 		cmocka_unit_test(test_ts),
+		cmocka_unit_test(test_dur),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_structure),
 		cmocka_unit_test(test_misuse),
