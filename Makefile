@@ -31,7 +31,7 @@ USER_LDLIBS   := -lbpf -lelf -ldeflate -lz -ltraceevent
 # after our own so vmlinux.h wins, as libbpf-bootstrap does.
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
-BPF_CFLAGS    := $(CLANG_BPF_SYS_INCLUDES) -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+BPF_CFLAGS    := $(CLANG_BPF_SYS_INCLUDES) -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ilib/include \
                  -Wall -Werror -Wno-unused-function
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
@@ -213,7 +213,7 @@ $(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) user/*.h bpf/reco
 	$(Q)mkdir -p $(OUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Iuser -Ibpf -I/usr/include/traceevent $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
+		-D_GNU_SOURCE -Iuser -Ibpf -Ilib/include -I/usr/include/traceevent $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
 # ---- the chaos run (tests/chaos/chaos.py; tests/run.sh runs 60 s) ----
 DURATION ?= 600

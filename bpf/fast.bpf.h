@@ -200,7 +200,7 @@ static __always_inline int fast_site(struct bpf_dynptr *dp, struct fast_cb *c,
 {
 	__u8 *buf = scratch_buf();
 	struct tb_rec_site *rec;
-	struct user_site *us;
+	struct tracebpf_site *us;
 	__u32 len;
 	__u64 size;
 

@@ -18,23 +18,11 @@
 #define BPF_USDT_MAX_SPEC_CNT 4096
 #include <bpf/usdt.bpf.h>
 
+#include "tracebpf/site.h"
 #include "record.h"
 #include "ring.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* Site descriptor header as lib/include/tracebpf/trace.h lays it out. */
-#define TRACEBPF_SITE_MAGIC 0x31534254u
-struct user_site {
-	__u32 magic;
-	__u16 size;
-	__u8 phase;
-	__u8 scope;
-	__u8 nargs;
-	__u8 arg_type[2];
-	__u8 flags;
-	__u32 reserved;
-};
 
 /* Set between open and load (see user/record.c). wakeup_bytes, the rings,
  * the drop counter and the traced set come from ring.bpf.h, shared with
@@ -166,7 +154,7 @@ static __noinline __u32 report_site(void *rb, __u64 addr, __u32 cpu, __u64 ts,
 				    __u64 pid_tgid)
 {
 	struct tb_rec_site *rec;
-	struct user_site *us;
+	struct tracebpf_site *us;
 	__u8 *buf = scratch_buf();
 	__u32 len, info;
 	__u64 size;

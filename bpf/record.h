@@ -48,8 +48,8 @@ struct tb_rec_hdr {
 	__u32 tid;    /* thread id */
 };
 
-/* Argument types, as encoded in a site descriptor (lib/include/tracebpf/trace.h
- * defines the same values as TRACEBPF_ARG_*; tests/unit checks they agree). */
+/* Argument types, as encoded in a site descriptor (TRACEBPF_ARG_* in
+ * tracebpf/site.h: the same values, asserted below). */
 enum tb_arg_type {
 	TB_ARG_NONE   = 0,
 	TB_ARG_INT    = 1,  /* int64 */
@@ -94,10 +94,24 @@ struct tb_rec_event_id {
 	__u16 pad[3];
 };
 
-/* Site descriptor flags (trace.h TRACEBPF_SITEF_*). */
+/* Site descriptor flags (TRACEBPF_SITEF_* in tracebpf/site.h). */
 #define TB_SITE_COPY_NAME 0x01u
 #define TB_SITE_STEP      0x02u
 #define TB_SITE_ID        0x04u
+
+/* The descriptor's own constants, where tracebpf/site.h is included first
+ * (record.bpf.c, and the readers through tbfile.h): the same values. */
+#ifdef TRACEBPF_SITE_H
+_Static_assert(TB_ARG_INT == TRACEBPF_ARG_INT && TB_ARG_UINT == TRACEBPF_ARG_UINT &&
+	       TB_ARG_DOUBLE == TRACEBPF_ARG_DOUBLE && TB_ARG_BOOL == TRACEBPF_ARG_BOOL &&
+	       TB_ARG_STR == TRACEBPF_ARG_STR && TB_ARG_PTR == TRACEBPF_ARG_PTR,
+	       "argument types as tracebpf/site.h has them");
+_Static_assert(TB_SITE_COPY_NAME == TRACEBPF_SITEF_COPY_NAME &&
+	       TB_SITE_STEP == TRACEBPF_SITEF_STEP && TB_SITE_ID == TRACEBPF_SITEF_ID,
+	       "site flags as tracebpf/site.h has them");
+_Static_assert(TB_MAX_ARGS == TRACEBPF_MAX_ARGS && TB_SITE_MAX == TRACEBPF_SITE_MAX,
+	       "site limits as tracebpf/site.h has them");
+#endif
 
 /* Why the kernel side stopped a traced process (the `stopped` map). */
 #define TB_STOP_EXEC      1u   /* new image: attach its probes, then SIGCONT */

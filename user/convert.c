@@ -480,7 +480,7 @@ static void *copy_rec(const void *rec)
 static void parse_site(const struct tb_rec_site *rec, struct site *s)
 {
 	const char *desc = (const char *)(rec + 1);
-	struct tb_site_desc d;
+	struct tracebpf_site d;
 	size_t off, i;
 	const char **str[3 + TB_MAX_ARGS] = { &s->cat, &s->name };
 	size_t nstr;
@@ -490,7 +490,7 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 	    rec->len > rec->hdr.size - sizeof(*rec) || rec->len < sizeof(d))
 		return;
 	memcpy(&d, desc, sizeof(d));
-	if (d.magic != TB_SITE_MAGIC || d.size < sizeof(d) || d.size > rec->len ||
+	if (d.magic != TRACEBPF_SITE_MAGIC || d.size < sizeof(d) || d.size > rec->len ||
 	    d.nargs > TB_MAX_ARGS)
 		return;
 	if (!strchr("BEICbenstfM", d.phase) || !d.phase)

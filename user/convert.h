@@ -17,23 +17,6 @@
 #define TRACEBPF_VERSION "0.1.0"
 #endif
 
-/* Site descriptor as the application holds it (lib/include/tracebpf/
- * trace.h) and TB_REC_SITE carries it: this header, then NUL-terminated
- * strings: category, name, then one name per argument. `size` counts the
- * header and the strings. */
-#define TB_SITE_MAGIC 0x31534254u   /* "TBS1" little endian */
-struct tb_site_desc {
-	uint32_t magic;
-	uint16_t size;
-	uint8_t phase;                 /* 'B', 'E', 'I' or 'C' */
-	uint8_t scope;                 /* instants: 't', 'p' or 'g' */
-	uint8_t nargs;                 /* <= TB_MAX_ARGS */
-	uint8_t arg_type[TB_MAX_ARGS]; /* enum tb_arg_type */
-	uint8_t flags;
-	uint32_t reserved;
-};
-_Static_assert(sizeof(struct tb_site_desc) == 16, "tb_site_desc layout");
-
 struct tb_convert_opts {
 	const char *in;    /* trace file, "-" = stdin */
 	const char *out;   /* JSON file, "-" = stdout */

@@ -38,27 +38,27 @@ static void add_site(struct dsite **table, const struct tb_rec_site *rec)
 {
 	const unsigned char *d = (const unsigned char *)(rec + 1);
 	char *dst[5];
-	size_t dsz[5], off = 16, i, k = 0, nstr, size, max = rec->hdr.size - sizeof(*rec);
+	size_t dsz[5], off = sizeof(struct tracebpf_site), i, k = 0, nstr, size,
+	       max = rec->hdr.size - sizeof(*rec);
 	struct dsite *s;
-	uint16_t sz;
-	uint32_t magic;
+	struct tracebpf_site h;
 
-	if (rec->flags & 1 || rec->len < 16 || rec->len > max)
+	if (rec->flags & TB_SITEF_FAULT || rec->len < sizeof(h) || rec->len > max)
 		return;
-	memcpy(&magic, d, 4);
-	memcpy(&sz, d + 4, 2);
-	if (magic != 0x31534254u || sz < 16 || sz > rec->len || d[8] > 2)
+	memcpy(&h, d, sizeof(h));
+	if (h.magic != TRACEBPF_SITE_MAGIC || h.size < sizeof(h) || h.size > rec->len ||
+	    h.nargs > TRACEBPF_MAX_ARGS)
 		return;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return;
 	s->pid = rec->hdr.pid;
 	s->addr = rec->site;
-	s->phase = (char)d[6];
-	s->nargs = d[8];
-	s->type[0] = d[9];
-	s->type[1] = d[10];
-	s->flags = d[11];
+	s->phase = (char)h.phase;
+	s->nargs = h.nargs;
+	s->type[0] = h.arg_type[0];
+	s->type[1] = h.arg_type[1];
+	s->flags = h.flags;
 	dst[k] = s->cat; dsz[k++] = sizeof(s->cat);
 	dst[k] = s->name; dsz[k++] = sizeof(s->name);
 	if (s->flags & TB_SITE_STEP) {
@@ -67,7 +67,7 @@ static void add_site(struct dsite **table, const struct tb_rec_site *rec)
 	dst[k] = s->arg[0]; dsz[k++] = sizeof(s->arg[0]);
 	dst[k] = s->arg[1]; dsz[k++] = sizeof(s->arg[1]);
 	nstr = k - 2 + s->nargs;
-	size = sz;
+	size = h.size;
 	for (i = 0; i < nstr && off < size; i++) {
 		const unsigned char *nul = memchr(d + off, 0, size - off);
 		size_t n = nul ? (size_t)(nul - (d + off)) : size - off;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include "tracebpf/site.h"
 #include "../bpf/record.h"
 
 #define TB_FORMAT_MAJOR 2

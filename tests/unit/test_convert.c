@@ -70,13 +70,13 @@ static void site(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
 {
 	uint64_t buf[128];
 	struct tb_rec_site *s = (void *)buf;
-	struct tb_site_desc *d = (void *)(s + 1);
+	struct tracebpf_site *d = (void *)(s + 1);
 	char *p = (char *)(d + 1);
 	size_t len;
 	int i;
 
 	memset(buf, 0, sizeof(buf));
-	d->magic = how == SITE_BAD_MAGIC ? 0x12345678 : TB_SITE_MAGIC;
+	d->magic = how == SITE_BAD_MAGIC ? 0x12345678 : TRACEBPF_SITE_MAGIC;
 	d->phase = (uint8_t)phase;
 	d->scope = (uint8_t)scope;
 	d->nargs = (uint8_t)nargs;
@@ -976,14 +976,14 @@ static void test_hostile(void **state)
 		    1 + rand_r(&seed) % 5);
 		if (type == TB_REC_SITE) {
 			struct tb_rec_site *s = (void *)h;
-			struct tb_site_desc *d = (void *)(s + 1);
+			struct tracebpf_site *d = (void *)(s + 1);
 			static const char ph[] = "BEICX";
 
 			s->site = rand_r(&seed) % 8;
 			s->flags = rand_r(&seed) % 4 == 0;
 			s->len = rand_r(&seed) % 400;
 			if (size >= sizeof(*s) + sizeof(*d)) {
-				d->magic = rand_r(&seed) % 8 ? TB_SITE_MAGIC : 0;
+				d->magic = rand_r(&seed) % 8 ? TRACEBPF_SITE_MAGIC : 0;
 				d->size = rand_r(&seed) % 400;
 				d->phase = ph[rand_r(&seed) % 5];
 				d->nargs = rand_r(&seed) % 4;
