@@ -228,3 +228,24 @@ fuzz: $(OUT)/fuzz/fuzz_reader
 	$(Q)mkdir -p $(OUT)/fuzz/corpus
 	$(Q)$(OUT)/fuzz/fuzz_reader -max_total_time=$(FUZZ_TIME) -rss_limit_mb=512 -timeout=10 \
 		-max_len=65536 $(OUT)/fuzz/corpus tests/fuzz/corpus
+
+# ---- man pages ----
+# Man pages from docs/*.md (tools/md2man.sh, lowdown): section 1 for the
+# command and each docs/tracebpf-CMD.md, section 3 for the client API.
+MAN1 := $(patsubst docs/%.md,$(OUT)/man/%.1,docs/tracebpf.md $(wildcard docs/tracebpf-*.md))
+MAN3 := $(OUT)/man/tracebpf.3
+
+.PHONY: man
+all: man
+man: $(MAN1) $(MAN3)
+
+$(OUT)/man:
+	$(Q)mkdir -p $@
+
+$(OUT)/man/%.1: docs/%.md tools/md2man.sh | $(OUT)/man
+	$(call msg,MAN,$@)
+	$(Q)bash tools/md2man.sh $< $* 1 $(VERSION) > $@.tmp && mv $@.tmp $@
+
+$(OUT)/man/tracebpf.3: docs/api.md tools/md2man.sh | $(OUT)/man
+	$(call msg,MAN,$@)
+	$(Q)bash tools/md2man.sh $< tracebpf 3 $(VERSION) > $@.tmp && mv $@.tmp $@

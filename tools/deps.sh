@@ -31,10 +31,13 @@ bpf_ok() {
   dpkg --compare-versions "$v" ge 7.3
 }
 # libclang-rt-14-dev: the libFuzzer and sanitizer runtimes of the fuzz target
-# (clang only recommends it, and recommends are not installed here)
+# (clang only recommends it, and recommends are not installed here).
+# lowdown renders docs/*.md as the man pages (make, make install); man-db
+# (man -l, lexgrog) and pkg-config are what tests/integration/test_install.py
+# checks the installed pages and tracebpf.pc with.
 pkgs=(make gcc g++ clang llvm libelf-dev zlib1g-dev libdeflate-dev pkg-config
       binutils libcmocka-dev libtraceevent-dev python3 python3-pytest procps util-linux
-      libclang-rt-14-dev)
+      libclang-rt-14-dev lowdown man-db)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

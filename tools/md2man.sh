@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Render one docs/*.md page as a man page with lowdown (Debian: lowdown).
+#   tools/md2man.sh DOC.md NAME SECTION VERSION > PAGE
+# DOC.md starts with the line "# NAME(SECTION)" (checked: it names the page
+# and its section), then "## NAME", "## SYNOPSIS", ... as in any man page.
+# Before lowdown sees the text, two Markdown constructs that read well on a
+# web page but not in a terminal are rewritten:
+#   - a two-column table becomes a definition list (term, then its meaning
+#     indented below it, as man pages list options); its header row goes;
+#   - a link to another docs/ file, [x.md](x.md), becomes "docs/x.md" (the
+#     page is read away from the source tree; web links stay as they are).
+# The page's date is its last commit's (none outside a git checkout). Words
+# are not hyphenated and lines not justified (options and paths stay whole).
+set -euo pipefail
+
+fail() { # $1 = object, $2 = why
+  echo "tracebpf: md2man: failed to render '$1': $2" >&2
+  exit 1
+}
+
+check_title() { # $1 = doc, $2 = name, $3 = section
+  local want="# $2($3)" got
+  got=$(head -n 1 "$1")
+  [ "$got" = "$want" ] || fail "$1" "its first line is '$got', not '$want'"
+}
+
+# Drops the title line, rewrites tables and links (see above).
+to_lowdown_markdown() { # $1 = doc
+  awk '
+    NR == 1 { next }
+    # a table: its header row, then a |---|---| separator
+    /^\|/ && !in_table { header = $0; if ((getline sep) > 0 && sep ~ /^\|[-: |]+\|$/) { in_table = 1; next }
+                         print header; print sep; next }
+    in_table && /^\|/ { print_row($0); next }
+    in_table { in_table = 0 }
+    { print relink($0) }
+    function print_row(row,    n, cell) {
+      gsub(/\\\|/, "\001", row)              # an escaped | inside a cell
+      sub(/^\| */, "", row); sub(/ *\| *$/, "", row)
+      n = split(row, cell, / *\| */)
+      if (n != 2) { printf "md2man: line %d: a table of %d columns (only 2 render)\n", NR, n > "/dev/stderr"; exit 2 }
+      gsub(/\001/, "|", cell[1]); gsub(/\001/, "|", cell[2])
+      print relink(cell[1]); print ": " relink(cell[2]); print ""
+    }
+    function relink(s,    out, m, text, target) {
+      out = ""
+      while (match(s, /\[[^]]*\]\([^)]*\)/)) {
+        m = substr(s, RSTART, RLENGTH)
+        text = m; sub(/^\[/, "", text); sub(/\]\(.*$/, "", text)
+        target = m; sub(/^\[[^]]*\]\(/, "", target); sub(/\)$/, "", target)
+        if (target ~ /^[a-z]+:/ || target ~ /^#/) out = out substr(s, 1, RSTART + RLENGTH - 1)
+        else out = out substr(s, 1, RSTART - 1) (text == target ? "docs/" target : text)
+        s = substr(s, RSTART + RLENGTH)
+      }
+      return out s
+    }
+  ' "$1"
+}
+
+page_date() { # $1 = doc; the date of its last commit, or nothing
+  git -C "$(dirname "$1")" log -1 --format=%cs -- "$(basename "$1")" 2>/dev/null || true
+}
+
+main() {
+  [ $# = 4 ] || { echo "usage: tools/md2man.sh DOC.md NAME SECTION VERSION" >&2; exit 2; }
+  local doc=$1 name=$2 section=$3 version=$4 date md
+  [ -r "$doc" ] || fail "$doc" "cannot read it"
+  command -v lowdown >/dev/null || fail "$doc" "lowdown is not installed (hint: run 'sudo make deps')"
+  check_title "$doc" "$name" "$section"
+  date=$(page_date "$doc")
+  md=$(to_lowdown_markdown "$doc") || fail "$doc" "a table it cannot render (see above)"
+  printf '%s\n' "$md" | lowdown -s -Tman --parse-no-intraemph --parse-no-metadata -M "title=$name" -M "section=$section" \
+    -M shiftheadinglevelby=-1 -M "source=tracebpf $version" ${date:+-M "date=$date"} |
+    sed '/^\.TH /a .nr HY 0\n.nh\n.ad l'   # options and paths are not hyphenated nor stretched
+}
+
+main "$@"
