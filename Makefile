@@ -64,7 +64,7 @@ BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/
 LIBBPF_MIN := 1.3
 LIBBPF_VER := $(shell pkg-config --modversion libbpf 2>/dev/null)
 # (test, demo and bench install the deps first, then build in a fresh make)
-ifneq ($(filter-out deps clean test demo bench,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out deps clean test demo bench uninstall,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(LIBBPF_VER),)
 ifneq ($(shell printf '%s\n%s\n' $(LIBBPF_MIN) $(LIBBPF_VER) | sort -V | head -1),$(LIBBPF_MIN))
 $(error tracebpf needs libbpf >= $(LIBBPF_MIN), found $(LIBBPF_VER): run 'sudo make deps' (Debian 12: libbpf-dev from bookworm-backports))
@@ -249,3 +249,41 @@ $(OUT)/man/%.1: docs/%.md tools/md2man.sh | $(OUT)/man
 $(OUT)/man/tracebpf.3: docs/api.md tools/md2man.sh | $(OUT)/man
 	$(call msg,MAN,$@)
 	$(Q)bash tools/md2man.sh $< tracebpf 3 $(VERSION) > $@.tmp && mv $@.tmp $@
+
+# ---- install (make install PREFIX=/usr DESTDIR=/tmp/stage; uninstall alike) ----
+# Everything installed is one list of MODE:FILE:DIR entries that install and
+# uninstall both walk (tools/install.sh): a file added to INSTALL_FILES is
+# installed and uninstalled. The library's files will be one line each:
+#   INSTALL_FILES += 644:$(OUT)/libtracebpf.a:$(LIBDIR)
+# tracebpf.pc goes to LIBDIR/pkgconfig, not the architecture-independent
+# share/pkgconfig: trace.h is x86_64-only (its probes name x86 registers),
+# and the library's Libs will be per architecture too. Both directories are
+# on pkg-config's default path for /usr and /usr/local.
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+INCLUDEDIR   ?= $(PREFIX)/include
+LIBDIR       ?= $(PREFIX)/lib
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR       ?= $(PREFIX)/share/man
+# what install put there (files, new directories), read by uninstall
+INSTALL_MANIFEST := $(PREFIX)/share/tracebpf/installed
+
+INSTALL_FILES := 755:$(OUT)/tracebpf:$(BINDIR) \
+                 $(foreach h,$(wildcard lib/include/tracebpf/*.h),644:$(h):$(INCLUDEDIR)/tracebpf) \
+                 644:$(OUT)/tracebpf.pc:$(PKGCONFIGDIR) \
+                 $(foreach m,$(MAN1),644:$(m):$(MANDIR)/man1) \
+                 $(foreach m,$(MAN3),644:$(m):$(MANDIR)/man3)
+
+.PHONY: install uninstall FORCE
+
+# Rewritten only when PREFIX (or the template) changed.
+$(OUT)/tracebpf.pc: lib/tracebpf.pc.in FORCE | $(OUT)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
+		-e 's|@VERSION@|$(VERSION)|' $< > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+install: $(foreach e,$(INSTALL_FILES),$(word 2,$(subst :, ,$(e))))
+	$(Q)bash tools/install.sh install '$(DESTDIR)' '$(INSTALL_MANIFEST)' $(INSTALL_FILES)
+
+uninstall:
+	$(Q)bash tools/install.sh uninstall '$(DESTDIR)' '$(INSTALL_MANIFEST)' $(INSTALL_FILES)

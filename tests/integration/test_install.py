@@ -1,0 +1,249 @@
+"""make install / make uninstall: the installed tree is all an application
+and its user need (the binary, the header with its pkg-config file, the man
+pages), and uninstall takes back exactly that.
+
+A program outside the source tree is compiled against the DESTDIR with
+nothing but PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR pointing into it,
+then recorded with the installed tracebpf."""
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, load
+
+PREFIX = "/usr"
+
+APP_C = r"""
+#include <stdio.h>
+#include <tracebpf/trace.h>
+
+static int work(int i)
+{
+	TRACE_EVENT1("install", "work", "i", i);
+	return 2 * i;
+}
+
+int main(void)
+{
+	int sum = 0;
+	TRACE_EVENT_INSTANT0("install", "start", TRACE_EVENT_SCOPE_THREAD);
+	for (int i = 0; i < 5; i++) {
+		sum += work(i);
+		TRACE_COUNTER1("install", "sum", sum);
+	}
+	printf("sum=%d\n", sum);
+	return 0;
+}
+"""
+
+APP_CXX = r"""
+#include <cstdio>
+#include <string>
+#include <tracebpf/trace.h>
+
+struct Job {
+	int n;
+	int run() const
+	{
+		TRACE_EVENT1("install", "work", "i", n);
+		auto twice = [this] { TRACE_EVENT0("install", "lambda"); return 2 * n; };
+		return twice();
+	}
+};
+
+int main()
+{
+	int sum = 0;
+	TRACE_EVENT_INSTANT0("install", "start", TRACE_EVENT_SCOPE_THREAD);
+	for (int i = 0; i < 5; i++) {
+		sum += Job{i}.run();
+		TRACE_COUNTER1("install", "sum", sum);
+	}
+	std::printf("sum=%d\n", sum);
+	return 0;
+}
+"""
+
+
+def make(*args):
+    # not the flags of a make that runs the suite (make test: -j, V=1)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *args],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, f"make {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def tree(root):
+    """Every file and directory below root, as paths relative to it."""
+    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*"))
+
+
+def version():
+    m = re.search(r"^VERSION\s*:?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)
+    return m.group(1)
+
+
+def expected_files():
+    """What install must put below PREFIX, from the source tree itself."""
+    headers = [f"include/tracebpf/{h.name}" for h in (ROOT / "lib/include/tracebpf").glob("*.h")]
+    cmds = [f"share/man/man1/{d.stem}.1" for d in (ROOT / "docs").glob("tracebpf-*.md")]
+    return sorted(["bin/tracebpf", "lib/pkgconfig/tracebpf.pc", "share/man/man1/tracebpf.1",
+                   "share/man/man3/tracebpf.3", "share/tracebpf/installed", *headers, *cmds])
+
+
+@pytest.fixture(scope="module")
+def dest(tmp_path_factory):
+    d = tmp_path_factory.mktemp("destdir")
+    make("install", f"DESTDIR={d}", f"PREFIX={PREFIX}")
+    return d
+
+
+def pkg_env(dest):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PKG_CONFIG")}
+    env["PKG_CONFIG_PATH"] = f"{dest}{PREFIX}/lib/pkgconfig"
+    env["PKG_CONFIG_SYSROOT_DIR"] = str(dest)
+    return env
+
+
+def pkg_flags(dest):
+    r = subprocess.run(["pkg-config", "--cflags", "--libs", "tracebpf"], env=pkg_env(dest),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"pkg-config --cflags --libs tracebpf: {r.stderr}"
+    return shlex.split(r.stdout)
+
+
+def test_install_puts_exactly_the_listed_files(dest):
+    files = [p for p in tree(dest / PREFIX.lstrip("/")) if (dest / PREFIX.lstrip("/") / p).is_file()]
+    assert files == expected_files()
+    assert os.access(dest / "usr/bin/tracebpf", os.X_OK), "tracebpf is not executable"
+    assert (dest / "usr/include/tracebpf/trace.h").read_bytes() == \
+        (ROOT / "lib/include/tracebpf/trace.h").read_bytes()
+
+
+def test_installed_tracebpf_version(dest):
+    r = subprocess.run([str(dest / "usr/bin/tracebpf"), "--version"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"tracebpf {version()}"
+
+
+def test_pkg_config_points_into_the_destdir(dest):
+    r = subprocess.run(["pkg-config", "--modversion", "tracebpf"], env=pkg_env(dest),
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == version(), r.stderr
+    assert f"-I{dest}{PREFIX}/include" in pkg_flags(dest)
+
+
+def compile_app(dest, tmp_path, compiler, source, suffix):
+    src = tmp_path / f"app{suffix}"
+    src.write_text(source)
+    exe = tmp_path / f"app-{compiler}"
+    cmd = [compiler, "-Wall", "-Wextra", "-Werror", str(src), "-o", str(exe), *pkg_flags(dest)]
+    r = subprocess.run(cmd, cwd=tmp_path, env=pkg_env(dest), capture_output=True, text=True)
+    assert r.returncode == 0, f"{shlex.join(cmd)}:\n{r.stderr}"
+    # the header came from the DESTDIR, not from the source tree or the host
+    deps = subprocess.run([compiler, "-M", str(src), *pkg_flags(dest)], cwd=tmp_path,
+                          capture_output=True, text=True, check=True).stdout
+    assert f"{dest}{PREFIX}/include/tracebpf/trace.h" in deps.split(), deps
+    return exe
+
+
+def usdt_notes(exe):
+    out = subprocess.run(["readelf", "-n", str(exe)], capture_output=True, text=True,
+                         check=True).stdout
+    return re.findall(r"Provider: (\S+)\n\s+Name: (\S+)", out)
+
+
+@pytest.mark.parametrize("compiler,source,suffix", [("cc", APP_C, ".c"), ("c++", APP_CXX, ".cc")],
+                         ids=["c", "cxx"])
+def test_app_built_with_pkg_config_is_traced(dest, tmp_path, compiler, source, suffix):
+    exe = compile_app(dest, tmp_path, compiler, source, suffix)
+    notes = usdt_notes(exe)
+    assert ("tracebpf", "event") in notes, f"no tracebpf:event USDT note in {exe}: {notes}"
+    assert {p for p, _ in notes} == {"tracebpf"}, notes
+
+    plain = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert plain.returncode == 0 and plain.stdout == "sum=20\n", plain
+
+    out = tmp_path / "app.json"
+    rec = subprocess.run([str(dest / "usr/bin/tracebpf"), "record", "-q", "--no-sched",
+                          "-o", str(out), "--", str(exe)], capture_output=True, text=True,
+                         timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == "sum=20\n"
+    t = load(out)
+    work = t.named("work", "X")
+    assert sorted(e["args"]["i"] for e in work) == list(range(5))
+    assert len(t.named("start", "I")) == 1
+    sums = [e["args"]["value"] for e in t.named("sum", "C")]
+    assert sums == [0, 2, 6, 12, 20]
+
+
+def installed_pages(dest):
+    pages = sorted((dest / "usr/share/man").glob("man*/*"))
+    assert pages, "no man page installed"
+    return pages
+
+
+def test_man_pages_render_without_warnings(dest):
+    env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MANPAGER="cat", PAGER="cat")
+    for page in installed_pages(dest):
+        name, section = page.stem, page.suffix[1:]
+        for extra in ([], ["--warnings"]):
+            r = subprocess.run(["man", *extra, "-l", str(page)], env=env,
+                               capture_output=True, text=True)
+            # groff and tbl say "warning" on stderr (the text itself may use
+            # the word); nothing else may be said there either
+            assert r.returncode == 0, f"man {extra} -l {page}:\n{r.stderr}"
+            assert r.stderr == "", f"man {extra} -l {page}:\n{r.stderr}"
+        text = r.stdout
+        assert text.startswith(f"{name}({section})"), f"{page}: header line {text[:80]!r}"
+        for heading in ("NAME", "SYNOPSIS", "DESCRIPTION"):
+            assert re.search(rf"^{heading}$", text, re.M), f"{page} has no {heading} section"
+        # whatis/apropos read the NAME line: "tracebpf-record - record ..."
+        w = subprocess.run(["lexgrog", str(page)], capture_output=True, text=True)
+        assert w.returncode == 0 and f': "{name} - ' in w.stdout, f"lexgrog {page}: {w.stdout}"
+
+
+def test_man_pages_cover_every_command(dest):
+    names = {p.name for p in installed_pages(dest)}
+    helped = subprocess.run([str(dest / "usr/bin/tracebpf"), "--help"], capture_output=True,
+                            text=True).stdout
+    cmds = re.findall(r"^  ([a-z]+)\s{2,}", helped.split("Commands:")[1].split("\n\n")[0], re.M)
+    assert "record" in cmds, helped
+    for cmd in cmds:
+        if cmd != "version":
+            assert f"tracebpf-{cmd}.1" in names, f"no man page for 'tracebpf {cmd}'"
+
+
+@pytest.mark.parametrize("layout", ["destdir", "prefix"])
+def test_uninstall_removes_all_it_installed(tmp_path, layout):
+    root = tmp_path / "root"
+    if layout == "destdir":
+        args = [f"DESTDIR={root}", f"PREFIX={PREFIX}"]
+    else:  # no DESTDIR: a PREFIX install creates the prefix itself
+        args = [f"PREFIX={root}/opt/tracebpf"]
+    root.mkdir()
+    make("install", *args)
+    assert tree(root), "install put nothing there"
+    make("uninstall", *args)
+    assert tree(root) == [], "left behind by uninstall"
+
+
+def test_uninstall_keeps_what_was_there_before(tmp_path):
+    root = tmp_path / "root"
+    # as on Debian: /usr/local/share/man and /usr/local/include exist, empty
+    (root / "usr/local/share/man").mkdir(parents=True)
+    (root / "usr/local/include").mkdir(parents=True)
+    (root / "usr/local/bin").mkdir(parents=True)
+    (root / "usr/local/bin/other").write_text("not ours\n")
+    before = tree(root)
+    args = [f"DESTDIR={root}", "PREFIX=/usr/local"]
+    make("install", *args)
+    make("install", *args)  # a second install over the first changes nothing
+    make("uninstall", *args)
+    assert tree(root) == before
