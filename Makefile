@@ -255,6 +255,8 @@ $(OUT)/man/tracebpf.3: docs/api.md tools/md2man.sh | $(OUT)/man
 # uninstall both walk (tools/install.sh): a file added to INSTALL_FILES is
 # installed and uninstalled. The library's files will be one line each:
 #   INSTALL_FILES += 644:$(OUT)/libtracebpf.a:$(LIBDIR)
+# (a symbolic link, e.g. libtracebpf.so -> libtracebpf.so.0, is installed
+# as the same link)
 # tracebpf.pc goes to LIBDIR/pkgconfig, not the architecture-independent
 # share/pkgconfig: trace.h is x86_64-only (its probes name x86 registers),
 # and the library's Libs will be per architecture too. Both directories are

@@ -2,9 +2,11 @@
 # make install / make uninstall (see the Makefile's install section).
 #   tools/install.sh install   DESTDIR MANIFEST MODE:FILE:DIR...
 #   tools/install.sh uninstall DESTDIR MANIFEST MODE:FILE:DIR...
-# install copies each FILE into DESTDIR/DIR with MODE and writes MANIFEST
-# (a path under the prefix, also below DESTDIR): the files it installed and
-# the directories it had to create, one "f PATH" or "d PATH" a line.
+# install copies each FILE into DESTDIR/DIR with MODE (a symbolic link as
+# the same link, as a library's libtracebpf.so -> libtracebpf.so.0) and
+# writes MANIFEST (a path under the prefix, also below DESTDIR): the files
+# it installed and the directories it had to create, one "f PATH" or
+# "d PATH" a line.
 # uninstall removes the files of the list and of MANIFEST, then those
 # directories when they are empty, deepest first: a directory that was
 # there before (/usr/local/share/man, empty on Debian) is never removed.
@@ -44,7 +46,13 @@ install_one() { # $1 = MODE:FILE:DIR; appends to $created and $files
   [ -f "$file" ] || fail "install" "$file" "no such file (run make first)"
   created+=$(missing_dirs "$dir")$'\n'
   err=$(install -d -- "$destdir$dir" 2>&1) || fail "create" "$destdir$dir" "${err##*: }"
-  err=$(install -m "$m" -- "$file" "$destdir$target" 2>&1) || fail "install" "$destdir$target" "${err##*: }"
+  if [ -L "$file" ]; then   # a library's soname link: the same link (MODE unused)
+    err=$(ln -sfn -- "$(readlink -- "$file")" "$destdir$target" 2>&1) ||
+      fail "link" "$destdir$target" "${err##*: }"
+  else
+    err=$(install -m "$m" -- "$file" "$destdir$target" 2>&1) ||
+      fail "install" "$destdir$target" "${err##*: }"
+  fi
   files+=$target$'\n'
   say INSTALL "$destdir$target"
 }

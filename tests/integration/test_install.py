@@ -247,3 +247,29 @@ def test_uninstall_keeps_what_was_there_before(tmp_path):
     make("install", *args)  # a second install over the first changes nothing
     make("uninstall", *args)
     assert tree(root) == before
+
+
+def test_install_script_keeps_symbolic_links(tmp_path):
+    """A library's soname links are INSTALL_FILES entries like any file:
+    installed as the same link, removed by uninstall."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "libx.so.0.1.0").write_bytes(b"\x7fELF not really\n")
+    (src / "libx.so.0").symlink_to("libx.so.0.1.0")
+    (src / "libx.so").symlink_to("libx.so.0")
+    root = tmp_path / "root"
+    root.mkdir()
+    entries = [f"755:{src}/libx.so.0.1.0:/usr/lib", f"777:{src}/libx.so.0:/usr/lib",
+               f"777:{src}/libx.so:/usr/lib"]
+    script = ["bash", str(ROOT / "tools/install.sh")]
+    manifest = "/usr/share/x/installed"
+    subprocess.run([*script, "install", str(root), manifest, *entries], check=True,
+                   capture_output=True)
+    lib = root / "usr/lib"
+    assert os.readlink(lib / "libx.so") == "libx.so.0"
+    assert os.readlink(lib / "libx.so.0") == "libx.so.0.1.0"
+    assert not (lib / "libx.so.0.1.0").is_symlink()
+    assert (lib / "libx.so").read_bytes() == (src / "libx.so.0.1.0").read_bytes()
+    subprocess.run([*script, "uninstall", str(root), manifest, *entries], check=True,
+                   capture_output=True)
+    assert tree(root) == []
