@@ -5,8 +5,9 @@
 # and its section), then "## NAME", "## SYNOPSIS", ... as in any man page.
 # Before lowdown sees the text, two Markdown constructs that read well on a
 # web page but not in a terminal are rewritten:
-#   - a two-column table becomes a definition list (term, then its meaning
-#     indented below it, as man pages list options); its header row goes;
+#   - a table becomes a definition list (its first column the term, the
+#     second its meaning indented below it, as man pages list options; more
+#     columns are "header: cell; ..."); its header row goes;
 #   - a link to another docs/ file, [x.md](x.md), becomes "docs/x.md" (the
 #     page is read away from the source tree; web links stay as they are).
 # The page's date is its last commit's (none outside a git checkout). Words
@@ -29,18 +30,24 @@ to_lowdown_markdown() { # $1 = doc
   awk '
     NR == 1 { next }
     # a table: its header row, then a |---|---| separator
-    /^\|/ && !in_table { header = $0; if ((getline sep) > 0 && sep ~ /^\|[-: |]+\|$/) { in_table = 1; next }
+    /^\|/ && !in_table { header = $0; if ((getline sep) > 0 && sep ~ /^\|[-: |]+\|$/) { in_table = 1; cells(header, head); next }
                          print header; print sep; next }
     in_table && /^\|/ { print_row($0); next }
     in_table { in_table = 0 }
     { print relink($0) }
-    function print_row(row,    n, cell) {
+    function cells(row, cell,    n, i) {
       gsub(/\\\|/, "\001", row)              # an escaped | inside a cell
       sub(/^\| */, "", row); sub(/ *\| *$/, "", row)
       n = split(row, cell, / *\| */)
-      if (n != 2) { printf "md2man: line %d: a table of %d columns (only 2 render)\n", NR, n > "/dev/stderr"; exit 2 }
-      gsub(/\001/, "|", cell[1]); gsub(/\001/, "|", cell[2])
-      print relink(cell[1]); print ": " relink(cell[2]); print ""
+      for (i = 1; i <= n; i++) gsub(/\001/, "|", cell[i])
+      return n
+    }
+    # two columns: term and meaning; more: the others as "header: cell; ..."
+    function print_row(row,    n, cell, i, def) {
+      n = cells(row, cell)
+      if (n == 2) def = cell[2]
+      else for (i = 2; i <= n; i++) def = def (i > 2 ? "; " : "") head[i] ": " cell[i]
+      print relink(cell[1]); if (n > 1) print ": " relink(def); print ""
     }
     function relink(s,    out, m, text, target) {
       out = ""
@@ -68,7 +75,7 @@ main() {
   command -v lowdown >/dev/null || fail "$doc" "lowdown is not installed (hint: run 'sudo make deps')"
   check_title "$doc" "$name" "$section"
   date=$(page_date "$doc")
-  md=$(to_lowdown_markdown "$doc") || fail "$doc" "a table it cannot render (see above)"
+  md=$(to_lowdown_markdown "$doc")
   printf '%s\n' "$md" | lowdown -s -Tman --parse-no-intraemph --parse-no-metadata -M "title=$name" -M "section=$section" \
     -M shiftheadinglevelby=-1 -M "source=tracebpf $version" ${date:+-M "date=$date"} |
     sed '/^\.TH /a .nr HY 0\n.nh\n.ad l'   # options and paths are not hyphenated nor stretched
