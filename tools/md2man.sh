@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Render one docs/*.md page as a man page with lowdown (Debian: lowdown).
 #   tools/md2man.sh DOC.md NAME SECTION VERSION > PAGE
-# DOC.md starts with the line "# NAME(SECTION)" (checked: it names the page
-# and its section), then "## NAME", "## SYNOPSIS", ... as in any man page.
+# DOC.md starts with the line "# NAME(SECTION)" (the page's name and
+# section, checked), then "## NAME", "## SYNOPSIS", ... as in any man page.
 # Before lowdown sees the text, two Markdown constructs that read well on a
 # web page but not in a terminal are rewritten:
 #   - a table becomes a definition list (its first column the term, the
@@ -19,10 +19,13 @@ fail() { # $1 = object, $2 = why
   exit 1
 }
 
+# A title that disagrees is said, not fatal: the page is still rendered as
+# NAME(SECTION), and tests/integration/test_install.py fails on the title.
 check_title() { # $1 = doc, $2 = name, $3 = section
   local want="# $2($3)" got
   got=$(head -n 1 "$1")
-  [ "$got" = "$want" ] || fail "$1" "its first line is '$got', not '$want'"
+  [ "$got" = "$want" ] ||
+    echo "tracebpf: md2man: warning: '$1' starts with '$got', not '$want' (rendered as $2($3))" >&2
 }
 
 # Drops the title line, rewrites tables and links (see above).

@@ -209,6 +209,17 @@ def test_man_pages_render_without_warnings(dest):
         assert w.returncode == 0 and f': "{name} - ' in w.stdout, f"lexgrog {page}: {w.stdout}"
 
 
+def test_docs_title_lines_name_the_pages():
+    """md2man.sh renders docs/tracebpf-CMD.md as tracebpf-CMD(1) and
+    docs/api.md as tracebpf(3); each doc's first line must say so."""
+    docs = {d: f"# {d.stem}(1)" for d in [ROOT / "docs/tracebpf.md",
+                                          *(ROOT / "docs").glob("tracebpf-*.md")]}
+    docs[ROOT / "docs/api.md"] = "# tracebpf(3)"
+    for doc, title in docs.items():
+        first = doc.read_text().split("\n", 1)[0]
+        assert first == title, f"{doc.relative_to(ROOT)} starts with {first!r}, not {title!r}"
+
+
 def test_man_pages_cover_every_command(dest):
     names = {p.name for p in installed_pages(dest)}
     helped = subprocess.run([str(dest / "usr/bin/tracebpf"), "--help"], capture_output=True,
