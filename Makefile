@@ -154,11 +154,11 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h $(CORE_SRCS) user/*.h bpf/reco
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 
 # ---- benchmarks ----
-$(OUT)/bench/probe_cost: bench/probe_cost.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/probe_cost: bench/probe_cost.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
-$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
 

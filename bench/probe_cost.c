@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include "tracebpf/trace.h"
-#include "../tests/progs/now_ns.h"
+#include "threads.h"
 
 enum kind { INSTANT2, INSTANT1, SLICE, STR, ID, EMPTY, NKINDS };
 static const char *const kinds[NKINDS] = { "instant2", "instant1", "slice", "str", "id",
@@ -38,7 +38,6 @@ static const char *const kinds[NKINDS] = { "instant2", "instant1", "slice", "str
 
 static uint64_t n;
 static enum kind kind;
-static pthread_barrier_t start;
 
 static void loop_instant2(void)
 {
@@ -87,27 +86,8 @@ static void warm_up(void)
 	}
 }
 
-static void *run(void *arg)
-{
-	uint64_t t0;
-
-	warm_up();
-	pthread_barrier_wait(&start);
-	t0 = now_ns();
-	if (kind == INSTANT2)
-		loop_instant2();
-	else if (kind == EMPTY)
-		loop_empty();
-	else
-		loop_other();
-	*(uint64_t *)arg = now_ns() - t0;
-	return NULL;
-}
-
 int main(int argc, char **argv)
 {
-	uint64_t t0, wall, slowest = 0, took[64];
-	pthread_t tid[64];
 	long threads = 1;
 	int k;
 
@@ -126,22 +106,7 @@ int main(int argc, char **argv)
 				"slice str id empty, THREADS 1..64\n");
 		return 2;
 	}
-	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
-	for (long t = 0; t < threads; t++)
-		if (pthread_create(&tid[t], NULL, run, &took[t])) {
-			fprintf(stderr, "probe_cost: cannot start a thread\n");
-			return 1;
-		}
-	pthread_barrier_wait(&start);   /* after the threads' warm-up */
-	t0 = now_ns();
-	for (long t = 0; t < threads; t++) {
-		pthread_join(tid[t], NULL);
-		if (took[t] > slowest)
-			slowest = took[t];
-	}
-	wall = now_ns() - t0;
-	printf("ns_per_hit=%.2f n=%llu threads=%ld rate=%.0f\n",
-	       (double)slowest / (double)n, (unsigned long long)n, threads,
-	       (double)n * (double)threads / ((double)wall / 1e9));
-	return 0;
+	bench.warm_up = warm_up;
+	bench.loop = kind == INSTANT2 ? loop_instant2 : kind == EMPTY ? loop_empty : loop_other;
+	return bench_run("probe_cost", threads, n);
 }

@@ -21,11 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "probe_cost_lttng_tp.h"
-#include "../tests/progs/now_ns.h"
+#include "threads.h"
 
 static uint64_t n;
 static int empty;
-static pthread_barrier_t start;
 
 static void loop_instant2(void)
 {
@@ -41,20 +40,6 @@ static void loop_empty(void)
 		__asm__ __volatile__("" : "+r"(i));
 }
 
-static void *run(void *arg)
-{
-	uint64_t t0;
-
-	pthread_barrier_wait(&start);
-	t0 = now_ns();
-	if (empty)
-		loop_empty();
-	else
-		loop_instant2();
-	*(uint64_t *)arg = now_ns() - t0;
-	return NULL;
-}
-
 static int usage(void)
 {
 	fprintf(stderr, "usage: probe_cost_lttng N [instant2|empty [THREADS]] "
@@ -64,8 +49,6 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	uint64_t t0, wall, slowest = 0, took[64];
-	pthread_t tid[64];
 	long threads;
 
 	if (argc < 2 || argc > 4)
@@ -76,22 +59,6 @@ int main(int argc, char **argv)
 	if (n == 0 || (argc > 2 && !empty && strcmp(argv[2], "instant2")) || threads < 1 ||
 	    threads > 64)
 		return usage();
-	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
-	for (long t = 0; t < threads; t++)
-		if (pthread_create(&tid[t], NULL, run, &took[t])) {
-			fprintf(stderr, "probe_cost_lttng: cannot start a thread\n");
-			return 1;
-		}
-	t0 = now_ns();
-	pthread_barrier_wait(&start);
-	for (long t = 0; t < threads; t++) {
-		pthread_join(tid[t], NULL);
-		if (took[t] > slowest)
-			slowest = took[t];
-	}
-	wall = now_ns() - t0;
-	printf("ns_per_hit=%.2f n=%llu threads=%ld rate=%.0f\n",
-	       (double)slowest / (double)n, (unsigned long long)n, threads,
-	       (double)n * (double)threads / ((double)wall / 1e9));
-	return 0;
+	bench.loop = empty ? loop_empty : loop_instant2;
+	return bench_run("probe_cost_lttng", threads, n);
 }
