@@ -39,6 +39,7 @@
 #include "ftrace.h"
 #include "json.h"
 #include "merge.h"
+#include "model.h"
 #include "tbio.h"
 
 #define PFX "tracebpf: convert: "
@@ -129,16 +130,7 @@ static void hmap_free(struct hmap *m)
 
 /* -------------------------------------------------------------- model -- */
 
-struct site {
-	bool valid;
-	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M' */
-	char scope;                 /* 't', 'p', 'g' */
-	uint8_t nargs;
-	uint8_t arg_type[TB_MAX_ARGS];
-	uint8_t flags;              /* TB_SITE_* */
-	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
-	const char *step;           /* TB_SITE_STEP: async step / flow step */
-};
+/* struct site, struct lost and struct oev: model.h */
 
 struct proc {
 	uint32_t pid;
@@ -163,12 +155,6 @@ struct proc {
 	 * since: the parent's sites hold here too. */
 	bool forked;
 	uint32_t parent, parent_image;
-};
-
-/* A gap, as the args of what it cut or left unpaired show it. */
-struct lost {
-	uint64_t ts;                /* its first lost record's time */
-	uint64_t count;             /* records lost there */
 };
 
 struct open_slice {
@@ -210,23 +196,6 @@ struct thread {
 	uint64_t gap_until;
 	uint64_t last_ts;           /* of its latest record */
 	bool placeholder;           /* known only from a gap's threads */
-};
-
-/* One output event. X: site/ev are the begin, esite/eev the end (NULL when
- * the slice was closed by exit, exec or the end of the trace). */
-struct oev {
-	uint64_t ts, dur, seq;
-	uint64_t pid;               /* the process incarnation's pid */
-	uint32_t tid;
-	char ph;
-	const struct site *site, *esite;
-	const struct tb_rec_event *ev, *eev;
-	const char *unfinished;
-	const char *begun_before;   /* I: the end of a slice that began before
-				     * the recording (window) started, or a gap */
-	const char *begin_of;       /* I: a begin that cannot be paired */
-	struct lost lost;           /* count > 0: cut or unpaired at a gap */
-	bool inherited;             /* X: a ghost slice ended in a forked child */
 };
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
@@ -280,6 +249,7 @@ struct conv {
 	size_t nold_threads, old_threads_cap;
 	struct oev *out;            /* min-heap by cmp_out */
 	size_t nout, out_cap, written, forced;
+	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
 	struct tb_json j;
 	bool json_open;
 
@@ -296,6 +266,10 @@ struct conv {
 	uint64_t ends_before;       /* ENDs of slices begun before the recording */
 	uint32_t window;            /* tracebpf ctl starts seen */
 	struct gaps_seen gap;       /* TB_REC_GAP */
+};
+
+struct tb_model {
+	struct conv c;
 };
 
 static int grow_array(void **p, size_t *cap, size_t need, size_t elem)
@@ -526,7 +500,6 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 }
 
 static int cmp_out(const void *a, const void *b);
-static void write_event(struct tb_json *j, const struct oev *e);
 
 static void out_free(struct oev *e)
 {
@@ -569,7 +542,7 @@ static void out_pop(struct conv *c)
 	struct oev *h = c->out, t;
 	size_t i = 0, n;
 
-	write_event(&c->j, &h[0]);
+	c->sink->event(c->sink->ctx, &h[0]);
 	out_free(&h[0]);
 	c->written++;
 	h[0] = h[--c->nout];
@@ -1982,6 +1955,18 @@ static void render_begin(struct conv *c, FILE *f)
 	c->json_open = true;
 }
 
+/* The kernel's name of process p (its comm, or "pid N"); a reused pid
+ * says which real pid it was. */
+static void proc_label(const struct proc *p, char name[96])
+{
+	char buf[64];
+
+	if (!p->has_name)
+		snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
+	snprintf(name, 96, p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
+		 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
+}
+
 /* Names (known only at the end: exit records carry the last comm) as M
  * events after the trace events, which every viewer accepts, then the
  * metadata. */
@@ -1996,11 +1981,7 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 		const struct proc *p = procs[i];
 		char name[96];
 
-		if (!p->has_name)
-			snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
-		/* a reused pid: say which real pid it was */
-		snprintf(name, sizeof(name), p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
-			 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
+		proc_label(p, name);
 		if (p->app_name)
 			write_meta_name_n(j, "process_name", p->out_pid, p->pid,
 					  p->app_name, p->app_name_len);
@@ -2186,18 +2167,32 @@ static void conv_free(struct conv *c)
 	tb_ftrace_free(c->ftrace);
 }
 
+/* The Chrome JSON writer as the model's sink (ctx: the struct tb_json). */
+static void json_event(void *ctx, const struct oev *e)
+{
+	write_event(ctx, e);
+}
+
+static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink)
+{
+	int err = tb_ftrace_new(&c->ftrace);
+
+	if (!err)
+		err = tb_merge_new(&c->merge, r, rank_of, MERGE_MAX);
+	c->sink = sink;
+	return err;
+}
+
 static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 		       enum stage *stage)
 {
 	struct conv c = { 0 };
+	const struct tb_model_sink json = { .ctx = &c.j, .event = json_event };
 	const char *reason;
 	int err;
 
 	*stage = STAGE_CONVERT;
-	err = tb_ftrace_new(&c.ftrace);
-	if (err)
-		goto out;
-	err = tb_merge_new(&c.merge, r, rank_of, MERGE_MAX);
+	err = model_open(&c, r, &json);
 	if (err)
 		goto out;
 	render_begin(&c, out);
@@ -2404,4 +2399,121 @@ out:
 	}
 	tb_reader_close(r);
 	return err;
+}
+
+/* ---------------------------------------------------------- model.h -- */
+
+int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *read_failed)
+{
+	struct tb_model m = { 0 };
+	enum stage stage = STAGE_CONVERT;
+	int err = model_open(&m.c, r, sink);
+
+	if (!err)
+		err = process(&m.c, &stage);
+	if (!err && sink->end)
+		err = sink->end(sink->ctx, &m);
+	*read_failed = err && stage == STAGE_READ;
+	conv_free(&m.c);
+	return err;
+}
+
+/* The same numbers as write_metadata's. */
+void tb_model_counts(const struct tb_model *m, struct tb_model_counts *o)
+{
+	const struct conv *c = &m->c;
+
+	*o = (struct tb_model_counts){
+		.events = c->events, .unresolved_sites = c->unresolved,
+		.unmatched_ends = c->unmatched, .ends_before_recording = c->ends_before,
+		.gaps = c->gap.marks, .gap_records = c->gap.records,
+		.kernel_gaps = c->gap.kmarks, .kernel_gap_records = c->gap.krecords,
+		.slices_cut_at_gaps = c->gap.cut, .ends_after_gaps = c->gap.ends_after,
+		.events_in_gaps = c->gap.inside, .flow_events_left_out = c->gap.flows_left_out,
+		.stopped_windows = c->nstopped, .records_while_stopped = c->while_stopped,
+		.forced = c->forced, .stats = c->stats,
+		.drops_total = c->stats ? c->stats->drops_total : 0,
+		.lost_processes = c->stats ? tb_stats_lost_procs(c->stats) : 0,
+	};
+}
+
+/* The incarnation of a process whose events carry out_pid. */
+static const struct proc *proc_of(const struct conv *c, uint64_t out_pid)
+{
+	const struct proc *p = hmap_get(&c->procs, out_pid % TB_PID_SPAN);
+
+	for (size_t i = 0; i < c->nold_procs && (!p || p->out_pid != out_pid); i++)
+		p = c->old_procs[i];
+	return p && p->out_pid == out_pid ? p : NULL;
+}
+
+/* Names t and its process as write_names does. */
+static int name_thread(const struct conv *c, const struct thread *t,
+		       int (*fn)(void *ctx, const struct tb_model_thread *t), void *ctx)
+{
+	const struct proc *p = proc_of(c, t->out_pid);
+	struct tb_model_thread mt = { .pid = t->out_pid, .tid = t->tid };
+	char tname[64], pname[96];
+
+	if (t->placeholder)
+		return 0;
+	if (!t->has_name)
+		snprintf(tname, sizeof(tname), "tid %" PRIu32, t->tid);
+	mt.name = t->app_name ? t->app_name : t->has_name ? t->name : tname;
+	mt.name_len = t->app_name ? t->app_name_len : strlen(mt.name);
+	if (p && !p->app_name)
+		proc_label(p, pname);
+	else if (!p)
+		snprintf(pname, sizeof(pname), "pid %" PRIu64, t->out_pid);
+	mt.process = p && p->app_name ? p->app_name : pname;
+	mt.process_len = p && p->app_name ? p->app_name_len : strlen(mt.process);
+	return fn(ctx, &mt);
+}
+
+int tb_model_threads(const struct tb_model *m,
+		     int (*fn)(void *ctx, const struct tb_model_thread *t), void *ctx)
+{
+	const struct conv *c = &m->c;
+	int ret = 0;
+
+	for (size_t i = 0; i < c->threads.cap && !ret; i++)
+		if (c->threads.vals[i])
+			ret = name_thread(c, c->threads.vals[i], fn, ctx);
+	for (size_t i = 0; i < c->nold_threads && !ret; i++)
+		ret = name_thread(c, c->old_threads[i], fn, ctx);
+	return ret;
+}
+
+const char *tb_model_event_name(const struct oev *e, size_t *n)
+{
+	return ev_name(e->site, e->ev, n);
+}
+
+int tb_model_counter_series(const struct oev *e, struct tb_model_series *s)
+{
+	struct args as = { .n = 0 };
+	int k;
+
+	counter_args(&as, e);
+	for (k = 0; k < as.n && k < TB_MAX_ARGS; k++) {
+		const struct arg *a = &as.a[k];
+		uint64_t v = a->ev->args[a->i];
+
+		s[k].name = a->name;
+		switch (a->site->arg_type[a->i]) {
+		case TB_ARG_INT:
+			s[k].value = (double)(int64_t)v;
+			break;
+		case TB_ARG_UINT:
+			s[k].value = (double)v;
+			break;
+		case TB_ARG_BOOL:
+			s[k].value = v != 0;
+			break;
+		default:
+			s[k].value = arg_double(a->ev, a->i);
+			break;
+		}
+	}
+	return k;
 }

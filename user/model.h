@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * model.h - the trace model that convert builds, for every output of it.
+ *
+ * user/convert.c turns a trace file's records into finished output events:
+ * begin/end matched per thread into complete slices (X, with dur), pid
+ * reuse, ghost slices after fork, exec and exit, tracebpf ctl stop/start
+ * windows, slices cut at gaps marked as such (docs/tracebpf-convert.md).
+ * It hands each finished event to a sink: the Chrome JSON writer is one
+ * (tracebpf convert), the summary of tracebpf report another. A filter
+ * (which events to keep) is a sink that passes what it keeps on to
+ * another sink.
+ */
+#ifndef TRACEBPF_MODEL_H
+#define TRACEBPF_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbfile.h"
+
+/* A site descriptor as the model parsed it. */
+struct site {
+	bool valid;
+	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M' */
+	char scope;                 /* 't', 'p', 'g' */
+	uint8_t nargs;
+	uint8_t arg_type[TB_MAX_ARGS];
+	uint8_t flags;              /* TB_SITE_* */
+	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
+	const char *step;           /* TB_SITE_STEP: async step / flow step */
+};
+
+/* A gap, as the args of what it cut or left unpaired show it. */
+struct lost {
+	uint64_t ts;                /* its first lost record's time */
+	uint64_t count;             /* records lost there */
+};
+
+/* One output event. X: site/ev are the begin, esite/eev the end (NULL when
+ * the slice was closed by exit, exec or the end of the trace). */
+struct oev {
+	uint64_t ts, dur, seq;
+	uint64_t pid;               /* the process incarnation's pid */
+	uint32_t tid;
+	char ph;
+	const struct site *site, *esite;
+	const struct tb_rec_event *ev, *eev;
+	const char *unfinished;
+	const char *begun_before;   /* I: the end of a slice that began before
+				     * the recording (window) started, or a gap */
+	const char *begin_of;       /* I: a begin that cannot be paired */
+	struct lost lost;           /* count > 0: cut or unpaired at a gap */
+	bool inherited;             /* X: a ghost slice ended in a forked child */
+};
+
+/* The model while it runs (or, in a sink's end, once it has run). */
+struct tb_model;
+
+/* Where the model hands what it built. */
+struct tb_model_sink {
+	void *ctx;
+	/* Each finished event, in ts order (at equal ts longer slices
+	 * first), except those released early to bound memory (counted in
+	 * tb_model_counts' forced). e and what it points to live only
+	 * during the call. */
+	void (*event)(void *ctx, const struct oev *e);
+	/* After the last event, with the model whole: its names and counts
+	 * (below). NULL: nothing to do. Returns 0 or -errno. */
+	int (*end)(void *ctx, const struct tb_model *m);
+};
+
+/* Runs the model over every record r yields, handing the events to sink.
+ * Returns 0 or -errno; *read_failed tells whether the error was reading
+ * r. Prints nothing. */
+int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *read_failed);
+
+/* The counts convert puts in its JSON metadata (docs/tracebpf-convert.md,
+ * same names), and the trace's last statistics record. */
+struct tb_model_counts {
+	uint64_t events, unresolved_sites, unmatched_ends, ends_before_recording;
+	uint64_t gaps, gap_records, kernel_gaps, kernel_gap_records;
+	uint64_t slices_cut_at_gaps, ends_after_gaps, events_in_gaps;
+	uint64_t flow_events_left_out;
+	uint64_t stopped_windows, records_while_stopped;
+	uint64_t forced;            /* events released out of ts order */
+	uint64_t drops_total, lost_processes;
+	/* the last TB_REC_STATS (drops per CPU: tb_stats_drop), NULL when
+	 * the trace has none; it lives as long as the model */
+	const struct tb_rec_stats *stats;
+};
+void tb_model_counts(const struct tb_model *m, struct tb_model_counts *out);
+
+/* A thread, named as convert names it (its thread_name and its process's
+ * process_name M events). */
+struct tb_model_thread {
+	uint64_t pid;               /* as its events carry it (an incarnation) */
+	uint32_t tid;
+	const char *name, *process;
+	size_t name_len, process_len;
+};
+/* Calls fn for every thread the trace names; stops at fn's first non-zero
+ * return, which it returns. */
+int tb_model_threads(const struct tb_model *m,
+		     int (*fn)(void *ctx, const struct tb_model_thread *t), void *ctx);
+
+/* The event's name, *n bytes (a COPY site's is copied at the hit): NULL
+ * when it could not be read (convert writes "<unreadable>"). */
+const char *tb_model_event_name(const struct oev *e, size_t *n);
+
+/* A counter's series as convert writes them (numeric arguments, finite
+ * values, the later of two with one name): up to TB_MAX_ARGS, returns how
+ * many. */
+struct tb_model_series {
+	const char *name;
+	double value;
+};
+int tb_model_counter_series(const struct oev *e, struct tb_model_series *s);
+
+#endif /* TRACEBPF_MODEL_H */
