@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* main.c - tracebpf command line: `tracebpf record|convert|info|dump|pack|ctl|version`. */
+/* main.c - tracebpf command line: `tracebpf record|convert|info|report|dump|pack|ctl|version`. */
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
@@ -9,6 +9,7 @@
 
 #include "convert.h"
 #include "ctl.h"
+#include "report.h"
 #include "sched.h"
 #include "tbio.h"
 #include "tracebpf.h"
@@ -22,6 +23,7 @@ static const char top_doc[] =
 	"  record     record a running process (-p PID) or a command (-- CMD)\n"
 	"  convert    render a trace file (.tbt) as Chrome trace JSON\n"
 	"  info       describe a trace file: version, streams, events, drops\n"
+	"  report     summarize a trace: losses, slices by total and self time\n"
 	"  dump       print a trace file one line per record\n"
 	"  pack       rewrite a trace at maximum compression for transport\n"
 	"  ctl        stop and start a running recording (start|stop|status)\n"
@@ -438,6 +440,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "dump")) {
 		argv[1] = "tracebpf dump";
 		ret = tb_cmd_dump(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "report")) {
+		argv[1] = "tracebpf report";
+		ret = tb_cmd_report(argc - 1, argv + 1);
 	} else if (!strcmp(argv[1], "pack")) {
 		argv[1] = "tracebpf pack";
 		ret = tb_cmd_pack(argc - 1, argv + 1);

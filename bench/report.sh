@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench/report.sh [RUNS] - events/s and peak RSS of `tracebpf report` (and of
+# `tracebpf convert -o /dev/null`, the same model with the JSON writer) on
+# two ~10 M-event traces: 10 M instants from two threads (bench/rate) and
+# about 10 M slice, instant and counter events (tests/progs/report_nest:
+# three nested levels). Records them first (root) into $TMPDIR unless they
+# are there. Prints user CPU seconds (the machine may be shared: wall time
+# varies more), events/s over user time, and peak RSS, per run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-3}
+dir=${TMPDIR:-/tmp}
+tb=build/tracebpf
+instants=$dir/report-bench-instants.tbt
+slices=$dir/report-bench-slices.tbt
+
+[ -f "$instants" ] || $tb record -q --no-sched --no-json -o "$instants" -- \
+  build/bench/rate 1000000 10 2 2 >/dev/null
+# 64M rings: no drops at full speed, so every slice is complete
+[ -f "$slices" ] || $tb record -q --no-sched --no-json -b 64M -o "$slices" -- \
+  build/progs/report_nest 2 420000 0 >/dev/null
+
+events() { $tb report --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["events"])'; }
+
+measure() { # $1 = label, $2 = events, the rest = the command
+  local label=$1 n=$2 log
+  shift 2
+  log=$(mktemp)
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -v "$@" >/dev/null 2>"$log"
+    awk -v l="$label" -v n="$n" -F': ' '
+      /User time/ {u = $2} /Maximum resident/ {rss = $2}
+      END {printf "%-28s %6.2f s user  %5.2f M events/s  %6.1f MiB peak RSS\n", l, u, n / u / 1e6, rss / 1024}' "$log"
+  done
+  rm -f "$log"
+}
+
+for t in "$instants" "$slices"; do
+  n=$(events "$t")
+  echo "== $(basename "$t"): $n events"
+  measure "report" "$n" $tb report "$t"
+  measure "report --json" "$n" $tb report --json "$t"
+  measure "convert -o /dev/null" "$n" $tb convert "$t" -o /dev/null
+done
