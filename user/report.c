@@ -41,6 +41,7 @@ struct report_opts {
 	enum sort_key sort;
 	long top;                   /* rows per table; 0: all, -1: default */
 	bool json;
+	FILE *out;                  /* where the report goes */
 	/* The event filters (filter.h: --pid, --tid, --cat, --name, --time)
 	 * belong here; report_event applies them to each event. */
 };
@@ -759,16 +760,16 @@ static const char *fmt_ns(char buf[24], uint64_t ns)
 
 /* A name from the traced application, safe for a terminal: control bytes
  * become '?', and it is cut at max bytes ("..." says so). */
-static void put_name(const char *s, size_t n, size_t width, size_t max)
+static void put_name(FILE *f, const char *s, size_t n, size_t width, size_t max)
 {
 	size_t i, shown = n > max ? max - 3 : n;
 
 	for (i = 0; i < shown; i++)
-		putchar((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i]);
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
 	if (shown < n)
-		fputs("...", stdout);
+		fputs("...", f);
 	for (i = shown < n ? max : n; i < width; i++)
-		putchar(' ');
+		fputc(' ', f);
 }
 
 #define NAME_MAX_COLS 40
@@ -783,22 +784,22 @@ static size_t name_width(struct key **k, size_t n)
 	return w > NAME_MAX_COLS ? NAME_MAX_COLS : w;
 }
 
-static void print_slice_row(const struct key *k, size_t w)
+static void print_slice_row(FILE *f, const struct key *k, size_t w)
 {
 	char b[7][24];
 	const struct tb_hist *h = &k->hist;
 
-	printf("    ");
-	put_name(k->name, k->name_len, w, NAME_MAX_COLS);
+	fprintf(f, "    ");
+	put_name(f, k->name, k->name_len, w, NAME_MAX_COLS);
 	if (!h->count) {
-		printf(" %9u %11s %11s %11s %11s %11s %11s", 0u, "-", "-", "-", "-", "-", "-");
+		fprintf(f, " %9u %11s %11s %11s %11s %11s %11s", 0u, "-", "-", "-", "-", "-", "-");
 	} else {
-		printf(" %9" PRIu64 " %11s %11s %11s %11s %11s %11s", h->count,
-		       fmt_ns(b[0], h->sum), fmt_ns(b[1], k->self), fmt_ns(b[2], h->sum / h->count),
-		       fmt_ns(b[3], tb_hist_quantile(h, 0.5)), fmt_ns(b[4], tb_hist_quantile(h, 0.99)),
-		       fmt_ns(b[5], h->max));
+		fprintf(f, " %9" PRIu64 " %11s %11s %11s %11s %11s %11s", h->count,
+		        fmt_ns(b[0], h->sum), fmt_ns(b[1], k->self), fmt_ns(b[2], h->sum / h->count),
+		        fmt_ns(b[3], tb_hist_quantile(h, 0.5)), fmt_ns(b[4], tb_hist_quantile(h, 0.99)),
+		        fmt_ns(b[5], h->max));
 	}
-	printf(" %10" PRIu64 "  %s\n", k->incomplete + k->unpaired, k->cat);
+	fprintf(f, " %10" PRIu64 "  %s\n", k->incomplete + k->unpaired, k->cat);
 }
 
 static size_t rows(const struct report_opts *o, size_t n)
@@ -812,19 +813,21 @@ static void print_slice_table(const struct report_opts *o, struct key **k, size_
 			      const char *by)
 {
 	size_t w = name_width(k, rows(o, n));
+	FILE *f = o->out;
 
-	printf("  slices by %s (%zu of %zu names)\n    ", by, rows(o, n), n);
-	put_name("name", 4, w, NAME_MAX_COLS);
-	printf(" %9s %11s %11s %11s %11s %11s %11s %10s  %s\n", "count", "total", "self", "mean",
-	       "p50", "p99", "max", "incomplete", "cat");
+	fprintf(f, "  slices by %s (%zu of %zu names)\n    ", by, rows(o, n), n);
+	put_name(f, "name", 4, w, NAME_MAX_COLS);
+	fprintf(f, " %9s %11s %11s %11s %11s %11s %11s %10s  %s\n", "count", "total", "self", "mean",
+	        "p50", "p99", "max", "incomplete", "cat");
 	for (size_t i = 0; i < rows(o, n); i++)
-		print_slice_row(k[i], w);
+		print_slice_row(o->out, k[i], w);
 }
 
 static int print_slices(const struct report_opts *o, const struct rthread *t)
 {
 	size_t n;
 	struct key **k = sorted_keys(t, false, o->sort, &n), **by_self = NULL;
+	FILE *f = o->out;
 
 	if (!k)
 		return -ENOMEM;
@@ -834,7 +837,7 @@ static int print_slices(const struct report_opts *o, const struct rthread *t)
 		qsort_r(by_self, n, sizeof(*by_self), cmp_keys, &(enum sort_key){ SORT_SELF });
 		/* the same rows in the same order: nothing new to show */
 		if (!memcmp(by_self, k, rows(o, n) * sizeof(*k)))
-			printf("  slices by self: the same order\n");
+			fprintf(f, "  slices by self: the same order\n");
 		else
 			print_slice_table(o, by_self, n, "self");
 	}
@@ -849,40 +852,41 @@ static int print_instants(const struct report_opts *o, const struct rthread *t)
 {
 	size_t n;
 	struct key **k = sorted_keys(t, true, SORT_COUNT, &n);
+	FILE *f = o->out;
 
 	if (!k)
 		return -ENOMEM;
 	if (n) {
-		printf("  instants by count (%zu of %zu names)\n", rows(o, n), n);
+		fprintf(f, "  instants by count (%zu of %zu names)\n", rows(o, n), n);
 		for (size_t i = 0; i < rows(o, n); i++) {
-			printf("    ");
-			put_name(k[i]->name, k[i]->name_len, name_width(k, rows(o, n)), NAME_MAX_COLS);
-			printf(" %9" PRIu64 "  %s\n", k[i]->instants, k[i]->cat);
+			fprintf(f, "    ");
+			put_name(f, k[i]->name, k[i]->name_len, name_width(k, rows(o, n)), NAME_MAX_COLS);
+			fprintf(f, " %9" PRIu64 "  %s\n", k[i]->instants, k[i]->cat);
 		}
 	}
 	free(k);
 	return 0;
 }
 
-static void print_thread_head(const struct rthread *t, uint64_t *pid_shown)
+static void print_thread_head(FILE *f, const struct rthread *t, uint64_t *pid_shown)
 {
 	if (*pid_shown != t->pid) {
-		printf("\nprocess %" PRIu64 " ", t->pid);
-		put_name(t->process ? t->process : "?", t->process ? t->process_len : 1, 0, 100);
-		printf("\n");
+		fprintf(f, "\nprocess %" PRIu64 " ", t->pid);
+		put_name(f, t->process ? t->process : "?", t->process ? t->process_len : 1, 0, 100);
+		fprintf(f, "\n");
 		*pid_shown = t->pid;
 	}
-	printf(" thread %" PRIu32 " ", t->tid);
-	put_name(t->name ? t->name : "?", t->name ? t->name_len : 1, 0, 100);
-	printf(": %" PRIu64 " slices (%" PRIu64 " incomplete), %" PRIu64 " instants",
-	       t->slices, t->incomplete, t->instants);
+	fprintf(f, " thread %" PRIu32 " ", t->tid);
+	put_name(f, t->name ? t->name : "?", t->name ? t->name_len : 1, 0, 100);
+	fprintf(f, ": %" PRIu64 " slices (%" PRIu64 " incomplete), %" PRIu64 " instants",
+	        t->slices, t->incomplete, t->instants);
 	if (t->counters)
-		printf(", %" PRIu64 " counter samples", t->counters);
+		fprintf(f, ", %" PRIu64 " counter samples", t->counters);
 	if (t->async)
-		printf(", %" PRIu64 " async events", t->async);
+		fprintf(f, ", %" PRIu64 " async events", t->async);
 	if (t->flows)
-		printf(", %" PRIu64 " flow events", t->flows);
-	printf("\n");
+		fprintf(f, ", %" PRIu64 " flow events", t->flows);
+	fprintf(f, "\n");
 }
 
 static const char *fmt_value(char buf[32], double v)
@@ -891,74 +895,77 @@ static const char *fmt_value(char buf[32], double v)
 	return buf;
 }
 
-static void print_counters(struct series **s, size_t n)
+static void print_counters(FILE *f, struct series **s, size_t n)
 {
 	char b[3][32];
 
 	if (!n)
 		return;
-	printf("\ncounters (min, max and last value per series)\n");
-	printf("  %8s %-24s %-16s %14s %14s %14s %9s  %s\n", "pid", "name", "series", "min", "max",
-	       "last", "samples", "cat");
+	fprintf(f, "\ncounters (min, max and last value per series)\n");
+	fprintf(f, "  %8s %-24s %-16s %14s %14s %14s %9s  %s\n", "pid", "name", "series", "min", "max",
+	        "last", "samples", "cat");
 	for (size_t i = 0; i < n; i++) {
-		printf("  %8" PRIu64 " ", s[i]->pid);
-		put_name(s[i]->name, s[i]->name_len, 24, 40);
-		putchar(' ');
-		put_name(s[i]->series, strlen(s[i]->series), 16, 40);
-		printf(" %14s %14s %14s %9" PRIu64 "  %s", fmt_value(b[0], s[i]->min),
-		       fmt_value(b[1], s[i]->max), fmt_value(b[2], s[i]->last), s[i]->samples,
-		       s[i]->cat);
+		fprintf(f, "  %8" PRIu64 " ", s[i]->pid);
+		put_name(f, s[i]->name, s[i]->name_len, 24, 40);
+		fputc(' ', f);
+		put_name(f, s[i]->series, strlen(s[i]->series), 16, 40);
+		fprintf(f, " %14s %14s %14s %9" PRIu64 "  %s", fmt_value(b[0], s[i]->min),
+		        fmt_value(b[1], s[i]->max), fmt_value(b[2], s[i]->last), s[i]->samples,
+		        s[i]->cat);
 		if (s[i]->has_id)
-			printf(" (id 0x%" PRIx64 ")", s[i]->id);
-		printf("\n");
+			fprintf(f, " (id 0x%" PRIx64 ")", s[i]->id);
+		fprintf(f, "\n");
 	}
 }
 
 static void print_reasons(const struct report *r)
 {
+	FILE *f = r->o->out;
+
 	if (!r->incomplete)
 		return;
-	printf("incomplete slices: %" PRIu64 " (", r->incomplete);
+	fprintf(f, "incomplete slices: %" PRIu64 " (", r->incomplete);
 	for (int i = 0; i < NREASONS && r->reasons[i].why; i++)
-		printf("%s%" PRIu64 " %s", i ? ", " : "", r->reasons[i].n, r->reasons[i].why);
-	printf("): counted apart, not in count/total/self/percentiles\n");
+		fprintf(f, "%s%" PRIu64 " %s", i ? ", " : "", r->reasons[i].n, r->reasons[i].why);
+	fprintf(f, "): counted apart, not in count/total/self/percentiles\n");
 }
 
 static void print_losses(const struct report *r, struct tb_reader *rd)
 {
+	FILE *f = r->o->out;
 	const struct tb_model_counts *c = &r->counts;
 	uint32_t ncpus = c->stats ? tb_stats_ncpus(c->stats) : 0;
 
-	printf("trace: %s\n", trace_complete(r, rd) ? "complete (nothing lost)" :
-	       "INCOMPLETE: events are missing, see below");
-	printf("drops:            %" PRIu64 " events lost in full ring buffers (per cpu:",
-	       c->drops_total);
+	fprintf(f, "trace: %s\n", trace_complete(r, rd) ? "complete (nothing lost)" :
+	        "INCOMPLETE: events are missing, see below");
+	fprintf(f, "drops:            %" PRIu64 " events lost in full ring buffers (per cpu:",
+	        c->drops_total);
 	for (uint32_t i = 0; i < ncpus; i++)
-		printf(" %" PRIu64, tb_stats_drop(c->stats, i));
-	printf("%s)\n", ncpus ? "" : " -");
-	printf("gaps:             %" PRIu64 " (%" PRIu64 " application records lost), %" PRIu64
-	       " in kernel records (%" PRIu64 " lost)\n", c->gaps, c->gap_records, c->kernel_gaps,
-	       c->kernel_gap_records);
-	printf("at gaps:          %" PRIu64 " slices cut, %" PRIu64 " ends after a gap, %" PRIu64
-	       " events in a gap, %" PRIu64 " flow events left out\n", c->slices_cut_at_gaps,
-	       c->ends_after_gaps, c->events_in_gaps, c->flow_events_left_out);
-	printf("lost processes:   %" PRIu64 " (started by traced ones, not traced)\n",
-	       c->lost_processes);
-	printf("unresolved sites: %" PRIu64 " events (no site descriptor)\n", c->unresolved_sites);
-	printf("unpaired:         %" PRIu64 " unmatched ends, %" PRIu64 " ends of slices begun "
-	       "before the recording\n", c->unmatched_ends, c->ends_before_recording);
+		fprintf(f, " %" PRIu64, tb_stats_drop(c->stats, i));
+	fprintf(f, "%s)\n", ncpus ? "" : " -");
+	fprintf(f, "gaps:             %" PRIu64 " (%" PRIu64 " application records lost), %" PRIu64
+	        " in kernel records (%" PRIu64 " lost)\n", c->gaps, c->gap_records, c->kernel_gaps,
+	        c->kernel_gap_records);
+	fprintf(f, "at gaps:          %" PRIu64 " slices cut, %" PRIu64 " ends after a gap, %" PRIu64
+	        " events in a gap, %" PRIu64 " flow events left out\n", c->slices_cut_at_gaps,
+	        c->ends_after_gaps, c->events_in_gaps, c->flow_events_left_out);
+	fprintf(f, "lost processes:   %" PRIu64 " (started by traced ones, not traced)\n",
+	        c->lost_processes);
+	fprintf(f, "unresolved sites: %" PRIu64 " events (no site descriptor)\n", c->unresolved_sites);
+	fprintf(f, "unpaired:         %" PRIu64 " unmatched ends, %" PRIu64 " ends of slices begun "
+	        "before the recording\n", c->unmatched_ends, c->ends_before_recording);
 	if (c->stopped_windows)
-		printf("stopped:          %" PRIu64 " tracebpf ctl stop windows, %" PRIu64
-		       " records left out\n", c->stopped_windows, c->records_while_stopped);
+		fprintf(f, "stopped:          %" PRIu64 " tracebpf ctl stop windows, %" PRIu64
+		        " records left out\n", c->stopped_windows, c->records_while_stopped);
 	if (tb_reader_tail_bytes(rd) || tb_reader_tail_reason(rd))
-		printf("truncated tail:   %" PRIu64 " bytes unread (%s)\n", tb_reader_tail_bytes(rd),
-		       tb_reader_tail_reason(rd) ? tb_reader_tail_reason(rd) : "?");
+		fprintf(f, "truncated tail:   %" PRIu64 " bytes unread (%s)\n", tb_reader_tail_bytes(rd),
+		        tb_reader_tail_reason(rd) ? tb_reader_tail_reason(rd) : "?");
 	if (!tb_reader_finished(rd) && tb_reader_info(rd)->major >= 2)
-		printf("finished:         no (no chunk index: the recorder was killed, or is still "
-		       "writing)\n");
+		fprintf(f, "finished:         no (no chunk index: the recorder was killed, or is still "
+		        "writing)\n");
 	if (c->forced)
-		printf("out of order:     %" PRIu64 " events released early to bound memory: self "
-		       "times of slices open very long may be too large\n", c->forced);
+		fprintf(f, "out of order:     %" PRIu64 " events released early to bound memory: self "
+		        "times of slices open very long may be too large\n", c->forced);
 }
 
 static int print_text(const struct report *r, struct tb_reader *rd)
@@ -968,24 +975,25 @@ static int print_text(const struct report *r, struct tb_reader *rd)
 	struct series **s = sorted_series(r, &ns);
 	uint64_t pid_shown = UINT64_MAX;
 	int err = t && s ? 0 : -ENOMEM;
+	FILE *f = r->o->out;
 
 	print_losses(r, rd);
-	printf("events:           %" PRIu64 ": %" PRIu64 " slices (%" PRIu64 " incomplete), %"
-	       PRIu64 " unpaired begins and ends, %" PRIu64 " instants, %" PRIu64
-	       " counter samples, %" PRIu64 " async, %" PRIu64 " flow\n", r->counts.events,
-	       r->slices, r->incomplete, r->unpaired, r->instants, r->counter_samples, r->async,
-	       r->flows);
+	fprintf(f, "events:           %" PRIu64 ": %" PRIu64 " slices (%" PRIu64 " incomplete), %"
+	        PRIu64 " unpaired begins and ends, %" PRIu64 " instants, %" PRIu64
+	        " counter samples, %" PRIu64 " async, %" PRIu64 " flow\n", r->counts.events,
+	        r->slices, r->incomplete, r->unpaired, r->instants, r->counter_samples, r->async,
+	        r->flows);
 	print_reasons(r);
-	printf("percentiles:      within %.2f %% (log-linear histogram)\n",
-	       100 * TB_HIST_REL_ERROR);
+	fprintf(f, "percentiles:      within %.2f %% (log-linear histogram)\n",
+	        100 * TB_HIST_REL_ERROR);
 	for (size_t i = 0; !err && i < nt; i++) {
-		print_thread_head(t[i], &pid_shown);
+		print_thread_head(r->o->out, t[i], &pid_shown);
 		err = print_slices(r->o, t[i]);
 		if (!err)
 			err = print_instants(r->o, t[i]);
 	}
 	if (!err)
-		print_counters(s, ns);
+		print_counters(r->o->out, s, ns);
 	free(t);
 	free(s);
 	return err;
@@ -1209,7 +1217,7 @@ static int print_json(const struct report *r, struct tb_reader *rd)
 	struct tb_json j;
 	int err = t && s ? 0 : -ENOMEM;
 
-	tb_json_init(&j, stdout);
+	tb_json_init(&j, r->o->out);
 	tb_json_begin_object(&j);
 	tb_json_kuint(&j, "tracebpf_report", 1);
 	tb_json_kstr(&j, "trace", r->o->in);
@@ -1279,27 +1287,31 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Runs the model into a report and prints it. */
-static int report_run(const struct report_opts *o, struct tb_reader *rd)
+/* Runs the model into a report and prints it on o->out; on failure
+ * *verb says what failed ("read" the input, "summarize" it, "write"). */
+static int report_run(const struct report_opts *o, struct tb_reader *rd, const char **verb)
 {
 	struct report r = { .o = o };
 	const struct tb_model_sink sink = { .ctx = &r, .event = report_event, .end = report_end };
-	const char *name = strcmp(o->in, "-") ? o->in : "<stdin>";
 	bool read_failed = false;
 	int err = tb_model_run(rd, &sink, &read_failed);
 
 	if (!err)
 		err = r.err;
-	if (err) {
-		fprintf(stderr, PFX "failed to %s '%s': %s\n", read_failed ? "read" : "summarize",
-			name, strerror(-err));
-	} else {
-		err = o->json ? print_json(&r, rd) : print_text(&r, rd);
-		if (err)
-			fprintf(stderr, PFX "failed to write '<stdout>': %s\n", strerror(-err));
-	}
+	if (err)
+		*verb = read_failed ? "read" : "summarize";
+	else if ((err = o->json ? print_json(&r, rd) : print_text(&r, rd)))
+		*verb = "write";
 	report_free(&r);
 	return err;
+}
+
+int tb_report_file(struct tb_reader *r, FILE *out, bool json)
+{
+	const struct report_opts o = { .in = "-", .top = -1, .json = json, .out = out };
+	const char *verb;
+
+	return report_run(&o, r, &verb);
 }
 
 int tb_cmd_report(int argc, char **argv)
@@ -1308,15 +1320,24 @@ int tb_cmd_report(int argc, char **argv)
 					  "Summarize a trace: what was lost, then per process and "
 					  "thread the slices by total and self time with "
 					  "percentiles, and the counters.", NULL, NULL, NULL };
-	struct report_opts o = { .sort = SORT_TOTAL, .top = -1 };
+	struct report_opts o = { .sort = SORT_TOTAL, .top = -1, .out = stdout };
 	struct tb_reader *rd = NULL;
+	const char *verb;
 	int err;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	err = tb_io_open(&rd, "report", o.in, NULL, 0);
 	if (err)
 		return 1;
-	err = report_run(&o, rd);
+	err = report_run(&o, rd, &verb);
+	if (err) {
+		bool out = !strcmp(verb, "write");
+
+		fprintf(stderr, PFX "failed to %s '%s': %s\n", verb, out ? "<stdout>" :
+			strcmp(o.in, "-") ? o.in : "<stdin>", strerror(-err));
+		if (out && tb_io_write_hint(err))
+			fprintf(stderr, PFX "hint: %s\n", tb_io_write_hint(err));
+	}
 	tb_reader_close(rd);
 	return err ? 1 : 0;
 }

@@ -6,7 +6,16 @@
 #ifndef TRACEBPF_REPORT_H
 #define TRACEBPF_REPORT_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tbfile.h"
+
 /* The command: argv[0] is "tracebpf report". Returns the exit status. */
 int tb_cmd_report(int argc, char **argv);
+
+/* The report of every record r yields, as text or JSON, on out (default
+ * sort and rows). Returns 0 or -errno and prints no error message. */
+int tb_report_file(struct tb_reader *r, FILE *out, bool json);
 
 #endif

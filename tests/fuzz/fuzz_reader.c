@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * fuzz_reader.c - libFuzzer target: any bytes as a trace file, read with
- * every stream, with the index (seek) path, and converted to JSON. Must
+ * every stream, with the index (seek) path, converted to JSON, and
+ * summarized by tracebpf report (text and JSON). Must
  * never crash, hang or allocate without bound (-rss_limit_mb).
  */
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "../../user/convert.h"
+#include "../../user/report.h"
 #include "../../user/tbfile.h"
 
 static int as_fd(const uint8_t *d, size_t n)
@@ -45,6 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (fd >= 0 && out && tb_reader_open_fd(&r, fd, 1) == 0) {
 		tb_convert_file(r, out);
 		tb_reader_close(r);
+	}
+	for (int json = 0; json < 2 && out; json++) {
+		fd = as_fd(d, n);
+		if (fd >= 0 && tb_reader_open_fd(&r, fd, 1) == 0) {
+			tb_report_file(r, out, json);
+			tb_reader_close(r);
+		}
 	}
 	if (out)
 		fclose(out);
