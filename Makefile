@@ -59,6 +59,7 @@ PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
              $(OUT)/progs/many_sites
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
+              $(OUT)/bench/model_cost \
               $(OUT)/bench/floor
 
 # libbpf >= 1.3: USDT attaches through one uprobe_multi link per binary (one
@@ -176,6 +177,11 @@ $(OUT)/floor.skel.h: $(OUT)/bench/floor.bpf.o
 $(OUT)/bench/floor: bench/floor.c $(OUT)/floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $< -lbpf -lelf -lz -o $@
+
+# The trace model's stages (read, merge, model), reader side only.
+$(OUT)/bench/model_cost: bench/model_cost.c $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
 $(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)

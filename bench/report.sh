@@ -5,7 +5,8 @@
 # about 10 M slice, instant and counter events (tests/progs/report_nest:
 # three nested levels). Records them first (root) into $TMPDIR unless they
 # are there. Prints user CPU seconds (the machine may be shared: wall time
-# varies more), events/s over user time, and peak RSS, per run.
+# varies more), events/s over user time, and peak RSS, per run; then the
+# CPU time per record of the model's stages (build/bench/model_cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
@@ -41,4 +42,6 @@ for t in "$instants" "$slices"; do
   measure "report" "$n" $tb report "$t"
   measure "report --json" "$n" $tb report --json "$t"
   measure "convert -o /dev/null" "$n" $tb convert "$t" -o /dev/null
+  # the model's own stages: read, + merge, + model (a sink doing nothing)
+  build/bench/model_cost "$t"
 done

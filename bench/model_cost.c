@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * model_cost FILE.tbt - where the time of the trace model goes, stage by
+ * stage, in CPU time per record: reading (decompressing and unpacking
+ * every chunk), reading and merging into time order (user/merge.c), and
+ * the whole model (user/model.h) with a sink that does nothing, which is
+ * what convert and report cost before their own output. Each stage reads
+ * the file again from its start. Prints one line per stage.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "merge.h"
+#include "model.h"
+#include "tbfile.h"
+
+static double cpu_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint32_t same_rank(uint16_t type)
+{
+	(void)type;
+	return 0;
+}
+
+static void count_event(void *ctx, const struct oev *e)
+{
+	(void)e;
+	(*(unsigned long *)ctx)++;
+}
+
+static void say(const char *stage, unsigned long n, const char *what, unsigned long recs,
+		double s)
+{
+	printf("%-6s %10lu %-8s %6.2f s  %6.1f ns/record  %5.2f M records/s\n", stage, n, what,
+	       s, s / (double)recs * 1e9, (double)recs / s / 1e6);
+}
+
+int main(int argc, char **argv)
+{
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	struct tb_merge *m;
+	unsigned long recs = 0, merged = 0, events = 0;
+	struct tb_model_sink sink = { .ctx = &events, .event = count_event };
+	bool read_failed;
+	double t;
+
+	if (argc != 2 || tb_reader_open(&r, argv[1])) {
+		fprintf(stderr, "usage: model_cost FILE.tbt (a trace file)\n");
+		return 2;
+	}
+	t = cpu_s();
+	while (tb_reader_next(r, &h) > 0)
+		recs++;
+	say("read", recs, "records", recs, cpu_s() - t);
+	tb_reader_close(r);
+
+	if (tb_reader_open(&r, argv[1]) || tb_merge_new(&m, r, same_rank, 4u << 20))
+		return 1;
+	t = cpu_s();
+	while (tb_merge_next(m, &h) > 0)
+		merged++;
+	say("merge", merged, "records", recs, cpu_s() - t);
+	tb_merge_free(m);
+	tb_reader_close(r);
+
+	if (tb_reader_open(&r, argv[1]))
+		return 1;
+	t = cpu_s();
+	if (tb_model_run(r, &sink, &read_failed))
+		return 1;
+	say("model", events, "events", recs, cpu_s() - t);
+	tb_reader_close(r);
+	return 0;
+}
