@@ -157,10 +157,13 @@ struct proc {
 	uint32_t parent, parent_image;
 };
 
+struct pair;
+
 struct open_slice {
 	const struct tb_rec_event *ev;
 	const struct site *site;
 	uint64_t seq;
+	struct pair *pair;          /* an async slice's, with filters or --split */
 };
 
 struct thread {
@@ -196,6 +199,32 @@ struct thread {
 	uint64_t gap_until;
 	uint64_t last_ts;           /* of its latest record */
 	bool placeholder;           /* known only from a gap's threads */
+};
+
+/* With filters or --split, an async slice (b .. e) or a flow (s, t .. f)
+ * is written whole or not at all, and never cut between two parts: its
+ * events share this, each holding a reference. */
+struct pair {
+	unsigned refs;
+	bool decided, keep;         /* by its first event (b, s) */
+	bool begun;                 /* an event of it was written */
+	bool counted;               /* open in the current part (part_open) */
+	bool closed;                /* its last event was written */
+	bool abandoned;             /* it gets no last event (a flow cut at a gap) */
+};
+
+/* One JSON file of the output: the whole of it, or a part (--split). Its
+ * events are written as they come; its tail (names, systemTraceEvents,
+ * metadata) at the end, when the names are known. */
+struct part {
+	FILE *f;                    /* NULL while closed (a finished part) */
+	char *tmp, *name;           /* --split: its temporary and final names */
+	struct tb_json j;           /* the writer's state after its events */
+	uint64_t from, to;          /* its span: from its first event's ts */
+	uint64_t kbytes0;           /* systemTraceEvents bytes when it began */
+	struct hmap pids, tasks;    /* what its events name: pid, (pid, tid) */
+	uint64_t last_task;         /* key of the last event's (pid, tid) + 1 */
+	uint64_t bytes;             /* its size, once finished */
 };
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
@@ -266,6 +295,26 @@ struct conv {
 	uint64_t ends_before;       /* ENDs of slices begun before the recording */
 	uint32_t window;            /* tracebpf ctl starts seen */
 	struct gaps_seen gap;       /* TB_REC_GAP */
+
+	/* Filters and --split (docs/tracebpf-convert.md, FILTERS, SPLIT). */
+	bool selective;             /* either is on: pairs are tracked */
+	bool filtering;
+	struct tb_filter filt;      /* a copy, with the trace's start */
+	uint64_t left_out, kleft_out;   /* trace events and kernel records */
+	uint64_t split;             /* bytes a part should not exceed */
+	const char *split_base;     /* the output's name without .json */
+	struct part *parts;
+	size_t nparts, parts_cap;
+	size_t part_open;           /* pairs begun but not ended in this part */
+	bool want_split;            /* the part is full: cut at the next chance */
+	uint64_t part_events, check_every, last_written_ts;
+	int sel_err;                /* failing to start a part (said) */
+	/* systemTraceEvents bytes by time: kernel records are read ahead of
+	 * the events written, so a part counts the bytes of the lines before
+	 * its latest event (kdone), learnt from these marks at 4 KiB steps */
+	struct kmark { uint64_t ts, bytes; } *kq;
+	size_t kq_head, kq_n, kq_cap;
+	uint64_t kdone;
 };
 
 struct tb_model {
@@ -500,12 +549,178 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 }
 
 static int cmp_out(const void *a, const void *b);
+static void write_event(struct tb_json *j, const struct oev *e);
+static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
+
+/* ------------------------------------------------- filters and --split -- */
+
+static struct pair *pair_new(void)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->refs = 1;
+	return p;
+}
+
+static struct pair *pair_ref(struct pair *p)
+{
+	if (p)
+		p->refs++;
+	return p;
+}
+
+static void pair_put(struct pair *p)
+{
+	if (p && !--p->refs)
+		free(p);
+}
+
+/* Whether e passes the filters: by its real pid (e->pid is the recorded
+ * one until add_out, the incarnation's after: TB_PID_SPAN). */
+static bool sel_match(const struct conv *c, const struct oev *e)
+{
+	struct tb_filter_event v = {
+		.ph = e->ph, .ts = e->ts, .dur = e->dur,
+		.pid = (uint32_t)(e->pid & (TB_PID_SPAN - 1)), .tid = e->tid,
+		.cat = e->site->cat,
+	};
+
+	v.name = ev_name(e->site, e->ev, &v.name_len);
+	return tb_filter_match(&c->filt, &v);
+}
+
+/* A pair is kept or left out by its first event. */
+static void pair_decide(struct conv *c, struct pair *p, const struct oev *e)
+{
+	if (!p || p->decided)
+		return;
+	p->decided = true;
+	p->keep = !c->filtering || sel_match(c, e);
+}
+
+/* It will not end (a flow cut at a gap): it no longer holds a part open. */
+static void pair_abandon(struct conv *c, struct pair *p)
+{
+	if (!p)
+		return;
+	p->abandoned = true;
+	if (p->counted) {
+		p->counted = false;
+		c->part_open--;
+	}
+}
+
+/* e, of a pair, is written: a part is not cut while a pair that began in
+ * it has not ended (its last event may come first: a flow's end moved to
+ * an earlier slice begin). */
+static void pair_written(struct conv *c, const struct oev *e)
+{
+	struct pair *p = e->pair;
+
+	if (e->pair_end) {
+		p->closed = true;
+		if (p->counted) {
+			p->counted = false;
+			c->part_open--;
+		}
+	} else if (!p->begun && !p->closed && !p->abandoned) {
+		p->counted = true;
+		c->part_open++;
+	}
+	p->begun = true;
+}
+
+static struct part *cur_part(struct conv *c)
+{
+	return &c->parts[c->nparts - 1];
+}
+
+/* Names are written for the processes and threads a part's events name. */
+static int note_task(struct part *p, const struct oev *e)
+{
+	uint64_t key = e->pid << 22 | e->tid;
+	int err;
+
+	if (key + 1 == p->last_task)
+		return 0;
+	p->last_task = key + 1;
+	err = hmap_put(&p->pids, e->pid, (void *)1);
+	return err ? err : hmap_put(&p->tasks, key, (void *)1);
+}
+
+/* Kernel text grew to `bytes` with a line at ts (marked every 4 KiB). */
+static int kq_push(struct conv *c, uint64_t ts, uint64_t bytes)
+{
+	struct kmark *last = c->kq_n > c->kq_head ? &c->kq[c->kq_n - 1] : NULL;
+
+	if (last && bytes - last->bytes < 4096)
+		return 0;
+	if (c->kq_head > c->kq_n / 2) {
+		memmove(c->kq, c->kq + c->kq_head, (c->kq_n - c->kq_head) * sizeof(*c->kq));
+		c->kq_n -= c->kq_head;
+		c->kq_head = 0;
+	}
+	if (grow_array((void **)&c->kq, &c->kq_cap, c->kq_n + 1, sizeof(*c->kq)))
+		return -ENOMEM;
+	c->kq[c->kq_n++] = (struct kmark){ ts, bytes };
+	return 0;
+}
+
+/* The kernel text's bytes before ts (to 4 KiB). */
+static uint64_t kq_upto(struct conv *c, uint64_t ts)
+{
+	while (c->kq_head < c->kq_n && c->kq[c->kq_head].ts < ts)
+		c->kdone = c->kq[c->kq_head++].bytes;
+	return c->kdone;
+}
+
+static uint64_t part_bytes(struct conv *c, struct part *p, uint64_t ts)
+{
+	off_t n = ftello(p->f);
+
+	return (n > 0 ? (uint64_t)n : 0) + kq_upto(c, ts) - p->kbytes0;
+}
+
+static int next_part(struct conv *c, uint64_t ts);
+
+/* Cuts before e when the part is full, at the first event after no pair
+ * is open in it, between two timestamps. The size is looked at every
+ * check_every events (ftello is not free). */
+static void maybe_split(struct conv *c, const struct oev *e)
+{
+	if (!c->want_split && ++c->part_events % c->check_every == 0)
+		c->want_split = part_bytes(c, cur_part(c), e->ts) >= c->split;
+	if (c->want_split && !c->part_open && e->ts > c->last_written_ts && !c->sel_err)
+		c->sel_err = next_part(c, e->ts);
+}
+
+/* Whether e is written (filters), and what that changes (--split). */
+static bool sel_admit(struct conv *c, const struct oev *e)
+{
+	bool keep = e->pair ? e->pair->keep : !c->filtering || sel_match(c, e);
+
+	if (!keep) {
+		c->left_out++;
+		return false;
+	}
+	if (c->split)
+		maybe_split(c, e);
+	if (!c->sel_err)
+		c->sel_err = note_task(cur_part(c), e);
+	if (e->pair)
+		pair_written(c, e);
+	c->last_written_ts = e->ts;
+	write_event(&c->j, e);
+	return true;
+}
 
 static void out_free(struct oev *e)
 {
 	free((void *)e->ev);
 	if (e->eev != e->ev)
 		free((void *)e->eev);
+	pair_put(e->pair);
 }
 
 /* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
@@ -543,8 +758,8 @@ static void out_pop(struct conv *c)
 	size_t i = 0, n;
 
 	c->sink->event(c->sink->ctx, &h[0]);
-	out_free(&h[0]);
 	c->written++;
+	out_free(&h[0]);
 	h[0] = h[--c->nout];
 	n = c->nout;
 	for (;;) {
@@ -688,6 +903,7 @@ static int on_flow(struct conv *c, const struct tb_rec_event *ev,
 	e->ph = s->phase;
 	if (t->depth)
 		e->ts = t->stack[t->depth - 1].ev->hdr.ts;
+	pair_decide(c, e->pair, e);
 	return add_out(c, e);
 }
 
@@ -933,10 +1149,26 @@ static struct async_track *find_async(struct conv *c, const struct oev *e, bool 
 static void free_async(struct conv *c, struct async_track *a)
 {
 	ktab_del(&c->gap.asyncs, &a->k);
-	while (a->depth)
-		free((void *)a->stack[--a->depth].ev);
+	while (a->depth) {
+		a->depth--;
+		free((void *)a->stack[a->depth].ev);
+		pair_put(a->stack[a->depth].pair);
+	}
 	free(a->stack);
 	free(a);
+}
+
+/* An async begin, with filters or --split: its slice is a pair. */
+static int async_pair(struct conv *c, struct open_slice *o, struct oev *e)
+{
+	o->pair = pair_new();
+	if (!o->pair) {
+		free((void *)e->ev);
+		return -ENOMEM;
+	}
+	pair_decide(c, o->pair, e);
+	e->pair = pair_ref(o->pair);
+	return add_out(c, e);
 }
 
 /* Async begin and end (instants pass): tracked so that a gap ends those
@@ -960,11 +1192,17 @@ static int on_async(struct conv *c, struct oev *e)
 			free((void *)e->ev);
 			return -ENOMEM;
 		}
-		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq };
+		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL };
+		if (c->selective)
+			return async_pair(c, &a->stack[a->depth - 1], e);
 		return add_out(c, e);
 	}
 	if (a && a->depth) {
-		free((void *)a->stack[--a->depth].ev);
+		struct open_slice *o = &a->stack[--a->depth];
+
+		free((void *)o->ev);
+		e->pair = o->pair;   /* its reference goes to the end */
+		e->pair_end = true;
 		if (!a->depth)
 			free_async(c, a);
 		return add_out(c, e);
@@ -987,7 +1225,8 @@ static int cut_async(struct conv *c, const struct lost *l, uint64_t ts)
 				struct open_slice *o = &a->stack[--a->depth];
 				struct oev e = { .ts = ts, .seq = o->seq, .pid = o->ev->hdr.pid,
 						 .tid = o->ev->hdr.tid, .ph = 'e', .site = o->site,
-						 .ev = o->ev, .lost = *l };
+						 .ev = o->ev, .lost = *l, .pair = o->pair,
+						 .pair_end = true };
 				int err = add_out(c, &e);
 
 				c->gap.cut++;
@@ -1009,6 +1248,7 @@ struct flow {
 	size_t nlen;
 	uint64_t marks;             /* gap marks read before its s */
 	bool cut;                   /* it was open at a gap */
+	struct pair *pair;          /* with filters or --split */
 };
 
 static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
@@ -1044,8 +1284,25 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 static void free_flow(struct conv *c, struct flow *f)
 {
 	ktab_del(&c->gap.flows, &f->k);
+	pair_put(f->pair);
 	free(f->name);
 	free(f);
+}
+
+/* A flow's events share its pair (decided in on_flow, where the first
+ * one gets its ts); its end takes the flow's reference. */
+static int flow_pair(struct flow *f, struct oev *e)
+{
+	if (!f->pair && !(f->pair = pair_new()))
+		return -ENOMEM;
+	if (e->site->phase == 'f') {
+		e->pair = f->pair;
+		e->pair_end = true;
+		f->pair = NULL;
+	} else {
+		e->pair = pair_ref(f->pair);
+	}
+	return 0;
 }
 
 /* Whether a flow event is written. No arrow may cross lost records (an
@@ -1060,14 +1317,18 @@ static int flow_gate(struct conv *c, struct oev *e)
 	bool start = e->site->phase == 's';
 	struct flow *f = find_flow(c, e, false);
 
-	if (f && f->marks != c->gap.marks)
+	if (f && f->marks != c->gap.marks) {
 		f->cut = true;   /* a gap came while it was open */
+		pair_abandon(c, f->pair);
+	}
 	if ((f && f->cut) || e->ts <= c->gap.until) {
 		free((void *)e->ev);
 		c->gap.flows_left_out++;
 		return 0;
 	}
-	if (start && !f && !find_flow(c, e, true))
+	if (start && !f && !(f = find_flow(c, e, true)))
+		return -ENOMEM;
+	if (f && c->selective && flow_pair(f, e))
 		return -ENOMEM;
 	if (f && e->site->phase == 'f')
 		free_flow(c, f);
@@ -1102,6 +1363,15 @@ static struct thread *gap_tid(struct conv *c, uint32_t tid)
 	if (t)
 		t->placeholder = true;
 	return t;
+}
+
+/* Every flow open at a gap is cut (flow_gate, when its next event comes):
+ * with --split, say so now, so that it does not hold its part open. */
+static void abandon_flows(struct conv *c)
+{
+	for (size_t i = 0; i < c->gap.flows.cap; i++)
+		for (struct kent *k = c->gap.flows.b[i]; k; k = k->next)
+			pair_abandon(c, ((struct flow *)k)->pair);
 }
 
 /* TB_REC_GAP, read at its earliest lost record's time, or later: a mark
@@ -1139,6 +1409,8 @@ static int on_gap(struct conv *c, const struct tb_rec_gap *g)
 	}
 	if (!err)
 		err = cut_async(c, &l, c->last_ts);
+	if (c->selective)
+		abandon_flows(c);
 	c->gap.last = l;   /* and every flow open now is cut (flow_gate) */
 	if (until > c->gap.until)
 		c->gap.until = until;
@@ -1190,7 +1462,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 			free((void *)ev);
 			return err;
 		}
-		t->stack[t->depth++] = (struct open_slice){ ev, s, seq };
+		t->stack[t->depth++] = (struct open_slice){ ev, s, seq, NULL };
 		return 0;
 	case 'E':
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
@@ -1451,6 +1723,25 @@ static bool shown_while_on(uint16_t type)
 	}
 }
 
+/* A kernel record, into systemTraceEvents unless the filters leave it
+ * out; its names are learnt either way (a later line may need them). */
+static int add_kernel(struct conv *c, const struct tb_rec_hdr *h)
+{
+	int err;
+
+	if (!c->filtering || h->type == TB_REC_FORMAT || tb_filter_match_kernel(&c->filt, h)) {
+		err = tb_ftrace_add(c->ftrace, h);
+		if (!err && c->split)
+			err = kq_push(c, h->ts, tb_ftrace_bytes(c->ftrace));
+		return err;
+	}
+	c->kleft_out++;
+	tb_ftrace_collect(c->ftrace, false);
+	err = tb_ftrace_add(c->ftrace, h);
+	tb_ftrace_collect(c->ftrace, true);
+	return err;
+}
+
 static int process(struct conv *c, enum stage *stage)
 {
 	const struct tb_rec_hdr *h;
@@ -1488,7 +1779,7 @@ static int process(struct conv *c, enum stage *stage)
 		}
 		/* system-wide kernel events: ftrace text, no M events per task */
 		if (tb_ftrace_is_kernel(h->type)) {
-			err = tb_ftrace_add(c->ftrace, h);
+			err = add_kernel(c, h);
 			continue;
 		}
 		/* every pid and tid seen gets named */
@@ -1972,7 +2263,7 @@ static void proc_label(const struct proc *p, char name[96])
  * metadata. */
 /* The process and thread names (and sort indices), after the events. */
 static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **threads,
-			size_t nthreads)
+			size_t nthreads, const struct part *part)
 {
 	char buf[64];
 	size_t i;
@@ -1981,6 +2272,8 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 		const struct proc *p = procs[i];
 		char name[96];
 
+		if (part && !hmap_get(&part->pids, p->out_pid))
+			continue;   /* none of the part's events is of it */
 		proc_label(p, name);
 		if (p->app_name)
 			write_meta_name_n(j, "process_name", p->out_pid, p->pid,
@@ -2000,6 +2293,8 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 
 		if (t->placeholder)
 			continue;   /* named by a gap only: no record of it */
+		if (part && !hmap_get(&part->tasks, t->out_pid << 22 | t->tid))
+			continue;
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
 		if (t->app_name)
@@ -2016,7 +2311,32 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 
 /* The JSON's metadata object: versions, host, clock, counts of everything
  * lost or incomplete (the output contract, docs/tracebpf-convert.md). */
-static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *j)
+/* What the filters and --split did, in the metadata of each file. */
+static void write_sel_metadata(struct conv *c, struct tb_json *j, const struct part *part)
+{
+	if (c->filtering) {
+		tb_json_key(j, "filters");
+		tb_filter_write_json(&c->filt, j);
+		tb_json_kuint(j, "filtered_out_trace_events", c->left_out);
+		tb_json_kuint(j, "filtered_out_kernel_records", c->kleft_out);
+	}
+	if (!c->split)
+		return;
+	tb_json_key(j, "split");
+	tb_json_begin_object(j);
+	tb_json_kuint(j, "part", (uint64_t)(part - c->parts) + 1);
+	tb_json_kuint(j, "parts", c->nparts);
+	tb_json_kuint(j, "size", c->split);
+	/* its span in the trace's clock: [from_ts, to_ts) */
+	if (part != c->parts)
+		tb_json_kuint(j, "from_ts", part->from);
+	if (part->to != UINT64_MAX)
+		tb_json_kuint(j, "to_ts", part->to);
+	tb_json_end_object(j);
+}
+
+static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *j,
+			   const struct part *part)
 {
 	const struct tb_file_info *info = tb_reader_info(r);
 	uint32_t ncpus = c->stats ? tb_stats_ncpus(c->stats) : 0, i;
@@ -2073,15 +2393,21 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
 	if (tb_reader_tail_reason(r))
 		tb_json_kstr(j, "truncated_tail_reason", tb_reader_tail_reason(r));
+	if (part)
+		write_sel_metadata(c, j, part);
 	tb_json_end_object(j);
 }
 
-static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
+/* The end of one JSON file after its events: names, systemTraceEvents,
+ * metadata. part (filters, --split): only the names its events need, and
+ * with --split only the kernel lines of its span. */
+static int render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
+		       const struct part *part)
 {
 	void **procs = sorted_vals(&c->procs, c->old_procs, c->nold_procs);
 	void **threads = sorted_vals(&c->threads, c->old_threads, c->nold_threads);
 	size_t nprocs = c->procs.n + c->nold_procs, nthreads = c->threads.n + c->nold_threads;
-	struct tb_json j = c->j;
+	struct tb_json j = *jp;
 	int err = 0;
 
 	if (!procs || !threads) {
@@ -2091,7 +2417,7 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	}
 	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
 	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
-	write_names(&j, procs, nprocs, threads, nthreads);
+	write_names(&j, procs, nprocs, threads, nthreads, part);
 	free(procs);
 	free(threads);
 	tb_json_newline(&j);
@@ -2101,20 +2427,180 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	tb_json_newline(&j);
 	if (tb_ftrace_lines(c->ftrace)) {
 		tb_json_key(&j, "systemTraceEvents");
-		err = tb_ftrace_write_json(c->ftrace, &j);
+		if (part && c->split)
+			err = tb_ftrace_write_json_range(c->ftrace, &j, part->from, part->to);
+		else
+			err = tb_ftrace_write_json(c->ftrace, &j);
 		if (err)
 			return err;
 		tb_json_newline(&j);
 	}
-	write_metadata(c, r, &j);
+	write_metadata(c, r, &j, part);
 	tb_json_end_object(&j);
 	tb_json_newline(&j);
 
 	err = tb_json_error(&j);
 	if (!err && fflush(f))
 		err = -errno;
-	c->j = j;
+	*jp = j;
 	return err;
+}
+
+/* The parts' tails (each finished part is opened again to append it),
+ * then, with --split, every part renamed into place. */
+static int finish_parts(struct conv *c, struct tb_reader *r)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < c->nparts && !err; i++) {
+		struct part *p = &c->parts[i];
+		bool last = i == c->nparts - 1;
+		struct tb_json *j = last ? &c->j : &p->j;
+
+		if (!p->f && !(p->f = fopen(p->tmp, "a")))
+			return -errno;
+		j->f = p->f;
+		err = render_tail(c, r, j, p->f, p);
+		p->bytes = ftello(p->f) > 0 ? (uint64_t)ftello(p->f) : 0;
+		if (c->split) {
+			if (fclose(p->f) && !err)
+				err = -errno;
+			p->f = NULL;
+		}
+	}
+	for (i = 0; i < c->nparts && !err && c->split; i++) {
+		struct part *p = &c->parts[i];
+
+		if (rename(p->tmp, p->name))
+			return -errno;
+		free(p->tmp);
+		p->tmp = NULL;
+	}
+	return err;
+}
+
+static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
+{
+	if (c->selective)
+		return finish_parts(c, r);
+	return render_tail(c, r, &c->j, f, NULL);
+}
+
+static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **f);
+static void fail(const char *verb, const char *obj, int err, const char *hint);
+
+/* "OUT-NNN.json" for OUT.json (or OUT), part n from 1. */
+static char *part_name(const char *out, size_t n)
+{
+	size_t len = strlen(out);
+	char *name;
+
+	if (len > 5 && !strcmp(out + len - 5, ".json"))
+		len -= 5;
+	if (asprintf(&name, "%.*s-%03zu.json", (int)len, out, n) < 0)
+		return NULL;
+	return name;
+}
+
+/* A new part from ts on, written to f, or with --split to a temporary of
+ * its own (said when it fails). */
+static int add_part(struct conv *c, uint64_t ts, FILE *f)
+{
+	struct part *p;
+	int err = grow_array((void **)&c->parts, &c->parts_cap, c->nparts + 1,
+			     sizeof(*c->parts));
+
+	if (err)
+		return err;
+	p = &c->parts[c->nparts];
+	*p = (struct part){ .f = f, .from = ts, .to = UINT64_MAX, .kbytes0 = kq_upto(c, ts) };
+	if (c->split) {
+		p->name = part_name(c->split_base, c->nparts + 1);
+		if (!p->name)
+			return -ENOMEM;
+		err = create_tmp(p->name, p->name, &p->tmp, &p->f);
+		if (err) {
+			free(p->name);
+			return err;
+		}
+	}
+	c->nparts++;
+	render_begin(c, p->f);
+	return 0;
+}
+
+/* Ends the current part before ts (its tail is written at the end, when
+ * the names are known) and starts the next. */
+static int next_part(struct conv *c, uint64_t ts)
+{
+	struct part *p = cur_part(c);
+	int err;
+
+	p->to = ts;
+	p->j = c->j;
+	p->j.f = NULL;
+	err = tb_json_error(&c->j);
+	if (fclose(p->f) && !err)
+		err = -errno;
+	p->f = NULL;
+	if (err) {
+		fail("write", p->name, err, tb_io_write_hint(err));
+		return err;
+	}
+	c->want_split = false;
+	c->part_events = 0;
+	return add_part(c, ts, NULL);
+}
+
+/* Filters and --split, before the first record. out: the file of a
+ * conversion without --split. */
+static int sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_reader *r,
+		     FILE *out)
+{
+	int err;
+
+	c->filtering = o->filter && tb_filter_active(o->filter);
+	c->split = o->split;
+	c->selective = c->filtering || c->split;
+	if (!c->selective) {
+		render_begin(c, out);
+		return 0;
+	}
+	if (c->filtering) {
+		c->filt = *o->filter;   /* shares its lists: never freed here */
+		tb_filter_set_base(&c->filt, tb_reader_info(r)->start_ts);
+	}
+	if (c->split) {
+		c->split_base = o->out;
+		/* about 1% of a part between two looks at its size */
+		c->check_every = c->split / 12800;
+		if (c->check_every < 1)
+			c->check_every = 1;
+		if (c->check_every > 4096)
+			c->check_every = 4096;
+		err = tb_ftrace_keep_times(c->ftrace);
+		if (err)
+			return err;
+	}
+	return add_part(c, 0, out);
+}
+
+static void free_parts(struct conv *c)
+{
+	for (size_t i = 0; i < c->nparts; i++) {
+		struct part *p = &c->parts[i];
+
+		if (p->f && c->split)
+			fclose(p->f);
+		if (p->tmp)
+			unlink(p->tmp);
+		free(p->tmp);
+		free(p->name);
+		hmap_free(&p->pids);
+		hmap_free(&p->tasks);
+	}
+	free(c->parts);
 }
 
 static void free_proc(struct proc *p)
@@ -2165,12 +2651,20 @@ static void conv_free(struct conv *c)
 	gaps_free(c);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
+	free_parts(c);
+	free(c->kq);
 }
 
 /* The Chrome JSON writer as the model's sink (ctx: the struct tb_json). */
 static void json_event(void *ctx, const struct oev *e)
 {
 	write_event(ctx, e);
+}
+
+/* The same with filters or --split (ctx: the struct conv). */
+static void sel_event(void *ctx, const struct oev *e)
+{
+	sel_admit(ctx, e);
 }
 
 static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink)
@@ -2183,11 +2677,79 @@ static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model
 	return err;
 }
 
-static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
-		       enum stage *stage)
+/* The most DevTools, and anything that reads the file as one JavaScript
+ * string, opens: V8's longest string (0x1fffffe8 characters). */
+#define VIEWER_MAX (512ull << 20)
+
+static void format_size(char *buf, size_t len, uint64_t n)
 {
+	if (n >= 1ull << 30)
+		snprintf(buf, len, "%.1f GiB", (double)n / (1ull << 30));
+	else if (n >= 1ull << 20)
+		snprintf(buf, len, "%.0f MiB", (double)n / (1ull << 20));
+	else
+		snprintf(buf, len, "%.0f KiB", (double)n / (1ull << 10));
+}
+
+/* The limit; TRACEBPF_TEST_VIEWER_MAX (bytes) lowers it for the tests. */
+static uint64_t viewer_max(void)
+{
+	const char *env = getenv("TRACEBPF_TEST_VIEWER_MAX");
+	char *end;
+	unsigned long long v;
+
+	if (!env || !*env)
+		return VIEWER_MAX;
+	v = strtoull(env, &end, 10);
+	return *end || !v ? VIEWER_MAX : v;
+}
+
+static void warn_size(const char *name, uint64_t bytes, bool split)
+{
+	char size[32], max[32];
+
+	if (bytes <= viewer_max())
+		return;
+	format_size(size, sizeof(size), bytes);
+	format_size(max, sizeof(max), viewer_max());
+	if (split)
+		fprintf(stderr, PFX "warning: %s is %s (an async slice or flow stayed open "
+			"across the cut); DevTools and other viewers that read the file as "
+			"one string open at most %s: cut it with a smaller --split or take a "
+			"window with --time, --pid, --tid, --cat or --name\n", name, size, max);
+	else
+		fprintf(stderr, PFX "warning: %s is %s; DevTools and other viewers that read "
+			"the file as one string open at most %s: take a window with --time, "
+			"--pid, --tid, --cat or --name, or cut it with --split 400M\n",
+			name, size, max);
+}
+
+/* A JSON a viewer may refuse: said, the file is valid all the same (Perfetto
+ * UI opens it). The size is known for a regular file (ftello). */
+static void check_sizes(struct conv *c, FILE *out, const char *out_name)
+{
+	off_t n;
+
+	if (c->split) {
+		fprintf(stderr, PFX "wrote %zu part%s: %s%s%s\n", c->nparts,
+			c->nparts > 1 ? "s" : "", c->parts[0].name, c->nparts > 1 ? " to " : "",
+			c->nparts > 1 ? c->parts[c->nparts - 1].name : "");
+		for (size_t i = 0; i < c->nparts; i++)
+			warn_size(c->parts[i].name, c->parts[i].bytes, true);
+		return;
+	}
+	n = c->selective ? (off_t)c->parts[0].bytes : out ? ftello(out) : -1;
+	if (n > 0 && out_name)
+		warn_size(out_name, (uint64_t)n, false);
+}
+
+static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
+		       const char *out_name, enum stage *stage)
+{
+	bool verbose = o && o->verbose;
 	struct conv c = { 0 };
 	const struct tb_model_sink json = { .ctx = &c.j, .event = json_event };
+	const struct tb_model_sink sel = { .ctx = &c, .event = sel_event };
 	const char *reason;
 	int err;
 
@@ -2195,8 +2757,17 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 	err = model_open(&c, r, &json);
 	if (err)
 		goto out;
-	render_begin(&c, out);
+	if (o)
+		err = sel_start(&c, o, r, out);
+	else
+		render_begin(&c, out);
+	if (err)
+		goto out;
+	if (c.selective)
+		c.sink = &sel;   /* the JSON writer behind the filters and parts */
 	err = process(&c, stage);
+	if (!err)
+		err = c.sel_err;
 	if (err)
 		goto out;
 	*stage = STAGE_WRITE;
@@ -2205,6 +2776,7 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 		err = render_end(&c, r, out);
 	if (err)
 		goto out;
+	check_sizes(&c, out, out_name);
 
 	reason = tb_reader_tail_reason(r);
 	if (reason)
@@ -2229,7 +2801,7 @@ static int convert_run(struct tb_reader *r, FILE *out, bool verbose,
 		fprintf(stderr, PFX "%zu records, %" PRIu64 " events, %zu trace events "
 			"written, %" PRIu64 " unresolved sites, %" PRIu64
 			" unmatched ends; peak held: %zu records\n", c.nrecs, c.events,
-			c.written, c.unresolved, c.unmatched, tb_merge_peak(c.merge));
+			c.written - c.left_out, c.unresolved, c.unmatched, tb_merge_peak(c.merge));
 	if (c.forced || tb_merge_forced(c.merge))
 		fprintf(stderr, PFX "note: %zu trace events and %" PRIu64 " records were "
 			"released out of time order to bound memory (a slice open for "
@@ -2244,7 +2816,7 @@ int tb_convert_file(struct tb_reader *r, FILE *out)
 {
 	enum stage stage;
 
-	return convert_run(r, out, false, &stage);
+	return convert_run(r, out, NULL, NULL, &stage);
 }
 
 static void fail(const char *verb, const char *obj, int err, const char *hint)
@@ -2334,7 +2906,15 @@ int tb_convert(const struct tb_convert_opts *o)
 			return err;
 		}
 	}
-	if (strcmp(out, "-") == 0) {
+	if (o->split) {
+		/* parts are files of their own, created as they begin */
+		if (!strcmp(out, "-") || tb_io_is_gz(out)) {
+			err = -EINVAL;
+			fprintf(stderr, PFX "--split writes files NAME-001.json, ...: give "
+				"-o NAME.json (neither stdout nor .gz)\n");
+			goto out;
+		}
+	} else if (strcmp(out, "-") == 0) {
 		f = stdout;
 	} else if (lstat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
 		/* A device, FIFO or symlink: write through it, never replace it. */
@@ -2348,7 +2928,7 @@ int tb_convert(const struct tb_convert_opts *o)
 		goto out;
 	}
 
-	if (tb_io_is_gz(out)) {
+	if (!o->split && tb_io_is_gz(out)) {
 		gz = tb_io_gz_wrap(f);
 		if (!gz) {
 			err = -ENOMEM;
@@ -2356,7 +2936,7 @@ int tb_convert(const struct tb_convert_opts *o)
 			goto out;
 		}
 	}
-	err = convert_run(r, gz ? gz : f, o->verbose, &stage);
+	err = convert_run(r, gz ? gz : f, o, out_name, &stage);
 	if (gz) {
 		if (fclose(gz) && !err) {
 			err = -EIO;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "filter.h"
 #include "tbfile.h"
 
 #ifndef TRACEBPF_VERSION
@@ -23,6 +24,10 @@ struct tb_convert_opts {
 	bool verbose;      /* counts on stderr */
 	bool follow;       /* read a trace still being written (tbio.h) */
 	const char *connect;  /* read from a recorder's --serve socket */
+	const struct tb_filter *filter;  /* NULL or nothing given: every event */
+	/* > 0: write OUT-001.json, OUT-002.json, ... of about this many
+	 * bytes each instead of OUT (a file name, not "-" nor .gz) */
+	uint64_t split;
 };
 
 /* Converts o->in to o->out. The output file appears whole or not at all

@@ -43,6 +43,7 @@ struct tb_ftrace {
 	unsigned char *tpbuf;         /* zero-padded copy of a raw entry */
 	size_t tpbuf_dirty;
 	FILE *spill;                  /* the systemTraceEvents text so far */
+	FILE *times;                  /* each line's ts (tb_ftrace_keep_times) */
 	uint64_t len;
 	bool no_collect;
 	char *text;                   /* tb_ftrace_text's copy */
@@ -91,6 +92,8 @@ void tb_ftrace_free(struct tb_ftrace *f)
 	free(f->text);
 	if (f->spill)
 		fclose(f->spill);
+	if (f->times)
+		fclose(f->times);
 	free(f);
 }
 
@@ -463,6 +466,60 @@ int tb_ftrace_write_json(struct tb_ftrace *f, struct tb_json *j)
 	return err;
 }
 
+int tb_ftrace_keep_times(struct tb_ftrace *f)
+{
+	f->times = tmpfile();
+	return f->times ? 0 : -errno;
+}
+
+uint64_t tb_ftrace_bytes(const struct tb_ftrace *f)
+{
+	return f->len;
+}
+
+/* The two header lines of the text (written before the first event line). */
+#define HEADER_LINES 2
+
+static int write_range(struct tb_ftrace *f, struct tb_json *j, uint64_t from, uint64_t to,
+		       char **line, size_t *cap)
+{
+	uint64_t ts, i;
+	ssize_t n;
+
+	if (fflush(f->spill) || fseeko(f->spill, 0, SEEK_SET) ||
+	    fflush(f->times) || fseeko(f->times, 0, SEEK_SET))
+		return -errno;
+	for (i = 0; i < HEADER_LINES && (n = getline(line, cap, f->spill)) > 0; i++)
+		tb_json_string_part(j, *line, n);
+	while ((n = getline(line, cap, f->spill)) > 0) {
+		if (fread(&ts, sizeof(ts), 1, f->times) != 1)
+			return -EIO;
+		if (ts >= from && ts < to)
+			tb_json_string_part(j, *line, n);
+	}
+	return ferror(f->spill) ? -EIO : 0;
+}
+
+int tb_ftrace_write_json_range(struct tb_ftrace *f, struct tb_json *j, uint64_t from,
+			       uint64_t to)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	if (f->spill && !f->times)
+		return -EINVAL;
+	tb_json_string_begin(j);
+	if (f->spill) {
+		err = write_range(f, j, from, to, &line, &cap);
+		fseeko(f->spill, 0, SEEK_END);
+		fseeko(f->times, 0, SEEK_END);
+	}
+	tb_json_string_end(j);
+	free(line);
+	return err;
+}
+
 int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *h)
 {
 	char line[1024];
@@ -516,6 +573,8 @@ int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *h)
 	err = append_text(f, line, n);
 	if (!err)
 		err = append_text(f, "\n", 1);
+	if (!err && f->times && fwrite(&h->ts, sizeof(h->ts), 1, f->times) != 1)
+		err = -EIO;
 	if (!err)
 		f->lines++;
 	return err;

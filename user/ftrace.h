@@ -52,6 +52,17 @@ void tb_ftrace_collect(struct tb_ftrace *f, bool on);
  * caller's key); 0 or -errno. */
 struct tb_json;
 int tb_ftrace_write_json(struct tb_ftrace *f, struct tb_json *j);
+/* For a trace cut in parts (convert --split): remember each line's record
+ * time (8 bytes a line, in a second temporary file), so that
+ * tb_ftrace_write_json_range can write the lines of one time span. Call
+ * before the first tb_ftrace_add. 0 or -errno. */
+int tb_ftrace_keep_times(struct tb_ftrace *f);
+/* The header and the lines whose record ts is in [from, to), as one JSON
+ * string value like tb_ftrace_write_json; needs tb_ftrace_keep_times. */
+int tb_ftrace_write_json_range(struct tb_ftrace *f, struct tb_json *j, uint64_t from,
+			       uint64_t to);
+/* Bytes of systemTraceEvents text so far. */
+uint64_t tb_ftrace_bytes(const struct tb_ftrace *f);
 /* The whole text read back into memory (tests), or NULL when no kernel
  * event produced a line. Valid until the next call or tb_ftrace_free. */
 const char *tb_ftrace_text(struct tb_ftrace *f);

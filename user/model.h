@@ -38,6 +38,11 @@ struct lost {
 	uint64_t count;             /* records lost there */
 };
 
+/* Shared by the events of one async slice or flow when convert filters
+ * or splits its output (user/convert.c): they are written whole or not at
+ * all. */
+struct pair;
+
 /* One output event. X: site/ev are the begin, esite/eev the end (NULL when
  * the slice was closed by exit, exec or the end of the trace). */
 struct oev {
@@ -53,6 +58,8 @@ struct oev {
 	const char *begin_of;       /* I: a begin that cannot be paired */
 	struct lost lost;           /* count > 0: cut or unpaired at a gap */
 	bool inherited;             /* X: a ghost slice ended in a forked child */
+	struct pair *pair;          /* with filters or --split: its pair, or NULL */
+	bool pair_end;              /* the pair's last event (e, f) */
 };
 
 /* The model while it runs (or, in a sink's end, once it has run). */
