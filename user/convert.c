@@ -2685,8 +2685,10 @@ static void format_size(char *buf, size_t len, uint64_t n)
 {
 	if (n >= 1ull << 30)
 		snprintf(buf, len, "%.1f GiB", (double)n / (1ull << 30));
-	else if (n >= 1ull << 20)
+	else if (n >= 100ull << 20)
 		snprintf(buf, len, "%.0f MiB", (double)n / (1ull << 20));
+	else if (n >= 1ull << 20)
+		snprintf(buf, len, "%.1f MiB", (double)n / (1ull << 20));
 	else
 		snprintf(buf, len, "%.0f KiB", (double)n / (1ull << 10));
 }
