@@ -227,7 +227,7 @@ struct part {
 	uint64_t bytes;             /* its size, once finished */
 };
 
-enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE };
+enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE, STAGE_SAID /* where it failed */ };
 
 /* A chained hash table whose entries can be removed: open async slices
  * and flows come and go, and memory must not grow with them. An entry
@@ -309,6 +309,7 @@ struct conv {
 	bool want_split;            /* the part is full: cut at the next chance */
 	uint64_t part_events, check_every, last_written_ts;
 	int sel_err;                /* failing to start a part (said) */
+	bool said;                  /* an error was said where it happened */
 	/* systemTraceEvents bytes by time: kernel records are read ahead of
 	 * the events written, so a part counts the bytes of the lines before
 	 * its latest event (kdone), learnt from these marks at 4 KiB steps */
@@ -2446,6 +2447,18 @@ static int render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, 
 	return err;
 }
 
+static void fail(const char *verb, const char *obj, int err, const char *hint);
+
+/* A part's file failed (with --split: said here, naming it). */
+static int split_fail(struct conv *c, const char *verb, const char *obj, int err)
+{
+	if (!c->split)
+		return err;
+	fail(verb, obj, err, tb_io_write_hint(err));
+	c->said = true;
+	return err;
+}
+
 /* The parts' tails (each finished part is opened again to append it),
  * then, with --split, every part renamed into place. */
 static int finish_parts(struct conv *c, struct tb_reader *r)
@@ -2459,7 +2472,7 @@ static int finish_parts(struct conv *c, struct tb_reader *r)
 		struct tb_json *j = last ? &c->j : &p->j;
 
 		if (!p->f && !(p->f = fopen(p->tmp, "a")))
-			return -errno;
+			return split_fail(c, "open", p->tmp, -errno);
 		j->f = p->f;
 		err = render_tail(c, r, j, p->f, p);
 		p->bytes = ftello(p->f) > 0 ? (uint64_t)ftello(p->f) : 0;
@@ -2467,13 +2480,15 @@ static int finish_parts(struct conv *c, struct tb_reader *r)
 			if (fclose(p->f) && !err)
 				err = -errno;
 			p->f = NULL;
+			if (err)
+				return split_fail(c, "write", p->name, err);
 		}
 	}
 	for (i = 0; i < c->nparts && !err && c->split; i++) {
 		struct part *p = &c->parts[i];
 
 		if (rename(p->tmp, p->name))
-			return -errno;
+			return split_fail(c, "rename", p->tmp, -errno);
 		free(p->tmp);
 		p->tmp = NULL;
 	}
@@ -2488,7 +2503,6 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 }
 
 static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **f);
-static void fail(const char *verb, const char *obj, int err, const char *hint);
 
 /* "OUT-NNN.json" for OUT.json (or OUT), part n from 1. */
 static char *part_name(const char *out, size_t n)
@@ -2511,17 +2525,24 @@ static int add_part(struct conv *c, uint64_t ts, FILE *f)
 	int err = grow_array((void **)&c->parts, &c->parts_cap, c->nparts + 1,
 			     sizeof(*c->parts));
 
-	if (err)
+	if (err) {
+		fail("convert", "--split", err, NULL);
+		c->said = true;
 		return err;
+	}
 	p = &c->parts[c->nparts];
 	*p = (struct part){ .f = f, .from = ts, .to = UINT64_MAX, .kbytes0 = kq_upto(c, ts) };
 	if (c->split) {
 		p->name = part_name(c->split_base, c->nparts + 1);
-		if (!p->name)
+		if (!p->name) {
+			fail("create", c->split_base, -ENOMEM, NULL);
+			c->said = true;
 			return -ENOMEM;
+		}
 		err = create_tmp(p->name, p->name, &p->tmp, &p->f);
 		if (err) {
 			free(p->name);
+			c->said = true;   /* create_tmp did */
 			return err;
 		}
 	}
@@ -2546,6 +2567,7 @@ static int next_part(struct conv *c, uint64_t ts)
 	p->f = NULL;
 	if (err) {
 		fail("write", p->name, err, tb_io_write_hint(err));
+		c->said = true;
 		return err;
 	}
 	c->want_split = false;
@@ -2580,8 +2602,11 @@ static int sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_
 		if (c->check_every > 4096)
 			c->check_every = 4096;
 		err = tb_ftrace_keep_times(c->ftrace);
-		if (err)
+		if (err) {
+			fail("create", "a temporary file for --split", err, NULL);
+			c->said = true;
 			return err;
+		}
 	}
 	return add_part(c, 0, out);
 }
@@ -2810,6 +2835,8 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 			"very long, or a 1.x file without rounds); viewers sort them\n",
 			c.forced, tb_merge_forced(c.merge));
 out:
+	if (err && c.said)
+		*stage = STAGE_SAID;
 	conv_free(&c);
 	return err;
 }
@@ -2953,7 +2980,7 @@ int tb_convert(const struct tb_convert_opts *o)
 			fail("read", in_name, err, NULL);
 		else if (stage == STAGE_WRITE)
 			fail("write", out_name, err, tb_io_write_hint(err));
-		else
+		else if (stage != STAGE_SAID)
 			fail("convert", in_name, err, NULL);
 		goto out;
 	}

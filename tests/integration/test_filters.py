@@ -412,3 +412,25 @@ def test_size_warning(rec):
     env["TRACEBPF_TEST_VIEWER_MAX"] = str(size // 2)
     p = convert(tbt, d / "bigs.json", "--split", "64K", env=env)
     assert p.returncode == 0 and "DevTools" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("mount,error", [
+    ("ro", r"failed to create '.*/x-001\.json': Read-only file system"),
+    ("size=150k", r"failed to write '.*/x-\d{3}\.json': No space left on device"),
+])
+def test_split_fails_whole(rec, tmp_path, mount, error):
+    """A part that cannot be created or written (a read-only or full file
+    system, in a private mount namespace): exit 1, said once with the
+    part's name, and no part left behind, not even the ones written."""
+    d, tbt, full = rec
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    p = subprocess.run(["unshare", "-m", "sh", "-c",
+                        f'mount -t tmpfs -o {mount} tmpfs "$1" && "$2" convert "$3" -o "$1/x.json" '
+                        '--split 64K; rc=$?; ls -A "$1"; exit $rc',
+                        "sh", str(mnt), TRACEBPF, str(tbt)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert re.search(r"tracebpf: convert: " + error, p.stderr), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 2, p.stderr   # the failure and its hint
+    assert p.stdout == "", f"left behind: {p.stdout}"
