@@ -348,6 +348,9 @@ static const struct argp_option convert_options[] = {
 				  "finishes it or Ctrl-C", 0 },
 	{ "connect", 'c', "SOCKET", 0, "Read a live recording from 'record --serve SOCKET'", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more", 0 },
+	{ "split", OPT_SPLIT, "SIZE", 0, "Write OUT-001.json, OUT-002.json, ... of about "
+					 "SIZE each (K/M/G suffix, at least 64K) instead of "
+					 "OUT.json, each a trace of its own", 0 },
 	{ NULL, 0, NULL, 0, "Filters (an event is kept when it passes every one given; "
 			    "repeat an option or give a comma-separated list to add values):", 1 },
 	{ "pid", OPT_PID, "PID[,PID...]", 0, "Only these processes' events", 1 },
@@ -357,9 +360,6 @@ static const struct argp_option convert_options[] = {
 	{ "time", OPT_TIME, "START,END", 0, "Only this window, from the trace's start: "
 					    "e.g. 1.5s,3s or 200ms,+50ms (units ns, us, ms, s; "
 					    "an empty START or END: the trace's start or end)", 1 },
-	{ "split", OPT_SPLIT, "SIZE", 0, "Write OUT-001.json, OUT-002.json, ... of about "
-					 "SIZE each (K/M/G suffix, at least 64K), each a "
-					 "trace of its own", 1 },
 	{ 0 },
 };
 
