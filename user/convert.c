@@ -2745,15 +2745,16 @@ static void warn_size(const char *name, uint64_t bytes, bool split)
 			"one string open at most %s: cut it with a smaller --split or take a "
 			"window with --time, --pid, --tid, --cat or --name\n", name, size, max);
 	else
-		fprintf(stderr, PFX "warning: %s is %s; DevTools and other viewers that read "
+		fprintf(stderr, PFX "warning: %s is %s%s; DevTools and other viewers that read "
 			"the file as one string open at most %s: take a window with --time, "
 			"--pid, --tid, --cat or --name, or cut it with --split 400M\n",
-			name, size, max);
+			name, size, tb_io_is_gz(name) ? " once decompressed" : "", max);
 }
 
 /* A JSON a viewer may refuse: said, the file is valid all the same (Perfetto
  * UI opens it). The size is known for a regular file (ftello). */
-static void check_sizes(struct conv *c, FILE *out, const char *out_name)
+static void check_sizes(struct conv *c, FILE *out, const char *out_name,
+			const uint64_t *written)
 {
 	off_t n;
 
@@ -2765,13 +2766,17 @@ static void check_sizes(struct conv *c, FILE *out, const char *out_name)
 			warn_size(c->parts[i].name, c->parts[i].bytes, true);
 		return;
 	}
-	n = c->selective ? (off_t)c->parts[0].bytes : out ? ftello(out) : -1;
+	if (written)
+		n = (off_t)*written;
+	else
+		n = c->selective ? (off_t)c->parts[0].bytes : out ? ftello(out) : -1;
 	if (n > 0 && out_name)
 		warn_size(out_name, (uint64_t)n, false);
 }
 
+/* written: the bytes written to out, when ftello cannot tell (a pipe, gzip) */
 static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
-		       const char *out_name, enum stage *stage)
+		       const char *out_name, const uint64_t *written, enum stage *stage)
 {
 	bool verbose = o && o->verbose;
 	struct conv c = { 0 };
@@ -2803,7 +2808,7 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 		err = render_end(&c, r, out);
 	if (err)
 		goto out;
-	check_sizes(&c, out, out_name);
+	check_sizes(&c, out, out_name, written);
 
 	reason = tb_reader_tail_reason(r);
 	if (reason)
@@ -2845,7 +2850,7 @@ int tb_convert_file(struct tb_reader *r, FILE *out)
 {
 	enum stage stage;
 
-	return convert_run(r, out, NULL, NULL, &stage);
+	return convert_run(r, out, NULL, NULL, NULL, &stage);
 }
 
 static void fail(const char *verb, const char *obj, int err, const char *hint)
@@ -2908,6 +2913,35 @@ static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **
 	return err;
 }
 
+/* Counts what goes through to `to`: the size of a JSON written into a
+ * pipe or through gzip (what a viewer reads once it is decompressed). */
+struct counted {
+	FILE *to;
+	uint64_t n;
+};
+
+static ssize_t counted_write(void *cookie, const char *buf, size_t n)
+{
+	struct counted *c = cookie;
+
+	if (fwrite(buf, 1, n, c->to) != n)
+		return -1;
+	c->n += n;
+	return (ssize_t)n;
+}
+
+static FILE *count_wrap(FILE *to, struct counted *c)
+{
+	cookie_io_functions_t io = { .write = counted_write };
+	FILE *f;
+
+	c->to = to;
+	f = fopencookie(c, "w", io);
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 1 << 16);
+	return f;
+}
+
 int tb_convert(const struct tb_convert_opts *o)
 {
 	const char *in = o->in ? o->in : "-", *out = o->out ? o->out : "-";
@@ -2915,7 +2949,8 @@ int tb_convert(const struct tb_convert_opts *o)
 	const char *out_name = strcmp(out, "-") ? out : "<stdout>";
 	struct tb_reader *r = NULL;
 	char *tmp = NULL;
-	FILE *f = NULL, *gz = NULL;
+	FILE *f = NULL, *gz = NULL, *counter = NULL;
+	struct counted count = { 0 };
 	enum stage stage;
 	struct stat st;
 	int err;
@@ -2965,7 +3000,14 @@ int tb_convert(const struct tb_convert_opts *o)
 			goto out;
 		}
 	}
-	err = convert_run(r, gz ? gz : f, o, out_name, &stage);
+	if (!o->split && ftello(gz ? gz : f) < 0)
+		counter = count_wrap(gz ? gz : f, &count);
+	err = convert_run(r, counter ? counter : gz ? gz : f, o, out_name,
+			  counter ? &count.n : NULL, &stage);
+	if (counter && fclose(counter) && !err) {
+		err = -EIO;
+		stage = STAGE_WRITE;
+	}
 	if (gz) {
 		if (fclose(gz) && !err) {
 			err = -EIO;

@@ -406,6 +406,13 @@ def test_size_warning(rec):
                      rf"{size_text(size // 2)}: take a window with --time, --pid, --tid, --cat or --name, or cut it "
                      r"with --split 400M", warn[0]), warn[0]
     assert Trace(out).doc["traceEvents"]   # written whole all the same
+    # into a pipe, and through gzip (the size a viewer reads once decompressed)
+    p = convert(tbt, "-", env=env)
+    assert p.returncode == 0 and json.loads(p.stdout)["traceEvents"]
+    assert f"warning: <stdout> is {size_text(size)}; DevTools" in p.stderr, p.stderr
+    p = convert(tbt, d / "big.json.gz", env=env)
+    assert p.returncode == 0, p.stderr
+    assert f"big.json.gz is {size_text(size)} once decompressed; DevTools" in p.stderr, p.stderr
     # under the limit: nothing said; with --split, parts under it: nothing
     env["TRACEBPF_TEST_VIEWER_MAX"] = str(size + 1)
     assert "DevTools" not in convert(tbt, out, env=env).stderr
