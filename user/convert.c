@@ -202,13 +202,13 @@ struct thread {
 };
 
 /* With filters or --split, an async slice (b .. e) or a flow (s, t .. f)
- * is written whole or not at all, and never cut between two parts: its
- * events share this, each holding a reference. */
+ * is written whole or not at all, and all in one part: its events share
+ * this, each holding a reference. */
 struct pair {
 	unsigned refs;
 	bool decided, keep;         /* by its first event (b, s) */
-	bool begun;                 /* an event of it was written */
-	bool counted;               /* open in the current part (part_open) */
+	size_t part;                /* 1 + the part its first written event went to */
+	bool counted;               /* holds that part open (part.open_pairs) */
 	bool closed;                /* its last event was written */
 	bool abandoned;             /* it gets no last event (a flow cut at a gap) */
 };
@@ -225,6 +225,9 @@ struct part {
 	struct hmap pids, tasks;    /* what its events name: pid, (pid, tid) */
 	uint64_t last_task;         /* key of the last event's (pid, tid) + 1 */
 	uint64_t bytes;             /* its size, once finished */
+	/* Pairs that began in it and have not ended: a part after which the
+	 * next one began stays open (p->j.f = p->f) until they end in it. */
+	size_t open_pairs;
 };
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE, STAGE_SAID /* where it failed */ };
@@ -305,7 +308,6 @@ struct conv {
 	const char *split_base;     /* the output's name without .json */
 	struct part *parts;
 	size_t nparts, parts_cap;
-	size_t part_open;           /* pairs begun but not ended in this part */
 	bool want_split;            /* the part is full: cut at the next chance */
 	uint64_t part_events, check_every, last_written_ts;
 	int sel_err;                /* failing to start a part (said) */
@@ -600,41 +602,53 @@ static void pair_decide(struct conv *c, struct pair *p, const struct oev *e)
 	p->keep = !c->filtering || sel_match(c, e);
 }
 
+static struct part *cur_part(struct conv *c)
+{
+	return &c->parts[c->nparts - 1];
+}
+
+static void part_close(struct conv *c, struct part *p);
+
+/* p no longer holds its part open; a part the next one followed closes
+ * when nothing holds it. */
+static void pair_uncount(struct conv *c, struct pair *p)
+{
+	struct part *part;
+
+	if (!p->counted)
+		return;
+	p->counted = false;
+	part = &c->parts[p->part - 1];
+	if (!--part->open_pairs && part != cur_part(c))
+		part_close(c, part);
+}
+
 /* It will not end (a flow cut at a gap): it no longer holds a part open. */
 static void pair_abandon(struct conv *c, struct pair *p)
 {
 	if (!p)
 		return;
 	p->abandoned = true;
-	if (p->counted) {
-		p->counted = false;
-		c->part_open--;
-	}
+	pair_uncount(c, p);
 }
 
-/* e, of a pair, is written: a part is not cut while a pair that began in
- * it has not ended (its last event may come first: a flow's end moved to
- * an earlier slice begin). */
-static void pair_written(struct conv *c, const struct oev *e)
+/* e, of a pair, was written to part: the pair's first event there keeps
+ * it open until the last (which may come first: a flow's end moved to an
+ * earlier slice begin). */
+static void pair_written(struct conv *c, const struct oev *e, struct part *part)
 {
 	struct pair *p = e->pair;
+	bool first = !p->part;
 
+	if (first)
+		p->part = (size_t)(part - c->parts) + 1;
 	if (e->pair_end) {
 		p->closed = true;
-		if (p->counted) {
-			p->counted = false;
-			c->part_open--;
-		}
-	} else if (!p->begun && !p->closed && !p->abandoned) {
+		pair_uncount(c, p);
+	} else if (first && !p->closed && !p->abandoned) {
 		p->counted = true;
-		c->part_open++;
+		part->open_pairs++;
 	}
-	p->begun = true;
-}
-
-static struct part *cur_part(struct conv *c)
-{
-	return &c->parts[c->nparts - 1];
 }
 
 /* Names are written for the processes and threads a part's events name. */
@@ -685,34 +699,40 @@ static uint64_t part_bytes(struct conv *c, struct part *p, uint64_t ts)
 
 static int next_part(struct conv *c, uint64_t ts);
 
-/* Cuts before e when the part is full, at the first event after no pair
- * is open in it, between two timestamps. The size is looked at every
- * check_every events (ftello is not free). */
+/* Cuts before e when the part is full, between two timestamps. The size
+ * is looked at every check_every events (ftello is not free). */
 static void maybe_split(struct conv *c, const struct oev *e)
 {
 	if (!c->want_split && ++c->part_events % c->check_every == 0)
 		c->want_split = part_bytes(c, cur_part(c), e->ts) >= c->split;
-	if (c->want_split && !c->part_open && e->ts > c->last_written_ts && !c->sel_err)
+	if (c->want_split && e->ts > c->last_written_ts && !c->sel_err)
 		c->sel_err = next_part(c, e->ts);
 }
 
-/* Whether e is written (filters), and what that changes (--split). */
-static bool sel_admit(struct conv *c, const struct oev *e)
+/* Writes e if the filters keep it, to the current part or, for a later
+ * event of a pair, to the part the pair began in. Whether it was. */
+static bool sel_write(struct conv *c, const struct oev *e)
 {
 	bool keep = e->pair ? e->pair->keep : !c->filtering || sel_match(c, e);
+	struct part *part;
 
 	if (!keep) {
 		c->left_out++;
 		return false;
 	}
-	if (c->split)
-		maybe_split(c, e);
+	if (e->pair && e->pair->part) {
+		part = &c->parts[e->pair->part - 1];
+	} else {
+		if (c->split)
+			maybe_split(c, e);
+		part = cur_part(c);
+		c->last_written_ts = e->ts;
+	}
 	if (!c->sel_err)
-		c->sel_err = note_task(cur_part(c), e);
+		c->sel_err = note_task(part, e);
+	write_event(part == cur_part(c) ? &c->j : &part->j, e);
 	if (e->pair)
-		pair_written(c, e);
-	c->last_written_ts = e->ts;
-	write_event(&c->j, e);
+		pair_written(c, e, part);
 	return true;
 }
 
@@ -2551,25 +2571,36 @@ static int add_part(struct conv *c, uint64_t ts, FILE *f)
 	return 0;
 }
 
-/* Ends the current part before ts (its tail is written at the end, when
- * the names are known) and starts the next. */
-static int next_part(struct conv *c, uint64_t ts)
+/* Closes a part whose events are all written (its tail is written at
+ * the end, when the names are known). A failure is said and kept in
+ * c->sel_err. */
+static void part_close(struct conv *c, struct part *p)
 {
-	struct part *p = cur_part(c);
-	int err;
+	int err = tb_json_error(&p->j);
 
-	p->to = ts;
-	p->j = c->j;
-	p->j.f = NULL;
-	err = tb_json_error(&c->j);
 	if (fclose(p->f) && !err)
 		err = -errno;
 	p->f = NULL;
-	if (err) {
+	p->j.f = NULL;
+	if (err && !c->sel_err) {
 		fail("write", p->name, err, tb_io_write_hint(err));
 		c->said = true;
-		return err;
+		c->sel_err = err;
 	}
+}
+
+/* Ends the current part's span before ts and starts the next. The part
+ * stays open while pairs that began in it have not ended. */
+static int next_part(struct conv *c, uint64_t ts)
+{
+	struct part *p = cur_part(c);
+
+	p->to = ts;
+	p->j = c->j;
+	if (!p->open_pairs)
+		part_close(c, p);
+	if (c->sel_err)
+		return c->sel_err;
 	c->want_split = false;
 	c->part_events = 0;
 	return add_part(c, ts, NULL);
@@ -2689,7 +2720,7 @@ static void json_event(void *ctx, const struct oev *e)
 /* The same with filters or --split (ctx: the struct conv). */
 static void sel_event(void *ctx, const struct oev *e)
 {
-	sel_admit(ctx, e);
+	sel_write(ctx, e);
 }
 
 static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink)
@@ -2740,10 +2771,10 @@ static void warn_size(const char *name, uint64_t bytes, bool split)
 	format_size(size, sizeof(size), bytes);
 	format_size(max, sizeof(max), viewer_max());
 	if (split)
-		fprintf(stderr, PFX "warning: %s is %s (an async slice or flow stayed open "
-			"across the cut); DevTools and other viewers that read the file as "
-			"one string open at most %s: cut it with a smaller --split or take a "
-			"window with --time, --pid, --tid, --cat or --name\n", name, size, max);
+		fprintf(stderr, PFX "warning: %s is %s; DevTools and other viewers that read "
+			"the file as one string open at most %s: cut it with a smaller --split "
+			"or take a window with --time, --pid, --tid, --cat or --name\n",
+			name, size, max);
 	else
 		fprintf(stderr, PFX "warning: %s is %s%s; DevTools and other viewers that read "
 			"the file as one string open at most %s: take a window with --time, "

@@ -10,7 +10,9 @@
  *     slice "round" { slice "io.read" { instant "got" };
  *                     flow end "hand"; async end "job" id k }
  * Async "job" and flow "hand" are in category "pair": each begins on the
- * producer and ends on the consumer. Flow ids are global (Chrome JSON keys
+ * producer and ends on the consumer. Async "session" (category "pair", id
+ * 1 << 40) is open from the producer's start to the consumer's end: a
+ * pair open across everything. Flow ids are global (Chrome JSON keys
  * a flow by cat, name and id in every process), so a flow's id is
  * pid << 16 | k: two processes running this never share one. Each round
  * sleeps 1 ms. Prints "done".
@@ -47,6 +49,7 @@ static void *producer(void *arg)
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "producer");
+	TRACE_EVENT_ASYNC_BEGIN0("pair", "session", 1ll << 40);
 	for (k = 0; k < rounds; k++) {
 		{
 			TRACE_EVENT1("alpha", "round", "k", k);
@@ -79,6 +82,7 @@ static void *consumer(void *arg)
 			TRACE_EVENT_ASYNC_END0("pair", "job", k);
 		}
 	}
+	TRACE_EVENT_ASYNC_END0("pair", "session", 1ll << 40);
 	return NULL;
 }
 
