@@ -335,11 +335,11 @@ struct convert_args {
 	struct tb_io_source src;   /* first: tb_io_source_parse's state->input */
 	const char *out;
 	bool verbose;
-	struct tb_filter filter;
+	struct tb_filter_args filter;   /* tb_filter_argp's input */
 	size_t split;
 };
 
-enum { OPT_PID = 2000, OPT_TID, OPT_CAT, OPT_NAME, OPT_TIME, OPT_SPLIT };
+enum { OPT_SPLIT = 2000 };
 
 static const struct argp_option convert_options[] = {
 	{ "output", 'o', "FILE", 0, "Output JSON (default: the input with .json; - for stdout; "
@@ -351,15 +351,6 @@ static const struct argp_option convert_options[] = {
 	{ "split", OPT_SPLIT, "SIZE", 0, "Write OUT-001.json, OUT-002.json, ... of about "
 					 "SIZE each (K/M/G suffix, at least 64K) instead of "
 					 "OUT.json, each a trace of its own", 0 },
-	{ NULL, 0, NULL, 0, "Filters (an event is kept when it passes every one given; "
-			    "repeat an option or give a comma-separated list to add values):", 1 },
-	{ "pid", OPT_PID, "PID[,PID...]", 0, "Only these processes' events", 1 },
-	{ "tid", OPT_TID, "TID[,TID...]", 0, "Only these threads' events", 1 },
-	{ "cat", OPT_CAT, "GLOB[,GLOB...]", 0, "Only events whose category matches (fnmatch)", 1 },
-	{ "name", OPT_NAME, "GLOB[,GLOB...]", 0, "Only events whose name matches (fnmatch)", 1 },
-	{ "time", OPT_TIME, "START,END", 0, "Only this window, from the trace's start: "
-					    "e.g. 1.5s,3s or 200ms,+50ms (units ns, us, ms, s; "
-					    "an empty START or END: the trace's start or end)", 1 },
 	{ 0 },
 };
 
@@ -372,37 +363,17 @@ static void bad_option(struct argp_state *state, const char *opt, const char *ar
 	argp_state_help(state, stderr, ARGP_HELP_STD_ERR);
 }
 
-static void add_filter(struct argp_state *state, struct tb_filter *f, int key, const char *arg)
-{
-	static const char *const opt[] = { "pid", "tid", "cat", "name", "time" };
-	const char *why = "out of memory";
-	int err;
-
-	switch (key) {
-	case OPT_PID: err = tb_filter_add_pids(f, arg, &why); break;
-	case OPT_TID: err = tb_filter_add_tids(f, arg, &why); break;
-	case OPT_CAT: err = tb_filter_add_cats(f, arg, &why); break;
-	case OPT_NAME: err = tb_filter_add_names(f, arg, &why); break;
-	default: err = tb_filter_set_time(f, arg, &why); break;
-	}
-	if (err)
-		bad_option(state, opt[key - OPT_PID], arg, why);
-}
-
 static error_t convert_parse(int key, char *arg, struct argp_state *state)
 {
 	struct convert_args *a = state->input;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		a->filter.cmd = "convert";
+		state->child_inputs[0] = &a->filter;
+		break;
 	case 'o': a->out = arg; break;
 	case 'v': a->verbose = true; break;
-	case OPT_PID:
-	case OPT_TID:
-	case OPT_CAT:
-	case OPT_NAME:
-	case OPT_TIME:
-		add_filter(state, &a->filter, key, arg);
-		break;
 	case OPT_SPLIT:
 		if (parse_size(arg, &a->split) || a->split < (64 << 10))
 			bad_option(state, "split", arg, "give a size of at least 64K, e.g. 400M");
@@ -415,9 +386,10 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 
 static int cmd_convert(int argc, char **argv)
 {
+	static const struct argp_child children[] = { { &tb_filter_argp, 0, NULL, 1 }, { 0 } };
 	static const struct argp argp = { convert_options, convert_parse, "FILE.tbt",
 					  "Render a trace file as Chrome trace JSON (Perfetto UI, "
-					  "chrome://tracing, Chrome DevTools).", NULL, NULL, NULL };
+					  "chrome://tracing, Chrome DevTools).", children, NULL, NULL };
 	struct convert_args a = {};
 	char out[PATH_MAX];
 	struct tb_convert_opts co = {};
@@ -441,16 +413,16 @@ static int cmd_convert(int argc, char **argv)
 	co.verbose = a.verbose;
 	co.follow = a.src.follow;
 	co.connect = a.src.connect;
-	co.filter = &a.filter;
+	co.filter = &a.filter.filter;
 	co.split = a.split;
 	if (a.split && (!strcmp(a.out, "-") || tb_io_is_gz(a.out))) {
 		fprintf(stderr, "tracebpf: convert: --split writes files NAME-001.json, ...: give "
 			"-o NAME.json (neither stdout nor .gz)\n");
-		tb_filter_free(&a.filter);
+		tb_filter_free(&a.filter.filter);
 		return 64;
 	}
 	ret = tb_convert(&co) ? 1 : 0;
-	tb_filter_free(&a.filter);
+	tb_filter_free(&a.filter.filter);
 	return ret;
 }
 
