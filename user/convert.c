@@ -709,14 +709,19 @@ static void maybe_split(struct conv *c, const struct oev *e)
 		c->sel_err = next_part(c, e->ts);
 }
 
+/* Whether the filters keep e: a pair's event as its pair was decided. */
+static bool sel_keep(const struct conv *c, const struct oev *e)
+{
+	return e->pair ? e->pair->keep : !c->filtering || sel_match(c, e);
+}
+
 /* Writes e if the filters keep it, to the current part or, for a later
  * event of a pair, to the part the pair began in. Whether it was. */
 static bool sel_write(struct conv *c, const struct oev *e)
 {
-	bool keep = e->pair ? e->pair->keep : !c->filtering || sel_match(c, e);
 	struct part *part;
 
-	if (!keep) {
+	if (!sel_keep(c, e)) {
 		c->left_out++;
 		return false;
 	}
@@ -2606,6 +2611,18 @@ static int next_part(struct conv *c, uint64_t ts)
 	return add_part(c, ts, NULL);
 }
 
+/* The filters f (NULL or none given: none), before the first record:
+ * pairs are tracked while they are on. */
+static void sel_filter(struct conv *c, const struct tb_filter *f, struct tb_reader *r)
+{
+	c->filtering = f && tb_filter_active(f);
+	if (!c->filtering)
+		return;
+	c->selective = true;
+	c->filt = *f;   /* shares its lists: never freed here */
+	tb_filter_set_base(&c->filt, tb_reader_info(r)->start_ts);
+}
+
 /* Filters and --split, before the first record. out: the file of a
  * conversion without --split. */
 static int sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_reader *r,
@@ -2613,16 +2630,12 @@ static int sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_
 {
 	int err;
 
-	c->filtering = o->filter && tb_filter_active(o->filter);
+	sel_filter(c, o->filter, r);
 	c->split = o->split;
 	c->selective = c->filtering || c->split;
 	if (!c->selective) {
 		render_begin(c, out);
 		return 0;
-	}
-	if (c->filtering) {
-		c->filt = *o->filter;   /* shares its lists: never freed here */
-		tb_filter_set_base(&c->filt, tb_reader_info(r)->start_ts);
 	}
 	if (c->split) {
 		c->split_base = o->out;
@@ -3085,12 +3098,37 @@ out:
 
 /* ---------------------------------------------------------- model.h -- */
 
+/* A sink behind the filters (tb_model_sink.filter): what convert's
+ * sel_write keeps goes on to it, the rest to its left_out. */
+struct model_filter {
+	struct conv *c;
+	const struct tb_model_sink *to;
+};
+
+static void filter_event(void *ctx, const struct oev *e)
+{
+	struct model_filter *mf = ctx;
+
+	if (sel_keep(mf->c, e)) {
+		mf->to->event(mf->to->ctx, e);
+		return;
+	}
+	mf->c->left_out++;
+	if (mf->to->left_out)
+		mf->to->left_out(mf->to->ctx, e);
+}
+
 int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *read_failed)
 {
 	struct tb_model m = { 0 };
+	struct model_filter mf = { &m.c, sink };
+	const struct tb_model_sink filtered = { .ctx = &mf, .event = filter_event };
 	enum stage stage = STAGE_CONVERT;
 	int err = model_open(&m.c, r, sink);
 
+	sel_filter(&m.c, sink->filter, r);
+	if (m.c.filtering)
+		m.c.sink = &filtered;
 	if (!err)
 		err = process(&m.c, &stage);
 	if (!err && sink->end)

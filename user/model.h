@@ -64,6 +64,7 @@ struct oev {
 
 /* The model while it runs (or, in a sink's end, once it has run). */
 struct tb_model;
+struct tb_filter;
 
 /* Where the model hands what it built. */
 struct tb_model_sink {
@@ -76,6 +77,15 @@ struct tb_model_sink {
 	/* After the last event, with the model whole: its names and counts
 	 * (below). NULL: nothing to do. Returns 0 or -errno. */
 	int (*end)(void *ctx, const struct tb_model *m);
+	/* NULL, or no filter given: event() gets every event. Otherwise only
+	 * those the filter keeps, decided as tracebpf convert's filters
+	 * decide (docs/tracebpf-convert.md, FILTERS): slices, instants and
+	 * counters by tb_filter_match, async slices and flows whole by their
+	 * first event; its --time counts from the trace's start. The counts
+	 * (tb_model_counts) stay the whole trace's. */
+	const struct tb_filter *filter;
+	/* With a filter: each event it leaves out (NULL: not told). */
+	void (*left_out)(void *ctx, const struct oev *e);
 };
 
 /* Runs the model over every record r yields, handing the events to sink.

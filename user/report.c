@@ -12,7 +12,9 @@
  * distinct (thread, category, name) keys, never with the events. Slices
  * left open or cut at a gap are counted apart, never mixed with complete
  * ones. Then the counters: min, max and last value per series.
- * docs/tracebpf-report.md describes the output.
+ * With filters (filter.h, the options convert takes) the model hands on
+ * only the events they keep, decided as convert decides; the losses stay
+ * the whole trace's. docs/tracebpf-report.md describes the output.
  */
 #include <argp.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "filter.h"
 #include "hist.h"
 #include "json.h"
 #include "model.h"
@@ -42,8 +45,7 @@ struct report_opts {
 	long top;                   /* rows per table; 0: all, -1: default */
 	bool json;
 	FILE *out;                  /* where the report goes */
-	/* The event filters (filter.h: --pid, --tid, --cat, --name, --time)
-	 * belong here; report_event applies them to each event. */
+	struct tb_filter_args filter;   /* --pid, --tid, --cat, --name, --time */
 };
 
 /* ------------------------------------------------------- hash tables -- */
@@ -192,6 +194,12 @@ struct reason {
 	uint64_t n;
 };
 
+/* The events the filters left out, by kind (as report_event counts them:
+ * unpaired begins and ends with the instants). */
+struct left_out {
+	uint64_t events, slices, instants, counters, async, flows, other;
+};
+
 struct report {
 	const struct report_opts *o;
 	int err;
@@ -203,6 +211,8 @@ struct report {
 	struct reason reasons[NREASONS];
 	uint64_t slices, incomplete, unpaired, instants, counter_samples, async, flows;
 	uint64_t other;
+	uint64_t kept;              /* trace events handed to report_event */
+	struct left_out left_out;   /* by the filters */
 };
 
 static char *dup_n(const char *s, size_t n)
@@ -492,7 +502,7 @@ static void report_event(void *ctx, const struct oev *e)
 
 	if (r->err)
 		return;
-	/* event filters (filter.h) go here: return for an event left out */
+	r->kept++;
 	switch (e->ph) {
 	case 'X':
 		r->err = on_slice(r, e);
@@ -516,6 +526,22 @@ static void report_event(void *ctx, const struct oev *e)
 	default:
 		r->err = count_other(r, e, '?');
 		break;
+	}
+}
+
+/* An event the filters left out, counted by kind. */
+static void report_left_out(void *ctx, const struct oev *e)
+{
+	struct left_out *l = &((struct report *)ctx)->left_out;
+
+	l->events++;
+	switch (e->ph) {
+	case 'X': l->slices++; break;
+	case 'I': l->instants++; break;
+	case 'C': l->counters++; break;
+	case 'b': case 'e': case 'n': l->async++; break;
+	case 's': case 't': case 'f': l->flows++; break;
+	default: l->other++; break;
 	}
 }
 
@@ -968,6 +994,30 @@ static void print_losses(const struct report *r, struct tb_reader *rd)
 		        "times of slices open very long may be too large\n", c->forced);
 }
 
+static bool filtering(const struct report_opts *o)
+{
+	return tb_filter_active(&o->filter.filter);
+}
+
+/* Which filters, and what they left out; the lines above (losses, events)
+ * stay the whole trace's. */
+static void print_filters(const struct report *r)
+{
+	const struct left_out *l = &r->left_out;
+	FILE *f = r->o->out;
+
+	if (!filtering(r->o))
+		return;
+	fprintf(f, "filters:          ");
+	tb_filter_print(&r->o->filter.filter, f);
+	fprintf(f, ": kept %" PRIu64 " of %" PRIu64 " trace events, left out %" PRIu64 " (%" PRIu64
+	        " slices, %" PRIu64 " instants and unpaired, %" PRIu64 " counter samples, %" PRIu64
+	        " async, %" PRIu64 " flow)\n", r->kept, r->kept + l->events, l->events, l->slices,
+	        l->instants, l->counters, l->async, l->flows);
+	fprintf(f, "                  (the losses above are the whole trace's; the counts below, "
+	        "the kept events')\n");
+}
+
 static int print_text(const struct report *r, struct tb_reader *rd)
 {
 	size_t nt, ns;
@@ -978,6 +1028,7 @@ static int print_text(const struct report *r, struct tb_reader *rd)
 	FILE *f = r->o->out;
 
 	print_losses(r, rd);
+	print_filters(r);
 	fprintf(f, "events:           %" PRIu64 ": %" PRIu64 " slices (%" PRIu64 " incomplete), %"
 	        PRIu64 " unpaired begins and ends, %" PRIu64 " instants, %" PRIu64
 	        " counter samples, %" PRIu64 " async, %" PRIu64 " flow\n", r->counts.events,
@@ -1043,6 +1094,25 @@ static void json_losses(struct tb_json *j, const struct report *r, struct tb_rea
 		tb_json_kstr(j, "truncated_tail_reason", tb_reader_tail_reason(rd));
 	tb_json_kuint(j, "events_out_of_order", c->forced);
 	tb_json_end_object(j);
+}
+
+/* The filters given ({} for none) and what they left out. */
+static void json_filters(struct tb_json *j, const struct report *r)
+{
+	const struct left_out *l = &r->left_out;
+
+	tb_json_key(j, "filters");
+	tb_filter_write_json(&r->o->filter.filter, j);
+	tb_json_key(j, "filtered_out");
+	tb_json_begin_object(j);
+	tb_json_kuint(j, "trace_events", l->events);
+	tb_json_kuint(j, "slices", l->slices);
+	tb_json_kuint(j, "instants", l->instants);
+	tb_json_kuint(j, "counter_samples", l->counters);
+	tb_json_kuint(j, "async_events", l->async);
+	tb_json_kuint(j, "flow_events", l->flows);
+	tb_json_end_object(j);
+	tb_json_kuint(j, "kept_trace_events", r->kept);
 }
 
 static void json_totals(struct tb_json *j, const struct report *r)
@@ -1230,6 +1300,8 @@ static int print_json(const struct report *r, struct tb_reader *rd)
 	tb_json_newline(&j);
 	json_losses(&j, r, rd);
 	tb_json_newline(&j);
+	json_filters(&j, r);
+	tb_json_newline(&j);
 	json_totals(&j, r);
 	if (!err)
 		err = json_processes(&j, r, t, nt, s, ns);
@@ -1257,6 +1329,10 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 	size_t i;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		o->filter.cmd = "report";
+		state->child_inputs[0] = &o->filter;
+		break;
 	case 's':
 		for (i = 0; i < sizeof(sort_names) / sizeof(*sort_names); i++)
 			if (!strcmp(arg, sort_names[i]))
@@ -1292,7 +1368,8 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 static int report_run(const struct report_opts *o, struct tb_reader *rd, const char **verb)
 {
 	struct report r = { .o = o };
-	const struct tb_model_sink sink = { .ctx = &r, .event = report_event, .end = report_end };
+	const struct tb_model_sink sink = { .ctx = &r, .event = report_event, .end = report_end,
+					    .filter = &o->filter.filter, .left_out = report_left_out };
 	bool read_failed = false;
 	int err = tb_model_run(rd, &sink, &read_failed);
 
@@ -1316,10 +1393,11 @@ int tb_report_file(struct tb_reader *r, FILE *out, bool json)
 
 int tb_cmd_report(int argc, char **argv)
 {
+	static const struct argp_child children[] = { { &tb_filter_argp, 0, NULL, 1 }, { 0 } };
 	static const struct argp argp = { report_options, report_parse, "FILE.tbt",
 					  "Summarize a trace: what was lost, then per process and "
 					  "thread the slices by total and self time with "
-					  "percentiles, and the counters.", NULL, NULL, NULL };
+					  "percentiles, and the counters.", children, NULL, NULL };
 	struct report_opts o = { .sort = SORT_TOTAL, .top = -1, .out = stdout };
 	struct tb_reader *rd = NULL;
 	const char *verb;
@@ -1327,8 +1405,10 @@ int tb_cmd_report(int argc, char **argv)
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	err = tb_io_open(&rd, "report", o.in, NULL, 0);
-	if (err)
+	if (err) {
+		tb_filter_free(&o.filter.filter);
 		return 1;
+	}
 	err = report_run(&o, rd, &verb);
 	if (err) {
 		bool out = !strcmp(verb, "write");
@@ -1339,5 +1419,6 @@ int tb_cmd_report(int argc, char **argv)
 			fprintf(stderr, PFX "hint: %s\n", tb_io_write_hint(err));
 	}
 	tb_reader_close(rd);
+	tb_filter_free(&o.filter.filter);
 	return err ? 1 : 0;
 }

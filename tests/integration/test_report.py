@@ -1,10 +1,11 @@
 """tracebpf report: its numbers against a program with known nesting and
 counts, against the converted JSON of the same trace, losses first on a
-recording through 4 KiB rings, --sort/--top, and bad input."""
+recording through 4 KiB rings, --sort/--top, convert's filters, and bad
+input."""
 import json
 import re
 import subprocess
-from collections import defaultdict
+from collections import Counter, defaultdict
 from decimal import Decimal
 
 import pytest
@@ -32,10 +33,11 @@ def report_json(*args):
     return json.loads(report("--json", *args).stdout)
 
 
-def converted(tbt, tmp_path):
+def converted(tbt, tmp_path, *args):
+    """convert's JSON of tbt (with args: its options, e.g. filters)."""
     out = tmp_path / (tbt.stem + ".json")
-    c = subprocess.run([TRACEBPF, "convert", str(tbt), "-o", str(out)], capture_output=True,
-                       text=True, timeout=300)
+    c = subprocess.run([TRACEBPF, "convert", str(tbt), "-o", str(out), *map(str, args)],
+                       capture_output=True, text=True, timeout=300)
     assert c.returncode == 0, c.stderr
     with open(out, "rb") as f:   # exact decimals: ts and dur are integer ns / 1000
         doc = json.loads(f.read().decode(), parse_float=Decimal)
@@ -158,6 +160,25 @@ def cross_check(rep, doc):
             got_series[k] = (c["min"], c["max"], c["last"], c["samples"])
     assert got_series == {k: tuple(float(x) for x in v[:3]) + (v[3],)
                           for k, v in series.items()}
+    kinds = kind_counts(doc)
+    assert (rep["async_events"], rep["flow_events"]) == (kinds["async"], kinds["flow"]), kinds
+    per_thread = defaultdict(Counter)
+    for e in doc["traceEvents"]:
+        if e["ph"] != "M":
+            per_thread[(e["pid"], e["tid"])][KIND.get(e["ph"], "other")] += 1
+    for pt, t in threads_of(rep).items():
+        assert (t["async_events"], t["flow_events"]) == (per_thread[pt]["async"],
+                                                         per_thread[pt]["flow"]), (pt, t)
+
+
+# the kinds report counts events by (its filtered_out keys)
+KIND = {"X": "slices", "I": "instants", "C": "counter_samples", "b": "async", "e": "async",
+        "n": "async", "s": "flow", "t": "flow", "f": "flow"}
+
+
+def kind_counts(doc):
+    """The trace events (not M) of a converted JSON, by kind."""
+    return Counter(KIND.get(e["ph"], "other") for e in doc["traceEvents"] if e["ph"] != "M")
 
 
 # ------------------------------------------------- a program with known numbers --
@@ -337,6 +358,132 @@ def test_stdin_reads_the_same(nest_trace):
     direct = report_json(nest_trace)
     assert piped.pop("trace") == "-" and direct.pop("trace") == str(nest_trace)
     assert piped == direct
+
+
+# -------------------------------------------------------------------- filters --
+
+FE_ROUNDS = 120
+
+
+@pytest.fixture(scope="module")
+def fe_trace(tmp_path_factory):
+    """Two tests/progs/filter_events processes (a producer and a consumer
+    thread each: slices, instants, counters, async slices and flows from
+    one thread to the other), recorded without scheduler events; returns
+    (.tbt, convert's unfiltered JSON of it)."""
+    d = tmp_path_factory.mktemp("rfilt")
+    fe = prog("filter_events")
+    p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "-o", str(d / "t.json"), "--",
+                        "sh", "-c", f"{fe} {FE_ROUNDS} & {fe} {FE_ROUNDS}; wait"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return d / "t.tbt", converted(d / "t.tbt", d)
+
+
+def fe_workers(doc):
+    """{thread name: [(pid, tid)]} of the filter_events threads."""
+    out = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if e["ph"] == "M" and e["name"] == "thread_name":
+            out[e["args"]["name"]].append((e["pid"], e["tid"]))
+    assert len(out["producer"]) == 2 and len(out["consumer"]) == 2, dict(out)
+    return out
+
+
+def fe_window(doc):
+    """A 30 ms window in whole ms, in the middle third of the events, after
+    start_ts: (from_ns, to_ns)."""
+    start = doc["metadata"]["start_ts"]
+    ts = sorted(ns(e["ts"]) - start for e in doc["traceEvents"] if e["ph"] != "M")
+    a = ts[len(ts) // 2] // 1000000 * 1000000
+    return a, a + 30000000
+
+
+# each a function of the unfiltered JSON: the options
+FILTERS = {
+    "pid": lambda doc: ["--pid", fe_workers(doc)["consumer"][1][0]],
+    # the producer begins the async slices and flows: their ends on the
+    # consumer come with them
+    "tid": lambda doc: ["--tid", fe_workers(doc)["producer"][0][1]],
+    "cat": lambda doc: ["--cat", "beta,pair"],
+    "name": lambda doc: ["--name", "io.*,m?rk", "--name", "job"],
+    "time": lambda doc: ["--time", "%dms,%dms" % tuple(x // 1000000 for x in fe_window(doc))],
+    "combined": lambda doc: ["--pid", fe_workers(doc)["consumer"][0][0], "--cat", "alpha,pair",
+                             "--time", "%dms,+30ms" % (fe_window(doc)[0] // 1000000)],
+}
+
+
+@pytest.mark.parametrize("which", sorted(FILTERS))
+def test_filters_match_convert(fe_trace, tmp_path, which):
+    """report with a filter says what convert's JSON of the same filters on
+    the same .tbt says; the losses stay the whole trace's."""
+    tbt, full = fe_trace
+    args = FILTERS[which](full)
+    rep = report_json(*args, tbt)
+    doc = converted(tbt, tmp_path, *args)
+    cross_check(rep, doc)
+    meta = doc["metadata"]
+    assert rep["filters"] == meta["filters"], (rep["filters"], meta["filters"])
+    out = rep["filtered_out"]
+    assert out["trace_events"] == meta["filtered_out_trace_events"], (out, meta)
+    assert 0 < out["trace_events"] < sum(kind_counts(full).values()), \
+        f"the test's filter {args} leaves out nothing or everything: it would prove nothing"
+    kept, all_ = kind_counts(doc), kind_counts(full)
+    assert rep["kept_trace_events"] == sum(kept.values())
+    for k in ("slices", "instants", "counter_samples", "async", "flow"):
+        field = k if k in out else k + "_events"
+        assert out[field] == all_[k] - kept[k], (k, out, all_, kept)
+    for k in LOSS_KEYS:   # not the filtered events': the whole trace's
+        assert rep["losses"][k] == full["metadata"][k], k
+    assert rep["events"] == full["metadata"]["events"]
+
+
+def test_filters_in_text(fe_trace):
+    tbt, full = fe_trace
+    a, b = (x // 1000000 for x in fe_window(full))
+    args = ["--pid", fe_workers(full)["consumer"][0][0], "--cat", "alpha,pair", "--time",
+            f"{a}ms,{b}ms"]
+    rep = report_json(*args, tbt)
+    lines = report(*args, tbt).stdout.splitlines()
+    line = next(l for l in lines if l.startswith("filters:"))
+    out = rep["filtered_out"]
+    assert line == (f"filters:          {' '.join(map(str, args))}: kept "
+                    f"{rep['kept_trace_events']} of {rep['kept_trace_events'] + out['trace_events']}"
+                    f" trace events, left out {out['trace_events']} ({out['slices']} slices, "
+                    f"{out['instants']} instants and unpaired, {out['counter_samples']} counter "
+                    f"samples, {out['async_events']} async, {out['flow_events']} flow)"), line
+    assert lines.index(line) < next(i for i, l in enumerate(lines) if l.startswith("events:"))
+    assert not any(l.startswith("filters:") for l in report(tbt).stdout.splitlines())
+
+
+@pytest.mark.parametrize("args", [["--name", "*"], ["--time", ","], ["--time", "0s,"],
+                                  ["--cat", "alpha,beta,pair,rep*", "--name", "*"]],
+                         ids=["name", "time", "time0", "cat-name"])
+def test_filter_keeping_everything(fe_trace, args):
+    tbt, full = fe_trace
+    filtered = report_json(*args, tbt)
+    whole = report_json(tbt)
+    assert filtered.pop("filtered_out")["trace_events"] == 0
+    assert filtered.pop("filters") and whole.pop("filters") == {}
+    whole.pop("filtered_out")
+    assert filtered == whole
+
+
+@pytest.mark.parametrize("opt,value", [
+    ("--time", "1s"), ("--time", "1,2s"), ("--time", "1s,2x"), ("--time", "2s,1s"),
+    ("--time", "1s,+0ms"), ("--time", "0.0000000001s,1s"), ("--pid", "12,x"),
+    ("--tid", "1,,2"), ("--pid", "99999999"), ("--cat", ""), ("--name", "a,"),
+])
+def test_bad_filter_values_as_convert(fe_trace, tmp_path, opt, value):
+    tbt, _ = fe_trace
+    c = subprocess.run([TRACEBPF, "convert", str(tbt), "-o", str(tmp_path / "x.json"), opt, value],
+                       capture_output=True, text=True, timeout=60)
+    r = report(tbt, opt, value, check=False)
+    assert c.returncode == 64 and r.returncode == c.returncode, (c, r)
+    assert r.stdout == ""
+    assert f"tracebpf: report: bad {opt} '{value}': " in r.stderr, r.stderr
+    assert r.stderr == c.stderr.replace("tracebpf convert", "tracebpf report") \
+        .replace("tracebpf: convert:", "tracebpf: report:"), (r.stderr, c.stderr)
 
 
 # ------------------------------------------------------------------- bad input --
