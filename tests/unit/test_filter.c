@@ -193,6 +193,53 @@ static void test_match_kernel(void **state)
 	tb_filter_free(&f);
 }
 
+/* What tb_filter_print writes for f, in buf. */
+static const char *printed(const struct tb_filter *f, char *buf, size_t len)
+{
+	FILE *m = fmemopen(buf, len, "w");
+
+	assert_non_null(m);
+	tb_filter_print(f, m);
+	assert_int_equal(fclose(m), 0);
+	return buf;
+}
+
+/* Written as options again, each reads back as the same filter. */
+static void test_print_reads_back(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "1.5s,+250ms", "--time 1500ms,1750ms" },
+		{ ",2s", "--time 0ns,2s" },
+		{ "7ns,", "--time 7ns," },
+		{ "0.000001s,3001us", "--time 1us,3001us" },
+	};
+	char buf[256], again[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tb_filter f = { 0 }, g = { 0 };
+
+		assert_int_equal(set_time(&f, cases[i][0]), 0);
+		assert_string_equal(printed(&f, buf, sizeof(buf)), cases[i][1]);
+		assert_int_equal(set_time(&g, buf + strlen("--time ")), 0);
+		assert_true(f.from == g.from && f.to == g.to);
+	}
+	{
+		struct tb_filter f = { 0 };
+		const char *why;
+
+		assert_int_equal(tb_filter_add_pids(&f, "12,13", &why), 0);
+		assert_int_equal(tb_filter_add_tids(&f, "14", &why), 0);
+		assert_int_equal(tb_filter_add_cats(&f, "a*", &why), 0);
+		assert_int_equal(tb_filter_add_names(&f, "x,y?", &why), 0);
+		assert_int_equal(set_time(&f, "1s,2s"), 0);
+		assert_string_equal(printed(&f, buf, sizeof(buf)),
+				    "--pid 12,13 --tid 14 --cat a* --name x,y? --time 1s,2s");
+		tb_filter_free(&f);
+		assert_string_equal(printed(&f, again, sizeof(again)), "");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_match_window),
 		cmocka_unit_test(test_match_globs_ids),
 		cmocka_unit_test(test_match_kernel),
+		cmocka_unit_test(test_print_reads_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
