@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <locale.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,13 +14,28 @@
 
 void tb_json_init(struct tb_json *j, FILE *f)
 {
-	memset(j, 0, sizeof(*j));
+	memset(j, 0, offsetof(struct tb_json, buf));
 	j->f = f;
 	j->first[0] = true;
 }
 
-int tb_json_error(const struct tb_json *j)
+static void write_out(struct tb_json *j, const char *s, size_t n)
 {
+	errno = 0;
+	if (n && fwrite(s, 1, n, j->f) != n)
+		j->err = errno ? -errno : -EIO;
+}
+
+static void flush_buf(struct tb_json *j)
+{
+	if (!j->err)
+		write_out(j, j->buf, j->len);
+	j->len = 0;
+}
+
+int tb_json_error(struct tb_json *j)
+{
+	flush_buf(j);
 	if (j->err)
 		return j->err;
 	if (ferror(j->f))
@@ -27,13 +43,40 @@ int tb_json_error(const struct tb_json *j)
 	return 0;
 }
 
-static void put(struct tb_json *j, const char *s, size_t n)
+/* Room for n more bytes in the buffer (n <= TB_JSON_BUF); NULL once an
+ * error was seen: nothing more is written then. */
+static inline char *reserve(struct tb_json *j, size_t n)
 {
-	if (j->err || !n)
+	if (TB_JSON_BUF - j->len < n)
+		flush_buf(j);
+	return j->err ? NULL : j->buf + j->len;
+}
+
+static inline void put(struct tb_json *j, const char *s, size_t n)
+{
+	char *p;
+
+	if (n > TB_JSON_BUF / 2) {
+		flush_buf(j);
+		if (!j->err)
+			write_out(j, s, n);
 		return;
-	errno = 0;
-	if (fwrite(s, 1, n, j->f) != n)
-		j->err = errno ? -errno : -EIO;
+	}
+	p = reserve(j, n);
+	if (p) {
+		memcpy(p, s, n);
+		j->len += n;
+	}
+}
+
+static inline void put1(struct tb_json *j, char c)
+{
+	char *p = reserve(j, 1);
+
+	if (p) {
+		*p = c;
+		j->len++;
+	}
 }
 
 static void puts_(struct tb_json *j, const char *s)
@@ -44,7 +87,7 @@ static void puts_(struct tb_json *j, const char *s)
 static void pending_newline(struct tb_json *j)
 {
 	if (j->newline)
-		put(j, "\n", 1);
+		put1(j, '\n');
 	j->newline = false;
 }
 
@@ -58,7 +101,7 @@ static void value_start(struct tb_json *j)
 	if (j->obj[j->depth])
 		j->err = -EINVAL;   /* a value in an object needs a key */
 	if (!j->first[j->depth])
-		put(j, ",", 1);
+		put1(j, ',');
 	j->first[j->depth] = false;
 	pending_newline(j);
 }
@@ -70,7 +113,7 @@ static void open_(struct tb_json *j, char c)
 		j->err = -EINVAL;
 		return;
 	}
-	put(j, &c, 1);
+	put1(j, c);
 	j->depth++;
 	j->first[j->depth] = true;
 	j->obj[j->depth] = c == '{';
@@ -84,7 +127,7 @@ static void close_(struct tb_json *j, char c)
 	}
 	pending_newline(j);
 	j->depth--;
-	put(j, &c, 1);
+	put1(j, c);
 }
 
 void tb_json_begin_object(struct tb_json *j) { open_(j, '{'); }
@@ -95,7 +138,7 @@ void tb_json_end_array(struct tb_json *j) { close_(j, ']'); }
 void tb_json_newline(struct tb_json *j)
 {
 	if (j->depth == 0)
-		put(j, "\n", 1);
+		put1(j, '\n');
 	else
 		j->newline = true;
 }
@@ -149,7 +192,7 @@ static void string_body(struct tb_json *j, const unsigned char *s, size_t n)
 		unsigned char c = s[i];
 		const char *esc = NULL;
 		char u[7];
-		size_t len, bad;
+		size_t len, bad = 1;
 
 		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
 			i++;
@@ -199,9 +242,9 @@ static void string_body(struct tb_json *j, const unsigned char *s, size_t n)
 
 static void string_(struct tb_json *j, const char *s, size_t n)
 {
-	put(j, "\"", 1);
+	put1(j, '"');
 	string_body(j, (const unsigned char *)s, n);
-	put(j, "\"", 1);
+	put1(j, '"');
 }
 
 void tb_json_key(struct tb_json *j, const char *key)
@@ -211,11 +254,11 @@ void tb_json_key(struct tb_json *j, const char *key)
 		return;
 	}
 	if (!j->first[j->depth])
-		put(j, ",", 1);
+		put1(j, ',');
 	j->first[j->depth] = false;
 	pending_newline(j);
 	string_(j, key, strlen(key));
-	put(j, ":", 1);
+	put1(j, ':');
 	j->after_key = true;
 }
 
@@ -228,7 +271,7 @@ void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
 void tb_json_string_begin(struct tb_json *j)
 {
 	value_start(j);
-	put(j, "\"", 1);
+	put1(j, '"');
 }
 
 void tb_json_string_part(struct tb_json *j, const char *s, size_t n)
@@ -238,7 +281,7 @@ void tb_json_string_part(struct tb_json *j, const char *s, size_t n)
 
 void tb_json_string_end(struct tb_json *j)
 {
-	put(j, "\"", 1);
+	put1(j, '"');
 }
 
 void tb_json_string(struct tb_json *j, const char *s)
@@ -246,20 +289,50 @@ void tb_json_string(struct tb_json *j, const char *s)
 	tb_json_string_n(j, s, strlen(s));
 }
 
+/* Decimal digits of v, written backwards ending at end; returns the first. */
+static char *u64_digits(char *end, uint64_t v)
+{
+	static const char pairs[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	char *p = end;
+
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		*--p = pairs[d + 1];
+		*--p = pairs[d];
+	}
+	if (v >= 10) {
+		*--p = pairs[v * 2 + 1];
+		*--p = pairs[v * 2];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return p;
+}
+
 void tb_json_int(struct tb_json *j, int64_t v)
 {
-	char buf[32];
+	char buf[24], *end = buf + sizeof(buf), *p;
 
 	value_start(j);
-	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRId64, v));
+	/* the magnitude of INT64_MIN does not fit int64_t: negate unsigned */
+	p = u64_digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	put(j, p, (size_t)(end - p));
 }
 
 void tb_json_uint(struct tb_json *j, uint64_t v)
 {
-	char buf[32];
+	char buf[24], *end = buf + sizeof(buf), *p;
 
 	value_start(j);
-	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64, v));
+	p = u64_digits(end, v);
+	put(j, p, (size_t)(end - p));
 }
 
 void tb_json_double(struct tb_json *j, double v)
@@ -269,7 +342,7 @@ void tb_json_double(struct tb_json *j, double v)
 
 	value_start(j);
 	if (!isfinite(v)) {
-		put(j, "0", 1);
+		put1(j, '0');
 		return;
 	}
 	for (int digits = 15; digits <= 17; digits++) {
@@ -298,11 +371,16 @@ void tb_json_null(struct tb_json *j)
 
 void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
 {
-	char buf[32];
+	char buf[32], *end = buf + sizeof(buf), *p;
+	unsigned frac = (unsigned)(ns % 1000);
 
 	value_start(j);
-	put(j, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64 ".%03u",
-				     ns / 1000, (unsigned)(ns % 1000)));
+	end[-1] = (char)('0' + frac % 10);
+	end[-2] = (char)('0' + frac / 10 % 10);
+	end[-3] = (char)('0' + frac / 100);
+	end[-4] = '.';
+	p = u64_digits(end - 4, ns / 1000);
+	put(j, p, (size_t)(end - p));
 }
 
 /* What a viewer reads "ns / 1000 with three decimals" as: the nearest

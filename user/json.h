@@ -9,6 +9,10 @@
  * U+10FFFF, truncated, stray continuation byte) becomes one U+FFFD per
  * maximal invalid subpart. Numbers are never nan or inf.
  *
+ * Output is buffered in the writer (TB_JSON_BUF bytes) and written to the
+ * FILE in large blocks; tb_json_error() writes out what is buffered. Write
+ * nothing else to the FILE between tb_json_init() and tb_json_error().
+ *
  * Errors are sticky: check tb_json_error() once at the end.
  */
 #ifndef TRACEBPF_JSON_H
@@ -20,22 +24,26 @@
 #include <stdio.h>
 
 #define TB_JSON_MAX_DEPTH 32
+#define TB_JSON_BUF (64 * 1024)
 
 struct tb_json {
 	FILE *f;
+	size_t len;                      /* bytes pending in buf */
 	int depth;
 	bool first[TB_JSON_MAX_DEPTH];   /* nothing written yet at this level */
 	bool obj[TB_JSON_MAX_DEPTH];     /* this level is an object */
 	bool after_key;                  /* a key was written, value is next */
 	bool newline;                    /* put a newline before what follows */
 	int err;                         /* 0 or -errno, sticky */
+	char buf[TB_JSON_BUF];
 };
 
 void tb_json_init(struct tb_json *j, FILE *f);
-/* 0, -EINVAL when the calls did not make valid JSON (unbalanced, a key
+/* Writes what is buffered to the FILE (not fflush()), then returns 0,
+ * -EINVAL when the calls did not make valid JSON (unbalanced, a key
  * outside an object, a value without its key, depth exceeded), or
  * -errno (-EIO when the stream does not say) from the FILE. */
-int tb_json_error(const struct tb_json *j);
+int tb_json_error(struct tb_json *j);
 
 void tb_json_begin_object(struct tb_json *j);
 void tb_json_end_object(struct tb_json *j);

@@ -84,6 +84,7 @@ static void test_switch_and_wakeups(void **state)
 		assert_non_null(m);
 		tb_json_init(&j, m);
 		assert_int_equal(tb_ftrace_write_json(f, &j), 0);
+		assert_int_equal(tb_json_error(&j), 0);   /* writes it out */
 		fclose(m);
 		assert_true(!strncmp(buf, "\"# tracer: nop\\n# clock_type=LINUX_CLOCK_MONOTONIC\\n", 51));
 		assert_non_null(strstr(buf, "sched_wakeup: comm=kid pid=77 prio=120 success=1 target_cpu=001\\n\""));
