@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_merge.c - the time-ordered merge of a file's records: whatever the
+ * input order (interleaved ascending runs, descending stretches, equal
+ * timestamps of different ranks, large records), the merge hands out the
+ * file's records in (ts, rank, file order), or, past max_held, exactly as
+ * "release the oldest held" does. The expected order is computed here by
+ * a naive reference from the records as the reader returns them.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../user/merge.h"
+#include "tmpdir.h"
+
+static char dir[] = "/tmp/test_merge.XXXXXX";
+static char path[256];
+
+struct recs {
+	struct tb_rec_hdr **v;
+	size_t n;
+};
+
+static void recs_add(struct recs *r, const struct tb_rec_hdr *h)
+{
+	struct tb_rec_hdr *c = malloc(h->size);
+
+	assert_non_null(c);
+	memcpy(c, h, h->size);
+	r->v = realloc(r->v, (r->n + 1) * sizeof(*r->v));
+	assert_non_null(r->v);
+	r->v[r->n++] = c;
+}
+
+static void recs_free(struct recs *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i]);
+	free(r->v);
+	r->v = NULL;
+	r->n = 0;
+}
+
+static uint32_t rank(uint16_t type)
+{
+	return type == TB_REC_COMM ? 0 : 1;
+}
+
+/* Record i at ts: a COMM naming i, or every third one an EVENT carrying i
+ * with a string of up to 40 KiB (some items then straddle blocks). */
+static struct tb_rec_hdr *mk(unsigned i, uint64_t ts)
+{
+	size_t size, slen = 0;
+	struct tb_rec_hdr *h;
+
+	if (i % 3) {
+		size = sizeof(struct tb_rec_comm);
+	} else {
+		slen = i % 97 == 0 ? 40000 : (i * 13) % 300;
+		size = TB_REC_ALIGN(sizeof(struct tb_rec_event) + slen);
+	}
+	h = calloc(1, size);
+	assert_non_null(h);
+	h->type = i % 3 ? TB_REC_COMM : TB_REC_EVENT;
+	h->size = (uint16_t)size;
+	h->cpu = i % 4;
+	h->ts = ts;
+	h->pid = h->tid = 100;
+	if (i % 3) {
+		snprintf(((struct tb_rec_comm *)h)->comm, 16, "r%u", i);
+	} else {
+		struct tb_rec_event *e = (void *)h;
+
+		e->site = 0x401000;
+		e->args[0] = i;
+		e->str_len[0] = (uint16_t)slen;
+		memset(e + 1, 'a' + i % 26, slen);
+	}
+	return h;
+}
+
+/* The timestamp of record i of n: four interleaved ascending streams with
+ * jitter, then a descending stretch, then equal timestamps. */
+static uint64_t ts_of(unsigned i, unsigned n)
+{
+	if (i < n / 2)
+		return 1000000 + (uint64_t)(i % 4) * 7 + (i / 4) * 40 + (i * 2654435761u) % 90;
+	if (i < n / 2 + 200)
+		return 5000000 - (uint64_t)i * 3;
+	return 2000000 + (i % 5) * 1000;
+}
+
+static void write_file(unsigned n)
+{
+	struct tb_file_info info;
+	struct tb_writer_opts o = { .info = &info };
+	struct tb_writer *w;
+
+	memset(&info, 0, sizeof(info));
+	info.clock_id = 1;
+	assert_int_equal(tb_writer_open(&w, path, &o), 0);
+	for (unsigned i = 0; i < n; i++) {
+		struct tb_rec_hdr *h = mk(i, ts_of(i, n));
+
+		assert_int_equal(tb_writer_append(w, h), 0);
+		free(h);
+	}
+	/* one round: nothing is released before the end or max_held */
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+static void read_file(struct recs *out)
+{
+	struct tb_reader *r;
+	const struct tb_rec_hdr *h;
+	int ret;
+
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	while ((ret = tb_reader_next(r, &h)) == 1)
+		recs_add(out, h);
+	assert_int_equal(ret, 0);
+	tb_reader_close(r);
+}
+
+/* a before b: (ts, rank, file order); ia, ib are file positions */
+static bool before(const struct tb_rec_hdr *a, size_t ia,
+		   const struct tb_rec_hdr *b, size_t ib)
+{
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	if (rank(a->type) != rank(b->type))
+		return rank(a->type) < rank(b->type);
+	return ia < ib;
+}
+
+/* The reference: hold records in file order, release the oldest whenever
+ * more than max_held are held, then the rest in order. */
+static void expected(const struct recs *file, size_t max_held, struct recs *out)
+{
+	bool *gone = calloc(file->n, sizeof(*gone));
+	size_t held = 0, read = 0;
+
+	assert_non_null(gone);
+	while (out->n < file->n) {
+		size_t best = SIZE_MAX;
+
+		if (read < file->n && held <= max_held) {
+			read++;
+			held++;
+			if (held <= max_held)
+				continue;
+		}
+		for (size_t i = 0; i < read; i++)
+			if (!gone[i] && (best == SIZE_MAX ||
+					 before(file->v[i], i, file->v[best], best)))
+				best = i;
+		gone[best] = true;
+		held--;
+		recs_add(out, file->v[best]);
+	}
+	free(gone);
+}
+
+static void check_merge(size_t max_held, bool want_forced)
+{
+	struct recs file = { 0 }, want = { 0 };
+	struct tb_reader *r;
+	struct tb_merge *m;
+	const struct tb_rec_hdr *h;
+	size_t k = 0;
+	int ret;
+
+	read_file(&file);
+	expected(&file, max_held, &want);
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	assert_int_equal(tb_merge_new(&m, r, rank, max_held), 0);
+	while ((ret = tb_merge_next(m, &h)) == 1) {
+		assert_true(k < want.n);
+		if (h->size != want.v[k]->size || memcmp(h, want.v[k], h->size)) {
+			print_error("record %zu: ts %llu, want ts %llu\n", k,
+				    (unsigned long long)h->ts,
+				    (unsigned long long)want.v[k]->ts);
+			fail();
+		}
+		k++;
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(k, want.n);
+	assert_int_equal(tb_merge_forced(m) > 0, want_forced);
+	tb_merge_free(m);
+	tb_reader_close(r);
+	recs_free(&file);
+	recs_free(&want);
+}
+
+static void test_sorted_whole(void **state)
+{
+	(void)state;
+	write_file(3000);
+	check_merge(1u << 20, false);
+}
+
+static void test_bounded(void **state)
+{
+	(void)state;
+	write_file(3000);
+	check_merge(50, true);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return tmpdir_make(dir, path, sizeof(path), "m.tbt");
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tmpdir_remove(dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sorted_whole),
+		cmocka_unit_test(test_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
