@@ -279,6 +279,11 @@ struct conv {
 	size_t nold_procs, old_procs_cap;
 	struct thread **old_threads;
 	size_t nold_threads, old_threads_cap;
+	/* Output events held: a queue of those that came in order (most do),
+	 * a min-heap by cmp_out of the others; the next out is the smaller
+	 * of their heads. */
+	struct oev *fifo;           /* ring, fifo_cap a power of 2 */
+	size_t fifo_head, fifo_n, fifo_cap;
 	struct oev *out;            /* min-heap by cmp_out */
 	size_t nout, out_cap, written, forced;
 	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
@@ -749,23 +754,49 @@ static void out_free(struct oev *e)
 	pair_put(e->pair);
 }
 
-/* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
- * pid: written as its current incarnation's. */
-static int add_out(struct conv *c, const struct oev *e)
+static struct oev *fifo_at(const struct conv *c, size_t i)
+{
+	return &c->fifo[(c->fifo_head + i) & (c->fifo_cap - 1)];
+}
+
+static int fifo_grow(struct conv *c)
+{
+	size_t cap = c->fifo_cap ? 2 * c->fifo_cap : 4096, i;
+	struct oev *f = malloc(cap * sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < c->fifo_n; i++)
+		f[i] = *fifo_at(c, i);
+	free(c->fifo);
+	c->fifo = f;
+	c->fifo_cap = cap;
+	c->fifo_head = 0;
+	return 0;
+}
+
+/* e after everything queued: appended to the queue. */
+static int fifo_push(struct conv *c, const struct oev *e)
+{
+	int err = c->fifo_n == c->fifo_cap ? fifo_grow(c) : 0;
+
+	if (!err)
+		*fifo_at(c, c->fifo_n++) = *e;
+	return err;
+}
+
+static int heap_push(struct conv *c, const struct oev *e)
 {
 	struct oev *h;
 	size_t i;
 	int err = grow_array((void **)&c->out, &c->out_cap, c->nout + 1,
 			     sizeof(*c->out));
 
-	if (err) {
-		out_free((struct oev *)e);
+	if (err)
 		return err;
-	}
 	h = c->out;
 	i = c->nout++;
 	h[i] = *e;
-	h[i].pid = out_pid(c, (uint32_t)e->pid);
 	while (i) {
 		size_t p = (i - 1) / 2;
 		struct oev t;
@@ -778,14 +809,11 @@ static int add_out(struct conv *c, const struct oev *e)
 	return 0;
 }
 
-static void out_pop(struct conv *c)
+static void heap_pop(struct conv *c)
 {
 	struct oev *h = c->out, t;
 	size_t i = 0, n;
 
-	c->sink->event(c->sink->ctx, &h[0]);
-	c->written++;
-	out_free(&h[0]);
 	h[0] = h[--c->nout];
 	n = c->nout;
 	for (;;) {
@@ -799,6 +827,53 @@ static void out_pop(struct conv *c)
 			break;
 		t = h[i]; h[i] = h[m]; h[m] = t;
 		i = m;
+	}
+}
+
+static size_t out_held(const struct conv *c)
+{
+	return c->fifo_n + c->nout;
+}
+
+/* The first held event in cmp_out order (there is one). */
+static struct oev *out_first(const struct conv *c)
+{
+	if (!c->fifo_n)
+		return &c->out[0];
+	if (!c->nout || cmp_out(fifo_at(c, 0), &c->out[0]) < 0)
+		return fifo_at(c, 0);
+	return &c->out[0];
+}
+
+/* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
+ * pid: written as its current incarnation's. */
+static int add_out(struct conv *c, const struct oev *e)
+{
+	struct oev o = *e;
+	int err;
+
+	o.pid = out_pid(c, (uint32_t)e->pid);
+	if (!c->fifo_n || cmp_out(&o, fifo_at(c, c->fifo_n - 1)) > 0)
+		err = fifo_push(c, &o);
+	else
+		err = heap_push(c, &o);
+	if (err)
+		out_free(&o);
+	return err;
+}
+
+static void out_pop(struct conv *c)
+{
+	struct oev *e = out_first(c);
+
+	c->sink->event(c->sink->ctx, e);
+	c->written++;
+	out_free(e);
+	if (e == &c->out[0] && c->nout) {
+		heap_pop(c);
+	} else {
+		c->fifo_head = (c->fifo_head + 1) & (c->fifo_cap - 1);
+		c->fifo_n--;
 	}
 }
 
@@ -823,9 +898,9 @@ static void out_flush(struct conv *c, uint64_t now, bool all)
 				low = t->ghost_ts;
 		}
 	}
-	while (c->nout && (all || c->out[0].ts < low))
+	while (out_held(c) && (all || out_first(c)->ts < low))
 		out_pop(c);
-	while (c->nout > OUT_MAX) {
+	while (out_held(c) > OUT_MAX) {
 		c->forced++;
 		out_pop(c);
 	}
@@ -2714,7 +2789,10 @@ static void conv_free(struct conv *c)
 	free(c->sites);
 	for (i = 0; i < c->nout; i++)
 		out_free(&c->out[i]);
+	for (i = 0; i < c->fifo_n; i++)
+		out_free(fifo_at(c, i));
 	free(c->out);
+	free(c->fifo);
 	free(c->stats);
 	free(c->stopped);
 	gaps_free(c);
