@@ -43,104 +43,25 @@ int tb_json_error(struct tb_json *j)
 	return 0;
 }
 
-/* Room for n more bytes in the buffer (n <= TB_JSON_BUF); NULL once an
- * error was seen: nothing more is written then. */
-static inline char *reserve(struct tb_json *j, size_t n)
+void tb_json__flush(struct tb_json *j)
 {
-	if (TB_JSON_BUF - j->len < n)
-		flush_buf(j);
-	return j->err ? NULL : j->buf + j->len;
+	flush_buf(j);
 }
 
-static inline void put(struct tb_json *j, const char *s, size_t n)
+/* A large piece: what is buffered, then the piece itself. */
+void tb_json__write(struct tb_json *j, const char *s, size_t n)
 {
-	char *p;
-
-	if (n > TB_JSON_BUF / 2) {
-		flush_buf(j);
-		if (!j->err)
-			write_out(j, s, n);
-		return;
-	}
-	p = reserve(j, n);
-	if (p) {
-		memcpy(p, s, n);
-		j->len += n;
-	}
+	flush_buf(j);
+	if (!j->err)
+		write_out(j, s, n);
 }
 
-static inline void put1(struct tb_json *j, char c)
-{
-	char *p = reserve(j, 1);
-
-	if (p) {
-		*p = c;
-		j->len++;
-	}
-}
+#define put tb_json__put
+#define put1 tb_json__put1
 
 static void puts_(struct tb_json *j, const char *s)
 {
 	put(j, s, strlen(s));
-}
-
-static void pending_newline(struct tb_json *j)
-{
-	if (j->newline)
-		put1(j, '\n');
-	j->newline = false;
-}
-
-/* Before any value: the comma, unless it follows a key or comes first. */
-static void value_start(struct tb_json *j)
-{
-	if (j->after_key) {
-		j->after_key = false;
-		return;
-	}
-	if (j->obj[j->depth])
-		j->err = -EINVAL;   /* a value in an object needs a key */
-	if (!j->first[j->depth])
-		put1(j, ',');
-	j->first[j->depth] = false;
-	pending_newline(j);
-}
-
-static void open_(struct tb_json *j, char c)
-{
-	value_start(j);
-	if (j->depth + 1 >= TB_JSON_MAX_DEPTH) {
-		j->err = -EINVAL;
-		return;
-	}
-	put1(j, c);
-	j->depth++;
-	j->first[j->depth] = true;
-	j->obj[j->depth] = c == '{';
-}
-
-static void close_(struct tb_json *j, char c)
-{
-	if (j->depth == 0 || j->after_key || j->obj[j->depth] != (c == '}')) {
-		j->err = -EINVAL;
-		return;
-	}
-	pending_newline(j);
-	j->depth--;
-	put1(j, c);
-}
-
-void tb_json_begin_object(struct tb_json *j) { open_(j, '{'); }
-void tb_json_end_object(struct tb_json *j) { close_(j, '}'); }
-void tb_json_begin_array(struct tb_json *j) { open_(j, '['); }
-void tb_json_end_array(struct tb_json *j) { close_(j, ']'); }
-
-void tb_json_newline(struct tb_json *j)
-{
-	if (j->depth == 0)
-		put1(j, '\n');
-	else
-		j->newline = true;
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is invalid;
@@ -183,7 +104,34 @@ static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
 	return len;
 }
 
-static void string_body(struct tb_json *j, const unsigned char *s, size_t n)
+/* Bytes written as they are in a JSON string: printable ASCII but " and \. */
+const bool tb_json__plain[256] = {
+	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true,
+};
+
+/* The length of the plain prefix of s. */
+static inline size_t plain_len(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && tb_json__plain[s[i]])
+		i++;
+	return i;
+}
+
+static void string_escaped(struct tb_json *j, const unsigned char *s, size_t n);
+
+static inline void string_body(struct tb_json *j, const unsigned char *s, size_t n)
+{
+	size_t i = plain_len(s, n);
+
+	put(j, (const char *)s, i);
+	if (i < n)
+		string_escaped(j, s + i, n - i);
+}
+
+/* s from its first byte that is not plain. */
+static void string_escaped(struct tb_json *j, const unsigned char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i = 0, run = 0;   /* s[i - run, i) is pending verbatim */
@@ -240,37 +188,17 @@ static void string_body(struct tb_json *j, const unsigned char *s, size_t n)
 	put(j, (const char *)s + i - run, run);
 }
 
-static void string_(struct tb_json *j, const char *s, size_t n)
+/* s as a JSON string, escaped as needed. */
+void tb_json__string(struct tb_json *j, const char *s, size_t n)
 {
 	put1(j, '"');
 	string_body(j, (const unsigned char *)s, n);
 	put1(j, '"');
 }
 
-void tb_json_key(struct tb_json *j, const char *key)
-{
-	if (j->after_key || !j->obj[j->depth]) {
-		j->err = -EINVAL;
-		return;
-	}
-	if (!j->first[j->depth])
-		put1(j, ',');
-	j->first[j->depth] = false;
-	pending_newline(j);
-	string_(j, key, strlen(key));
-	put1(j, ':');
-	j->after_key = true;
-}
-
-void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
-{
-	value_start(j);
-	string_(j, s, n);
-}
-
 void tb_json_string_begin(struct tb_json *j)
 {
-	value_start(j);
+	tb_json__value_start(j);
 	put1(j, '"');
 }
 
@@ -284,63 +212,17 @@ void tb_json_string_end(struct tb_json *j)
 	put1(j, '"');
 }
 
-void tb_json_string(struct tb_json *j, const char *s)
-{
-	tb_json_string_n(j, s, strlen(s));
-}
-
-/* Decimal digits of v, written backwards ending at end; returns the first. */
-static char *u64_digits(char *end, uint64_t v)
-{
-	static const char pairs[] =
-		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-		"8081828384858687888990919293949596979899";
-	char *p = end;
-
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
-
-		v /= 100;
-		*--p = pairs[d + 1];
-		*--p = pairs[d];
-	}
-	if (v >= 10) {
-		*--p = pairs[v * 2 + 1];
-		*--p = pairs[v * 2];
-	} else {
-		*--p = (char)('0' + v);
-	}
-	return p;
-}
-
-void tb_json_int(struct tb_json *j, int64_t v)
-{
-	char buf[24], *end = buf + sizeof(buf), *p;
-
-	value_start(j);
-	/* the magnitude of INT64_MIN does not fit int64_t: negate unsigned */
-	p = u64_digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-	if (v < 0)
-		*--p = '-';
-	put(j, p, (size_t)(end - p));
-}
-
-void tb_json_uint(struct tb_json *j, uint64_t v)
-{
-	char buf[24], *end = buf + sizeof(buf), *p;
-
-	value_start(j);
-	p = u64_digits(end, v);
-	put(j, p, (size_t)(end - p));
-}
+const char tb_json__pairs[200] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
 
 void tb_json_double(struct tb_json *j, double v)
 {
 	char buf[40];
 	char *p;
 
-	value_start(j);
+	tb_json__value_start(j);
 	if (!isfinite(v)) {
 		put1(j, '0');
 		return;
@@ -359,28 +241,19 @@ void tb_json_double(struct tb_json *j, double v)
 
 void tb_json_bool(struct tb_json *j, bool v)
 {
-	value_start(j);
+	tb_json__value_start(j);
 	puts_(j, v ? "true" : "false");
 }
 
 void tb_json_null(struct tb_json *j)
 {
-	value_start(j);
+	tb_json__value_start(j);
 	puts_(j, "null");
 }
 
-void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
+void tb_json_begin_array(struct tb_json *j)
 {
-	char buf[32], *end = buf + sizeof(buf), *p;
-	unsigned frac = (unsigned)(ns % 1000);
-
-	value_start(j);
-	end[-1] = (char)('0' + frac % 10);
-	end[-2] = (char)('0' + frac / 10 % 10);
-	end[-3] = (char)('0' + frac / 100);
-	end[-4] = '.';
-	p = u64_digits(end - 4, ns / 1000);
-	put(j, p, (size_t)(end - p));
+	tb_json__open(j, '[');
 }
 
 /* What a viewer reads "ns / 1000 with three decimals" as: the nearest
@@ -413,26 +286,7 @@ void tb_json_kdur(struct tb_json *j, const char *key, uint64_t ts, uint64_t dur)
 	tb_json_double(j, exact);
 }
 
-void tb_json_kstr(struct tb_json *j, const char *key, const char *v)
+void tb_json_end_array(struct tb_json *j)
 {
-	tb_json_key(j, key);
-	tb_json_string(j, v);
-}
-
-void tb_json_kint(struct tb_json *j, const char *key, int64_t v)
-{
-	tb_json_key(j, key);
-	tb_json_int(j, v);
-}
-
-void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v)
-{
-	tb_json_key(j, key);
-	tb_json_uint(j, v);
-}
-
-void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns)
-{
-	tb_json_key(j, key);
-	tb_json_ts_ns(j, ns);
+	tb_json__close(j, ']');
 }

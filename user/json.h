@@ -18,10 +18,12 @@
 #ifndef TRACEBPF_JSON_H
 #define TRACEBPF_JSON_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define TB_JSON_MAX_DEPTH 32
 #define TB_JSON_BUF (64 * 1024)
@@ -45,26 +47,26 @@ void tb_json_init(struct tb_json *j, FILE *f);
  * -errno (-EIO when the stream does not say) from the FILE. */
 int tb_json_error(struct tb_json *j);
 
-void tb_json_begin_object(struct tb_json *j);
-void tb_json_end_object(struct tb_json *j);
+static inline void tb_json_begin_object(struct tb_json *j);
+static inline void tb_json_end_object(struct tb_json *j);
 void tb_json_begin_array(struct tb_json *j);
 void tb_json_end_array(struct tb_json *j);
 /* A line break before the next value or key (after its comma) or closing
  * bracket, e.g. one trace event per line. */
-void tb_json_newline(struct tb_json *j);
+static inline void tb_json_newline(struct tb_json *j);
 
-void tb_json_key(struct tb_json *j, const char *key);
-void tb_json_string(struct tb_json *j, const char *s);
+static inline void tb_json_key(struct tb_json *j, const char *key);
+static inline void tb_json_string(struct tb_json *j, const char *s);
 /* n bytes of s; NUL bytes are written as \u0000. */
-void tb_json_string_n(struct tb_json *j, const char *s, size_t n);
+static inline void tb_json_string_n(struct tb_json *j, const char *s, size_t n);
 /* One string value written in parts (for text too large to hold in memory):
  * begin, any number of parts, end. A part must not split a UTF-8 sequence
  * (a split one is replaced by U+FFFD like any invalid sequence). */
 void tb_json_string_begin(struct tb_json *j);
 void tb_json_string_part(struct tb_json *j, const char *s, size_t n);
 void tb_json_string_end(struct tb_json *j);
-void tb_json_int(struct tb_json *j, int64_t v);
-void tb_json_uint(struct tb_json *j, uint64_t v);
+static inline void tb_json_int(struct tb_json *j, int64_t v);
+static inline void tb_json_uint(struct tb_json *j, uint64_t v);
 /* Shortest text that reads back as v; nan and inf are written as 0: do not
  * pass them. */
 void tb_json_double(struct tb_json *j, double v);
@@ -72,13 +74,13 @@ void tb_json_bool(struct tb_json *j, bool v);
 void tb_json_null(struct tb_json *j);
 /* Integer nanoseconds as microseconds with exactly three decimals, no
  * floating point: 1234567 -> 1234.567, 0 -> 0.000. */
-void tb_json_ts_ns(struct tb_json *j, uint64_t ns);
+static inline void tb_json_ts_ns(struct tb_json *j, uint64_t ns);
 
 /* key + value in one call. */
-void tb_json_kstr(struct tb_json *j, const char *key, const char *v);
-void tb_json_kint(struct tb_json *j, const char *key, int64_t v);
-void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v);
-void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns);
+static inline void tb_json_kstr(struct tb_json *j, const char *key, const char *v);
+static inline void tb_json_kint(struct tb_json *j, const char *key, int64_t v);
+static inline void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v);
+static inline void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns);
 /* The duration of a slice that starts at ts (integer ns), written so that
  * a viewer adding "ts" and "dur" as doubles (they all do) gets exactly the
  * double its end, ts + dur, reads back as: equal ends stay equal and a
@@ -86,5 +88,253 @@ void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns);
  * decimals when they already add up; otherwise the exact double that
  * does (for example 554.175999879837 where 554.176 would end 0.2 ps late). */
 void tb_json_kdur(struct tb_json *j, const char *key, uint64_t ts, uint64_t dur);
+
+/* ------------------------------------------------------------------------
+ * Below: the per-value calls, inline so that a caller writing millions of
+ * small values (tracebpf convert) pays no call, strlen or copy loop per
+ * piece. Nothing here is for callers to use directly.
+ */
+
+#define TB_JSON__INLINE static inline __attribute__((always_inline))
+
+void tb_json__flush(struct tb_json *j);
+void tb_json__write(struct tb_json *j, const char *s, size_t n);
+void tb_json__string(struct tb_json *j, const char *s, size_t n);
+extern const char tb_json__pairs[200];
+extern const bool tb_json__plain[256];
+
+/* memcpy, without a call for the few bytes of a key or a number */
+TB_JSON__INLINE void tb_json__copy(char *d, const char *s, size_t n)
+{
+	if (__builtin_constant_p(n) || n > 16) {
+		memcpy(d, s, n);
+		return;
+	}
+	while (n--)
+		*d++ = *s++;
+}
+
+/* Room for n more bytes (n <= TB_JSON_BUF / 2); NULL after an error. */
+TB_JSON__INLINE char *tb_json__reserve(struct tb_json *j, size_t n)
+{
+	if (TB_JSON_BUF - j->len < n)
+		tb_json__flush(j);
+	return j->err ? NULL : j->buf + j->len;
+}
+
+TB_JSON__INLINE void tb_json__put(struct tb_json *j, const char *s, size_t n)
+{
+	char *p;
+
+	if (n > TB_JSON_BUF / 2) {
+		tb_json__write(j, s, n);
+		return;
+	}
+	p = tb_json__reserve(j, n);
+	if (p) {
+		tb_json__copy(p, s, n);
+		j->len += n;
+	}
+}
+
+TB_JSON__INLINE void tb_json__put1(struct tb_json *j, char c)
+{
+	char *p = tb_json__reserve(j, 1);
+
+	if (p) {
+		*p = c;
+		j->len++;
+	}
+}
+
+TB_JSON__INLINE void tb_json__pending_newline(struct tb_json *j)
+{
+	if (j->newline)
+		tb_json__put1(j, '\n');
+	j->newline = false;
+}
+
+/* Before any value: the comma, unless it follows a key or comes first. */
+TB_JSON__INLINE void tb_json__value_start(struct tb_json *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (j->obj[j->depth])
+		j->err = -EINVAL;   /* a value in an object needs a key */
+	if (!j->first[j->depth])
+		tb_json__put1(j, ',');
+	j->first[j->depth] = false;
+	tb_json__pending_newline(j);
+}
+
+TB_JSON__INLINE void tb_json__open(struct tb_json *j, char c)
+{
+	tb_json__value_start(j);
+	if (j->depth + 1 >= TB_JSON_MAX_DEPTH) {
+		j->err = -EINVAL;
+		return;
+	}
+	tb_json__put1(j, c);
+	j->depth++;
+	j->first[j->depth] = true;
+	j->obj[j->depth] = c == '{';
+}
+
+TB_JSON__INLINE void tb_json__close(struct tb_json *j, char c)
+{
+	if (j->depth == 0 || j->after_key || j->obj[j->depth] != (c == '}')) {
+		j->err = -EINVAL;
+		return;
+	}
+	tb_json__pending_newline(j);
+	j->depth--;
+	tb_json__put1(j, c);
+}
+
+static inline void tb_json_begin_object(struct tb_json *j) { tb_json__open(j, '{'); }
+static inline void tb_json_end_object(struct tb_json *j) { tb_json__close(j, '}'); }
+
+static inline void tb_json_newline(struct tb_json *j)
+{
+	if (j->depth == 0)
+		tb_json__put1(j, '\n');
+	else
+		j->newline = true;
+}
+
+TB_JSON__INLINE bool tb_json__is_plain(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!tb_json__plain[(unsigned char)s[i]])
+			return false;
+	return true;
+}
+
+/* "s" (then c, if not 0) in one piece when s needs no escaping. */
+TB_JSON__INLINE void tb_json__quoted(struct tb_json *j, const char *s, size_t n, char c)
+{
+	char *p;
+
+	if (n <= 256 && tb_json__is_plain(s, n) && (p = tb_json__reserve(j, n + 3))) {
+		p[0] = '"';
+		tb_json__copy(p + 1, s, n);
+		p[n + 1] = '"';
+		p[n + 2] = c;
+		j->len += n + 2 + !!c;
+		return;
+	}
+	tb_json__string(j, s, n);
+	if (c)
+		tb_json__put1(j, c);
+}
+
+TB_JSON__INLINE void tb_json_key(struct tb_json *j, const char *key)
+{
+	if (j->after_key || !j->obj[j->depth]) {
+		j->err = -EINVAL;
+		return;
+	}
+	if (!j->first[j->depth])
+		tb_json__put1(j, ',');
+	j->first[j->depth] = false;
+	tb_json__pending_newline(j);
+	tb_json__quoted(j, key, strlen(key), ':');
+	j->after_key = true;
+}
+
+static inline void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
+{
+	tb_json__value_start(j);
+	tb_json__quoted(j, s, n, 0);
+}
+
+static inline void tb_json_string(struct tb_json *j, const char *s)
+{
+	tb_json_string_n(j, s, strlen(s));
+}
+
+/* Decimal digits of v, written backwards ending at end; returns the first. */
+static inline char *tb_json__digits(char *end, uint64_t v)
+{
+	char *p = end;
+
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		*--p = tb_json__pairs[d + 1];
+		*--p = tb_json__pairs[d];
+	}
+	if (v >= 10) {
+		*--p = tb_json__pairs[v * 2 + 1];
+		*--p = tb_json__pairs[v * 2];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return p;
+}
+
+static inline void tb_json_int(struct tb_json *j, int64_t v)
+{
+	char buf[24], *end = buf + sizeof(buf), *p;
+
+	tb_json__value_start(j);
+	/* the magnitude of INT64_MIN does not fit int64_t: negate unsigned */
+	p = tb_json__digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	tb_json__put(j, p, (size_t)(end - p));
+}
+
+static inline void tb_json_uint(struct tb_json *j, uint64_t v)
+{
+	char buf[24], *end = buf + sizeof(buf), *p;
+
+	tb_json__value_start(j);
+	p = tb_json__digits(end, v);
+	tb_json__put(j, p, (size_t)(end - p));
+}
+
+static inline void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
+{
+	char buf[32], *end = buf + sizeof(buf), *p;
+	unsigned frac = (unsigned)(ns % 1000);
+
+	tb_json__value_start(j);
+	end[-1] = (char)('0' + frac % 10);
+	end[-2] = (char)('0' + frac / 10 % 10);
+	end[-3] = (char)('0' + frac / 100);
+	end[-4] = '.';
+	p = tb_json__digits(end - 4, ns / 1000);
+	tb_json__put(j, p, (size_t)(end - p));
+}
+
+static inline void tb_json_kstr(struct tb_json *j, const char *key, const char *v)
+{
+	tb_json_key(j, key);
+	tb_json_string(j, v);
+}
+
+static inline void tb_json_kint(struct tb_json *j, const char *key, int64_t v)
+{
+	tb_json_key(j, key);
+	tb_json_int(j, v);
+}
+
+static inline void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v)
+{
+	tb_json_key(j, key);
+	tb_json_uint(j, v);
+}
+
+static inline void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns)
+{
+	tb_json_key(j, key);
+	tb_json_ts_ns(j, ns);
+}
 
 #endif /* TRACEBPF_JSON_H */
