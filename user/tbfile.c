@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -151,6 +152,30 @@ static int write_all(int fd, const void *buf, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* A pipe between the recorder and a reader (record -o - | convert -)
+ * holds 64 KiB by default: a few milliseconds of events, after which the
+ * recorder waits in write() and its ring buffers fill. Either end makes it
+ * as large as an unprivileged process may (fs/pipe-max-size, 1 MiB by
+ * default: about a second of events). Best effort: not a pipe, or a
+ * kernel that says no, leaves it as it is. */
+static void grow_pipe(int fd)
+{
+	struct stat st;
+	long max = 1 << 20;
+	FILE *f;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1 || max <= 0)
+			max = 1 << 20;
+		fclose(f);
+	}
+	if (fcntl(fd, F_GETPIPE_SZ) < max)
+		fcntl(fd, F_SETPIPE_SZ, (int)max);
 }
 
 /* Reads up to n bytes, fewer only at end of input. *got = bytes read. */
@@ -309,6 +334,7 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 		/* stdout redirected to a file: locked too, so that a follower of
 		 * that file knows when the writer is gone */
 		w->fd = STDOUT_FILENO;
+		grow_pipe(w->fd);
 		if (!fstat(w->fd, &st) && S_ISREG(st.st_mode) &&
 		    flock(w->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
 			free(w);
@@ -821,8 +847,10 @@ int tb_reader_open(struct tb_reader **rp, const char *path)
 	*rp = NULL;
 	if (!path)
 		return -EINVAL;
-	if (strcmp(path, "-") == 0)
+	if (strcmp(path, "-") == 0) {
+		grow_pipe(STDIN_FILENO);
 		return tb_reader_open_fd(rp, STDIN_FILENO, 0);
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
