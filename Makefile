@@ -26,7 +26,7 @@ endif
 CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror
 USER_CFLAGS   := $(CFLAGS_COMMON) -I$(OUT) -Ibpf -Iuser -Ilib/include \
                  -I/usr/include/traceevent -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
-USER_LDLIBS   := -lbpf -lelf -ldeflate -lz -ltraceevent
+USER_LDLIBS   := -lbpf -lelf -ldeflate -lz -ltraceevent -pthread
 # The host's system include dirs (asm/ comes from the multiarch dir), added
 # after our own so vmlinux.h wins, as libbpf-bootstrap does.
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
@@ -40,7 +40,7 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 
 # The reader side (format, JSON, convert) never links libbpf.
 CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c \
-             user/hist.c user/report.c user/filter.c \
+             user/hist.c user/report.c user/filter.c user/outq.c \
              user/ftrace.c
 LOAD_SRCS := user/record.c user/fast.c user/probes.c user/main.c user/sched.c user/rings.c user/gaps.c user/slots.c user/info.c user/dump.c \
              user/pack.c user/serve.c user/ctl.c

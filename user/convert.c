@@ -40,6 +40,7 @@
 #include "json.h"
 #include "merge.h"
 #include "model.h"
+#include "outq.h"
 #include "tbio.h"
 
 #define PFX "tracebpf: convert: "
@@ -289,6 +290,9 @@ struct conv {
 	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
 	struct tb_json j;
 	bool json_open;
+	/* The writer thread, which writes the events into j (NULL: they are
+	 * written as they leave the queue). */
+	struct tb_outq *q;
 
 	struct tb_rec_stats *stats; /* a copy of the last one */
 	/* tracebpf ctl stop..start windows (TB_REC_CTL): events stamped inside
@@ -860,6 +864,59 @@ static int add_out(struct conv *c, const struct oev *e)
 	if (err)
 		out_free(&o);
 	return err;
+}
+
+/* ------------------------------------------------ the writer thread -- */
+
+/* A record's bytes in a batch: 8-aligned. */
+static size_t rec_room(const struct tb_rec_event *ev)
+{
+	return ((size_t)ev->hdr.size + 7) & ~(size_t)7;
+}
+
+/* e and copies of its records, to be written by the writer thread; the
+ * records' pointers say where the copies are: 1, after e; 2, after that;
+ * ev itself for eev, or NULL. */
+static void out_send(struct conv *c, const struct oev *e)
+{
+	bool two = e->eev && e->eev != e->ev;
+	size_t n = sizeof(*e) + rec_room(e->ev) + (two ? rec_room(e->eev) : 0);
+	char *p = tb_outq_reserve(c->q, n);
+	struct oev *o = (struct oev *)p;
+
+	*o = *e;
+	memcpy(p + sizeof(*e), e->ev, e->ev->hdr.size);
+	if (two)
+		memcpy(p + sizeof(*e) + rec_room(e->ev), e->eev, e->eev->hdr.size);
+	o->ev = (const void *)1;
+	o->eev = two ? (const void *)2 : e->eev ? (const void *)1 : NULL;
+	tb_outq_commit(c->q, n);
+}
+
+/* The writer thread: the events of one batch. Until tb_outq_finish, only
+ * it uses c->j; the sites the events point to are never freed or changed
+ * while converting. */
+static void write_batch(void *ctx, char *data, size_t len)
+{
+	struct conv *c = ctx;
+	char *p = data, *end = data + len;
+
+	while (p < end) {
+		struct oev *e = (struct oev *)p;
+		const struct tb_rec_event *ev = (const void *)(p + sizeof(*e));
+		const struct tb_rec_event *eev = NULL;
+
+		p += sizeof(*e) + rec_room(ev);
+		if (e->eev == (const void *)2) {
+			eev = (const void *)p;
+			p += rec_room(eev);
+		} else if (e->eev) {
+			eev = ev;
+		}
+		e->ev = ev;
+		e->eev = eev;
+		write_event(&c->j, e);
+	}
 }
 
 static void out_pop(struct conv *c)
@@ -2808,6 +2865,12 @@ static void json_event(void *ctx, const struct oev *e)
 	write_event(ctx, e);
 }
 
+/* The same in the writer thread (ctx: the struct conv). */
+static void async_event(void *ctx, const struct oev *e)
+{
+	out_send(ctx, e);
+}
+
 /* The same with filters or --split (ctx: the struct conv). */
 static void sel_event(void *ctx, const struct oev *e)
 {
@@ -2904,6 +2967,7 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 	struct conv c = { 0 };
 	const struct tb_model_sink json = { .ctx = &c.j, .event = json_event };
 	const struct tb_model_sink sel = { .ctx = &c, .event = sel_event };
+	const struct tb_model_sink async = { .ctx = &c, .event = async_event };
 	const char *reason;
 	int err;
 
@@ -2917,9 +2981,16 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 		render_begin(&c, out);
 	if (err)
 		goto out;
-	if (c.selective)
+	if (c.selective) {
 		c.sink = &sel;   /* the JSON writer behind the filters and parts */
+	} else if (!tb_outq_start(&c.q, write_batch, &c)) {
+		/* read and model in this thread, format in another (without
+		 * a thread: here) */
+		c.sink = &async;
+	}
 	err = process(&c, stage);
+	tb_outq_finish(c.q);
+	c.q = NULL;
 	if (!err)
 		err = c.sel_err;
 	if (err)
