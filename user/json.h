@@ -103,15 +103,28 @@ void tb_json__string(struct tb_json *j, const char *s, size_t n);
 extern const char tb_json__pairs[200];
 extern const bool tb_json__plain[256];
 
-/* memcpy, without a call for the few bytes of a key or a number */
+/* memcpy, without a call for the few bytes of a key or a name: fixed-size
+ * copies, the last one overlapping (a byte loop would become a call). */
 TB_JSON__INLINE void tb_json__copy(char *d, const char *s, size_t n)
 {
-	if (__builtin_constant_p(n) || n > 16) {
+	if (__builtin_constant_p(n) || n > 32) {
 		memcpy(d, s, n);
-		return;
+	} else if (n >= 8) {
+		while (n > 8) {
+			memcpy(d, s, 8);
+			d += 8;
+			s += 8;
+			n -= 8;
+		}
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n / 2] = s[n / 2];
+		d[n - 1] = s[n - 1];
 	}
-	while (n--)
-		*d++ = *s++;
 }
 
 /* Room for n more bytes (n <= TB_JSON_BUF / 2); NULL after an error. */
@@ -257,11 +270,22 @@ static inline void tb_json_string(struct tb_json *j, const char *s)
 	tb_json_string_n(j, s, strlen(s));
 }
 
-/* Decimal digits of v, written backwards ending at end; returns the first. */
-static inline char *tb_json__digits(char *end, uint64_t v)
+/* The number of decimal digits of v. */
+TB_JSON__INLINE size_t tb_json__ndigits(uint64_t v)
 {
-	char *p = end;
+	size_t n = 1;
 
+	while (v >= 10000) {
+		v /= 10000;
+		n += 4;
+	}
+	return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+/* The len decimal digits of v at p. */
+TB_JSON__INLINE void tb_json__digits(char *p, size_t len, uint64_t v)
+{
+	p += len;
 	while (v >= 100) {
 		unsigned d = (unsigned)(v % 100) * 2;
 
@@ -275,42 +299,53 @@ static inline char *tb_json__digits(char *end, uint64_t v)
 	} else {
 		*--p = (char)('0' + v);
 	}
-	return p;
+}
+
+/* [-]digits of the magnitude m, formatted in the buffer itself. */
+TB_JSON__INLINE void tb_json__number(struct tb_json *j, bool neg, uint64_t m)
+{
+	size_t n = tb_json__ndigits(m);
+	char *p = tb_json__reserve(j, 21);
+
+	if (!p)
+		return;
+	if (neg)
+		*p = '-';
+	tb_json__digits(p + neg, n, m);
+	j->len += n + neg;
 }
 
 static inline void tb_json_int(struct tb_json *j, int64_t v)
 {
-	char buf[24], *end = buf + sizeof(buf), *p;
-
 	tb_json__value_start(j);
 	/* the magnitude of INT64_MIN does not fit int64_t: negate unsigned */
-	p = tb_json__digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-	if (v < 0)
-		*--p = '-';
-	tb_json__put(j, p, (size_t)(end - p));
+	tb_json__number(j, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 static inline void tb_json_uint(struct tb_json *j, uint64_t v)
 {
-	char buf[24], *end = buf + sizeof(buf), *p;
-
 	tb_json__value_start(j);
-	p = tb_json__digits(end, v);
-	tb_json__put(j, p, (size_t)(end - p));
+	tb_json__number(j, false, v);
 }
 
 static inline void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
 {
-	char buf[32], *end = buf + sizeof(buf), *p;
+	uint64_t us = ns / 1000;
 	unsigned frac = (unsigned)(ns % 1000);
+	size_t n = tb_json__ndigits(us);
+	char *p;
 
 	tb_json__value_start(j);
-	end[-1] = (char)('0' + frac % 10);
-	end[-2] = (char)('0' + frac / 10 % 10);
-	end[-3] = (char)('0' + frac / 100);
-	end[-4] = '.';
-	p = tb_json__digits(end - 4, ns / 1000);
-	tb_json__put(j, p, (size_t)(end - p));
+	p = tb_json__reserve(j, 24);
+	if (!p)
+		return;
+	tb_json__digits(p, n, us);
+	p += n;
+	p[0] = '.';
+	p[1] = (char)('0' + frac / 100);
+	p[2] = (char)('0' + frac / 10 % 10);
+	p[3] = (char)('0' + frac % 10);
+	j->len += n + 4;
 }
 
 static inline void tb_json_kstr(struct tb_json *j, const char *key, const char *v)
