@@ -276,6 +276,8 @@ struct conv {
 	size_t nsites, sites_cap;
 	struct hmap procs;          /* pid -> struct proc * */
 	struct hmap threads;        /* tid -> struct thread * */
+	struct proc *last_proc;     /* the latest get_proc() found */
+	struct thread *last_thread; /* the latest get_thread() found */
 	struct proc **old_procs;    /* earlier incarnations of reused pids */
 	size_t nold_procs, old_procs_cap;
 	struct thread **old_threads;
@@ -364,10 +366,16 @@ static void copy_comm(char dst[17], const char *src)
 
 static struct proc *get_proc(struct conv *c, uint32_t pid)
 {
-	struct proc *p = hmap_get(&c->procs, pid), *old = NULL;
+	struct proc *p = c->last_proc, *old = NULL;
 
-	if (p && !p->dead)
+	/* most records are of the process of the one before: a live process
+	 * is the one its pid maps to (an older incarnation is dead), and
+	 * none is freed before the end */
+	if (p && p->pid == pid && !p->dead)
 		return p;
+	p = hmap_get(&c->procs, pid);
+	if (p && !p->dead)
+		return c->last_proc = p;
 	if (p) {
 		/* the pid was reused: keep the old process for rendering */
 		if (grow_array((void **)&c->old_procs, &c->old_procs_cap,
@@ -387,7 +395,7 @@ static struct proc *get_proc(struct conv *c, uint32_t pid)
 	}
 	if (old)
 		c->old_procs[c->nold_procs++] = old;
-	return p;
+	return c->last_proc = p;
 }
 
 static uint64_t out_pid(struct conv *c, uint32_t pid)
@@ -423,12 +431,17 @@ static struct thread *new_thread(struct conv *c, uint32_t tid, struct thread *ol
 
 static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 {
-	struct thread *t = hmap_get(&c->threads, tid);
+	struct thread *t = c->last_thread;
 
-	if (!t || t->dead)
-		t = new_thread(c, tid, t);
-	if (!t)
-		return NULL;
+	/* as for get_proc: a live thread is the one its tid maps to */
+	if (!t || t->tid != tid || t->dead) {
+		t = hmap_get(&c->threads, tid);
+		if (!t || t->dead)
+			t = new_thread(c, tid, t);
+		if (!t)
+			return NULL;
+		c->last_thread = t;
+	}
 	t->pid = pid;
 	t->out_pid = out_pid(c, pid);
 	t->placeholder = false;
