@@ -104,10 +104,6 @@ static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
 	return len;
 }
 
-/* Bytes written as they are in a JSON string: printable ASCII but " and \. */
-const bool tb_json__plain[256] = {
-	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true,
-};
 
 /* The length of the plain prefix of s. */
 static inline size_t plain_len(const unsigned char *s, size_t n)

@@ -101,7 +101,11 @@ void tb_json__flush(struct tb_json *j);
 void tb_json__write(struct tb_json *j, const char *s, size_t n);
 void tb_json__string(struct tb_json *j, const char *s, size_t n);
 extern const char tb_json__pairs[200];
-extern const bool tb_json__plain[256];
+/* Bytes written as they are in a JSON string: printable ASCII but " and \.
+ * Here, not in json.c, so that the check of a literal key folds away. */
+static const bool tb_json__plain[256] = {
+	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true,
+};
 
 /* memcpy, without a call for the few bytes of a key or a name: fixed-size
  * copies, the last one overlapping (a byte loop would become a call). */
@@ -259,13 +263,13 @@ TB_JSON__INLINE void tb_json_key(struct tb_json *j, const char *key)
 	j->after_key = true;
 }
 
-static inline void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
+TB_JSON__INLINE void tb_json_string_n(struct tb_json *j, const char *s, size_t n)
 {
 	tb_json__value_start(j);
 	tb_json__quoted(j, s, n, 0);
 }
 
-static inline void tb_json_string(struct tb_json *j, const char *s)
+TB_JSON__INLINE void tb_json_string(struct tb_json *j, const char *s)
 {
 	tb_json_string_n(j, s, strlen(s));
 }
@@ -315,20 +319,20 @@ TB_JSON__INLINE void tb_json__number(struct tb_json *j, bool neg, uint64_t m)
 	j->len += n + neg;
 }
 
-static inline void tb_json_int(struct tb_json *j, int64_t v)
+TB_JSON__INLINE void tb_json_int(struct tb_json *j, int64_t v)
 {
 	tb_json__value_start(j);
 	/* the magnitude of INT64_MIN does not fit int64_t: negate unsigned */
 	tb_json__number(j, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
-static inline void tb_json_uint(struct tb_json *j, uint64_t v)
+TB_JSON__INLINE void tb_json_uint(struct tb_json *j, uint64_t v)
 {
 	tb_json__value_start(j);
 	tb_json__number(j, false, v);
 }
 
-static inline void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
+TB_JSON__INLINE void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
 {
 	uint64_t us = ns / 1000;
 	unsigned frac = (unsigned)(ns % 1000);
@@ -348,25 +352,25 @@ static inline void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
 	j->len += n + 4;
 }
 
-static inline void tb_json_kstr(struct tb_json *j, const char *key, const char *v)
+TB_JSON__INLINE void tb_json_kstr(struct tb_json *j, const char *key, const char *v)
 {
 	tb_json_key(j, key);
 	tb_json_string(j, v);
 }
 
-static inline void tb_json_kint(struct tb_json *j, const char *key, int64_t v)
+TB_JSON__INLINE void tb_json_kint(struct tb_json *j, const char *key, int64_t v)
 {
 	tb_json_key(j, key);
 	tb_json_int(j, v);
 }
 
-static inline void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v)
+TB_JSON__INLINE void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v)
 {
 	tb_json_key(j, key);
 	tb_json_uint(j, v);
 }
 
-static inline void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns)
+TB_JSON__INLINE void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns)
 {
 	tb_json_key(j, key);
 	tb_json_ts_ns(j, ns);
