@@ -131,12 +131,13 @@ TB_JSON__INLINE void tb_json__copy(char *d, const char *s, size_t n)
 	}
 }
 
-/* Room for n more bytes (n <= TB_JSON_BUF / 2); NULL after an error. */
+/* Room for n more bytes (n <= TB_JSON_BUF / 2). After an error, what is
+ * put there is dropped at the next flush (nothing more is written). */
 TB_JSON__INLINE char *tb_json__reserve(struct tb_json *j, size_t n)
 {
 	if (TB_JSON_BUF - j->len < n)
 		tb_json__flush(j);
-	return j->err ? NULL : j->buf + j->len;
+	return j->buf + j->len;
 }
 
 TB_JSON__INLINE void tb_json__put(struct tb_json *j, const char *s, size_t n)
@@ -148,20 +149,16 @@ TB_JSON__INLINE void tb_json__put(struct tb_json *j, const char *s, size_t n)
 		return;
 	}
 	p = tb_json__reserve(j, n);
-	if (p) {
-		tb_json__copy(p, s, n);
-		j->len += n;
-	}
+	tb_json__copy(p, s, n);
+	j->len += n;
 }
 
 TB_JSON__INLINE void tb_json__put1(struct tb_json *j, char c)
 {
 	char *p = tb_json__reserve(j, 1);
 
-	if (p) {
-		*p = c;
-		j->len++;
-	}
+	*p = c;
+	j->len++;
 }
 
 TB_JSON__INLINE void tb_json__pending_newline(struct tb_json *j)
@@ -236,7 +233,8 @@ TB_JSON__INLINE void tb_json__quoted(struct tb_json *j, const char *s, size_t n,
 {
 	char *p;
 
-	if (n <= 256 && tb_json__is_plain(s, n) && (p = tb_json__reserve(j, n + 3))) {
+	if (n <= 256 && tb_json__is_plain(s, n)) {
+		p = tb_json__reserve(j, n + 3);
 		p[0] = '"';
 		tb_json__copy(p + 1, s, n);
 		p[n + 1] = '"';
@@ -311,8 +309,6 @@ TB_JSON__INLINE void tb_json__number(struct tb_json *j, bool neg, uint64_t m)
 	size_t n = tb_json__ndigits(m);
 	char *p = tb_json__reserve(j, 21);
 
-	if (!p)
-		return;
 	if (neg)
 		*p = '-';
 	tb_json__digits(p + neg, n, m);
@@ -341,8 +337,6 @@ TB_JSON__INLINE void tb_json_ts_ns(struct tb_json *j, uint64_t ns)
 
 	tb_json__value_start(j);
 	p = tb_json__reserve(j, 24);
-	if (!p)
-		return;
 	tb_json__digits(p, n, us);
 	p += n;
 	p[0] = '.';
