@@ -4,6 +4,8 @@
  *     TRACE_EVENT_INSTANT1("bench", "rate", thread, "seq", n)
  * or, with NARGS = 2, a typical two-integer event
  *     TRACE_EVENT_INSTANT2("bench", "rate2", thread, "seq", n, "len", n % 4096)
+ * or, with NARGS = 0, a slice: TRACE_EVENT_BEGIN1("bench", "slice", "seq", n)
+ * then TRACE_EVENT_END0("bench", "slice") (two records per event)
  * at EVENTS_PER_SEC in all for SECONDS seconds, from THREADS threads
  * (default 1) that each take an equal share and number their own events
  * from 0. Each thread paces itself by busy-waiting on CLOCK_MONOTONIC
@@ -39,7 +41,10 @@ static void *emit(void *arg)
 		while (now < due && now < end);
 		if (now >= end)
 			break;
-		if (nargs == 1)
+		if (nargs == 0) {
+			TRACE_EVENT_BEGIN1("bench", "slice", "seq", (int64_t)n);
+			TRACE_EVENT_END0("bench", "slice");
+		} else if (nargs == 1)
 			TRACE_EVENT_INSTANT1("bench", "rate", TRACE_EVENT_SCOPE_THREAD,
 					     "seq", (int64_t)n);
 		else
@@ -66,7 +71,7 @@ int main(int argc, char **argv)
 	seconds = strtod(argv[2], NULL);
 	nargs = argc > 3 ? atoi(argv[3]) : 1;
 	threads = argc > 4 ? strtol(argv[4], NULL, 10) : 1;
-	if (rate <= 0 || seconds < 0 || nargs < 1 || nargs > 2 || threads < 1 || threads > 64) {
+	if (rate <= 0 || seconds < 0 || nargs < 0 || nargs > 2 || threads < 1 || threads > 64) {
 		fprintf(stderr, "rate: bad arguments\n");
 		return 2;
 	}

@@ -7,6 +7,8 @@
 #   bench/sites.py   attach and detach with 20, 200 and 2,000 sites
 #   bench/rate.sh    1 M events/s from two threads, 60 s
 #   bench/sched.sh   scheduler events against trace-cmd
+#   bench/convert.sh convert's events/s and memory: instants and slices,
+#                    1 M to 23 M events, and record -o - | convert -
 # Numbers vary with the machine's load, ratios less so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +59,4 @@ bash bench/lttng.sh || echo "LTTng-UST enabled, recording            : skipped: 
 python3 bench/sites.py
 bash bench/rate.sh
 bash bench/sched.sh
+bash bench/convert.sh

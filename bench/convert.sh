@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench/convert.sh (called by bench/run.sh): how fast `tracebpf convert`
+# turns a trace into JSON, and in how much memory. The traces are recorded
+# once per run, from bench/rate with two threads:
+#   2-int instants   TRACE_EVENT_INSTANT2 at 1 M/s for 1 s, 10 s and, when
+#                    the disk has room for the JSON (BENCH_CONVERT_BIG=0
+#                    skips it), 23 s
+#   slices           TRACE_EVENT_BEGIN1 + END0 pairs (rate's NARGS 0), as
+#                    many as it reaches in 1 s and 10 s
+# Each is converted BENCH_CONVERT_RUNS (3) times to a file in a scratch
+# directory on the disk of $TMPDIR (/tmp): reported are trace events per
+# second of wall-clock time (median, min-max), the peak RSS (largest, from
+# /usr/bin/time -v) and the JSON's bytes per event. The 10 s traces are
+# converted to /dev/null too, which leaves the disk out. Last, the pipe:
+# record -o - -- rate 1000000 3 2 2 | convert -, events lost (goal 0).
+# The machine's other load shows in the figures; the goals are >= 5 M
+# instants/s, >= 2 M slices/s and an RSS that does not grow with the trace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/stats.sh
+T=build/tracebpf
+R=build/bench/rate
+runs=${BENCH_CONVERT_RUNS:-3}
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+
+# record NAME SECONDS NARGS: the trace $out/NAME.tbt
+record() {
+  "$T" record -q --no-json --no-sched -o "$out/$1.tbt" -- "$R" 1000000 "$2" "$3" 2 \
+    >/dev/null 2>"$out/rec.err" || { cat "$out/rec.err" >&2; exit 1; }
+}
+
+# convert_runs NAME DEST LABEL: converts $out/NAME.tbt $runs times to DEST
+convert_runs() {
+  local name=$1 dest=$2 label=$3 n=0 i
+  : >"$out/rates"; : >"$out/rss"
+  for i in $(seq "$runs"); do
+    /usr/bin/time -f '%e %M' -o "$out/time" "$T" convert -v "$out/$name.tbt" -o "$dest" \
+      2>"$out/conv.err" || { cat "$out/conv.err" >&2; exit 1; }
+    n=$(sed -n 's/.*events, \([0-9]*\) trace events written.*/\1/p' "$out/conv.err")
+    read -r secs rss <"$out/time"
+    awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.3f\n", n / s / 1e6 }' >>"$out/rates"
+    echo "$rss" >>"$out/rss"
+  done
+  local bytes=0
+  [ -f "$dest" ] && bytes=$(stat -c %s "$dest")
+  awk -v label="$label" -v n="$n" -v med="$(median <"$out/rates")" \
+      -v lo="$(sort -g "$out/rates" | head -1)" -v hi="$(sort -g "$out/rates" | tail -1)" \
+      -v rss="$(sort -g "$out/rss" | tail -1)" -v bytes="$bytes" -v runs="$runs" 'BEGIN {
+    printf "convert, %s, %.1f M events: %.2f M events/s (%.2f-%.2f over %d runs), peak RSS %.1f MB",
+      label, n / 1e6, med, lo, hi, runs, rss / 1024
+    if (bytes) printf ", %.1f B/event", bytes / n
+    printf "\n" }'
+  rm -f "$out/x.json"
+}
+
+record i1 1 2
+record i10 10 2
+record s1 1 0
+record s10 10 0
+convert_runs i1 "$out/x.json" "2-int instants"
+convert_runs i10 "$out/x.json" "2-int instants"
+convert_runs i10 /dev/null "2-int instants to /dev/null"
+# 23 M instants: about 3 GB of JSON
+if [ "${BENCH_CONVERT_BIG:-1}" != 0 ] &&
+   [ "$(df -Pk "$out" | awk 'NR == 2 { print $4 }')" -gt $((8 * 1024 * 1024)) ]; then
+  record i23 23 2
+  convert_runs i23 "$out/x.json" "2-int instants"
+  rm -f "$out/i23.tbt"
+else
+  echo "convert, 2-int instants, 23 M events: skipped (BENCH_CONVERT_BIG=0 or under 8 GB free)"
+fi
+convert_runs s1 "$out/x.json" "begin/end slices"
+convert_runs s10 "$out/x.json" "begin/end slices"
+convert_runs s10 /dev/null "begin/end slices to /dev/null"
+
+"$T" record --no-sched -o - -- "$R" 1000000 3 2 2 2>"$out/rec.err" |
+  "$T" convert - -o "$out/p.json" 2>"$out/conv.err"
+emitted=$(sed -n 's/^emitted=//p' "$out/rec.err")
+dropped=$(sed -n 's/.* \([0-9]*\) dropped.*/\1/p' "$out/rec.err")
+echo "record -o - | convert -, 1 M events/s from 2 threads, 3 s: $emitted events, $dropped dropped (goal 0)"
