@@ -265,6 +265,14 @@ struct gaps_seen {
 
 /* Output events held until they can be written in ts order. */
 #define OUT_MAX   (1u << 20)
+/* Copies of small records are allocated in POOL_STEP classes and, once an
+ * output event is written, kept for the next copy instead of freed (a
+ * malloc and a free per event were 8% of the conversion). Every copy is
+ * allocated at its class's size, so any of them may go to the pool, and
+ * free() is right for any of them too. */
+#define POOL_MAX_SIZE 256
+#define POOL_STEP     64
+#define POOL_KEEP     4096   /* per class */
 /* Records the merge may hold for a file without rounds (format 1.x). */
 #define MERGE_MAX (4u << 20)
 
@@ -297,6 +305,8 @@ struct conv {
 	struct tb_outq *q;
 
 	struct tb_rec_stats *stats; /* a copy of the last one */
+	void *pool[POOL_MAX_SIZE / POOL_STEP];   /* copies to reuse, linked */
+	size_t npool[POOL_MAX_SIZE / POOL_STEP];
 	/* tracebpf ctl stop..start windows (TB_REC_CTL): events stamped inside
 	 * one are left out (a program that read the switch just before a stop
 	 * may still have written one) */
@@ -511,10 +521,16 @@ static uint32_t rank_of(uint16_t type)
 	}
 }
 
+
+static size_t rec_alloc_size(size_t size)
+{
+	return size <= POOL_MAX_SIZE ? (size + POOL_STEP - 1) & ~(size_t)(POOL_STEP - 1) : size;
+}
+
 static void *copy_rec(const void *rec)
 {
 	const struct tb_rec_hdr *h = rec;
-	void *c = malloc(h->size);
+	void *c = malloc(rec_alloc_size(h->size));
 
 	if (c)
 		memcpy(c, h, h->size);
@@ -763,11 +779,62 @@ static bool sel_write(struct conv *c, const struct oev *e)
 	return true;
 }
 
-static void out_free(struct oev *e)
+/* The pool slot for a record of size bytes, or -1. */
+static int pool_class(size_t size)
 {
-	free((void *)e->ev);
+	return size <= POOL_MAX_SIZE ? (int)((size - 1) / POOL_STEP) : -1;
+}
+
+/* copy_rec, from the pool when it has one of that class. */
+static void *pool_copy(struct conv *c, const struct tb_rec_hdr *h)
+{
+	int k = pool_class(h->size);
+	void **p;
+
+	if (k < 0 || !c->pool[k])
+		return copy_rec(h);
+	p = c->pool[k];
+	c->pool[k] = *p;
+	c->npool[k]--;
+	memcpy(p, h, h->size);
+	return p;
+}
+
+/* A copy no longer needed: to the pool, or freed. */
+static void pool_put(struct conv *c, const void *rec)
+{
+	const struct tb_rec_hdr *h = rec;
+	int k;
+
+	if (!h)
+		return;
+	k = pool_class(h->size);
+	if (k < 0 || c->npool[k] >= POOL_KEEP) {
+		free((void *)h);
+		return;
+	}
+	*(void **)h = c->pool[k];
+	c->pool[k] = (void *)h;
+	c->npool[k]++;
+}
+
+static void pool_free(struct conv *c)
+{
+	for (size_t k = 0; k < POOL_MAX_SIZE / POOL_STEP; k++) {
+		while (c->pool[k]) {
+			void **p = c->pool[k];
+
+			c->pool[k] = *p;
+			free(p);
+		}
+	}
+}
+
+static void out_free(struct conv *c, struct oev *e)
+{
+	pool_put(c, e->ev);
 	if (e->eev != e->ev)
-		free((void *)e->eev);
+		pool_put(c, e->eev);
 	pair_put(e->pair);
 }
 
@@ -875,7 +942,7 @@ static int add_out(struct conv *c, const struct oev *e)
 	else
 		err = heap_push(c, &o);
 	if (err)
-		out_free(&o);
+		out_free(c, &o);
 	return err;
 }
 
@@ -938,7 +1005,7 @@ static void out_pop(struct conv *c)
 
 	c->sink->event(c->sink->ctx, e);
 	c->written++;
-	out_free(e);
+	out_free(c, e);
 	if (e == &c->out[0] && c->nout) {
 		heap_pop(c);
 	} else {
@@ -1618,7 +1685,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 	}
 	if (s->phase == 'M')   /* names are copied, the record is not kept */
 		return on_metadata(c, rec, s);
-	ev = copy_rec(rec);   /* kept by an open slice or an output event */
+	ev = pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */
 	if (!ev)
 		return -ENOMEM;
 	e.ev = ev;
@@ -2858,11 +2925,12 @@ static void conv_free(struct conv *c)
 		free(c->sites[i]);
 	free(c->sites);
 	for (i = 0; i < c->nout; i++)
-		out_free(&c->out[i]);
+		out_free(c, &c->out[i]);
 	for (i = 0; i < c->fifo_n; i++)
-		out_free(fifo_at(c, i));
+		out_free(c, fifo_at(c, i));
 	free(c->out);
 	free(c->fifo);
+	pool_free(c);
 	free(c->stats);
 	free(c->stopped);
 	gaps_free(c);
