@@ -9,8 +9,10 @@
 #                    many as it reaches in 1 s and 10 s
 # Each is converted BENCH_CONVERT_RUNS (3) times to a file in a scratch
 # directory on the disk of $TMPDIR (/tmp): reported are trace events per
-# second of wall-clock time (median, min-max), the peak RSS (largest, from
-# /usr/bin/time -v) and the JSON's bytes per event. The 10 s traces are
+# second of wall-clock time (median, min-max), per second of CPU time (user
+# + system of both threads, median: what the machine's other load changes
+# least), the peak RSS (largest, from /usr/bin/time) and the JSON's bytes
+# per event. The 10 s traces are
 # converted to /dev/null too, which leaves the disk out. Last, the pipe:
 # record -o - -- rate 1000000 3 2 2 | convert -, events lost (goal 0).
 # The machine's other load shows in the figures; the goals are >= 5 M
@@ -32,22 +34,24 @@ record() {
 # convert_runs NAME DEST LABEL: converts $out/NAME.tbt $runs times to DEST
 convert_runs() {
   local name=$1 dest=$2 label=$3 n=0 i
-  : >"$out/rates"; : >"$out/rss"
+  : >"$out/rates"; : >"$out/cpu"; : >"$out/rss"
   for i in $(seq "$runs"); do
-    /usr/bin/time -f '%e %M' -o "$out/time" "$T" convert -v "$out/$name.tbt" -o "$dest" \
+    /usr/bin/time -f '%e %M %U %S' -o "$out/time" "$T" convert -v "$out/$name.tbt" -o "$dest" \
       2>"$out/conv.err" || { cat "$out/conv.err" >&2; exit 1; }
     n=$(sed -n 's/.*events, \([0-9]*\) trace events written.*/\1/p' "$out/conv.err")
-    read -r secs rss <"$out/time"
+    read -r secs rss user sys <"$out/time"
     awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.3f\n", n / s / 1e6 }' >>"$out/rates"
+    awk -v n="$n" -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f\n", n / (u + s) / 1e6 }' >>"$out/cpu"
     echo "$rss" >>"$out/rss"
   done
   local bytes=0
   [ -f "$dest" ] && bytes=$(stat -c %s "$dest")
   awk -v label="$label" -v n="$n" -v med="$(median <"$out/rates")" \
       -v lo="$(sort -g "$out/rates" | head -1)" -v hi="$(sort -g "$out/rates" | tail -1)" \
-      -v rss="$(sort -g "$out/rss" | tail -1)" -v bytes="$bytes" -v runs="$runs" 'BEGIN {
-    printf "convert, %s, %.1f M events: %.2f M events/s (%.2f-%.2f over %d runs), peak RSS %.1f MB",
-      label, n / 1e6, med, lo, hi, runs, rss / 1024
+      -v rss="$(sort -g "$out/rss" | tail -1)" -v bytes="$bytes" -v runs="$runs" \
+      -v cpu="$(median <"$out/cpu")" 'BEGIN {
+    printf "convert, %s, %.1f M events: %.2f M events/s (%.2f-%.2f over %d runs; %.2f M per CPU second), peak RSS %.1f MB",
+      label, n / 1e6, med, lo, hi, runs, cpu, rss / 1024
     if (bytes) printf ", %.1f B/event", bytes / n
     printf "\n" }'
   rm -f "$out/x.json"
