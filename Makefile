@@ -40,7 +40,7 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 
 # The reader side (format, JSON, convert) never links libbpf.
 CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c \
-             user/hist.c user/report.c user/filter.c user/outq.c \
+             user/hist.c user/report.c user/filter.c user/outq.c user/chain.c \
              user/ftrace.c
 LOAD_SRCS := user/record.c user/fast.c user/probes.c user/main.c user/sched.c user/rings.c user/gaps.c user/slots.c user/info.c user/dump.c \
              user/pack.c user/serve.c user/ctl.c

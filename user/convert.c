@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chain.h"
 #include "convert.h"
 #include "ftrace.h"
 #include "json.h"
@@ -233,19 +234,6 @@ struct part {
 
 enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE, STAGE_SAID /* where it failed */ };
 
-/* A chained hash table whose entries can be removed: open async slices
- * and flows come and go, and memory must not grow with them. An entry
- * starts with struct kent. */
-struct kent {
-	uint64_t h;
-	struct kent *next;
-};
-
-struct ktab {
-	struct kent **b;
-	size_t cap, n;
-};
-
 /* Lost records (TB_REC_GAP) and what the converter did about them. */
 struct gaps_seen {
 	uint64_t marks, records;    /* of the application's records */
@@ -259,8 +247,10 @@ struct gaps_seen {
 	 * thread, so every gap concerns them. */
 	struct lost last;
 	uint64_t until;
-	struct ktab asyncs;         /* struct async_track by (pid, cat, id) */
-	struct ktab flows;          /* struct flow by (cat, name, id) */
+	/* open async slices and flows come and go (tb_chain_del): memory
+	 * does not grow with them */
+	struct tb_chain asyncs;         /* struct async_track by (pid, cat, id) */
+	struct tb_chain flows;          /* struct flow by (cat, name, id) */
 };
 
 /* Output events held until they can be written in ts order. */
@@ -1306,47 +1296,6 @@ static uint64_t str_hash(uint64_t h, const char *p, size_t n)
 	return h;
 }
 
-static int ktab_add(struct ktab *t, struct kent *e)
-{
-	size_t i;
-
-	if (t->n + 1 > t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		struct kent **b = calloc(cap, sizeof(*b)), *x, *next;
-
-		if (!b)
-			return -ENOMEM;
-		for (i = 0; i < t->cap; i++)
-			for (x = t->b[i]; x; x = next) {
-				next = x->next;
-				x->next = b[x->h & (cap - 1)];
-				b[x->h & (cap - 1)] = x;
-			}
-		free(t->b);
-		t->b = b;
-		t->cap = cap;
-	}
-	e->next = t->b[e->h & (t->cap - 1)];
-	t->b[e->h & (t->cap - 1)] = e;
-	t->n++;
-	return 0;
-}
-
-static struct kent *ktab_first(const struct ktab *t, uint64_t h)
-{
-	return t->cap ? t->b[h & (t->cap - 1)] : NULL;
-}
-
-static void ktab_del(struct ktab *t, struct kent *e)
-{
-	struct kent **p = &t->b[e->h & (t->cap - 1)];
-
-	while (*p != e)
-		p = &(*p)->next;
-	*p = e->next;
-	t->n--;
-}
-
 static uint64_t ev_id(const struct tb_rec_event *ev)
 {
 	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
@@ -1355,7 +1304,7 @@ static uint64_t ev_id(const struct tb_rec_event *ev)
 /* The async slices open on one (process, category, id), as the viewers
  * pair b and e, innermost last; each holds a copy of its begin. */
 struct async_track {
-	struct kent k;
+	struct tb_chain_link k;
 	uint64_t pid, id;
 	const char *cat;            /* the site's, kept for the whole conversion */
 	struct open_slice *stack;
@@ -1366,10 +1315,10 @@ static struct async_track *find_async(struct conv *c, const struct oev *e, bool 
 {
 	uint64_t id = ev_id(e->ev), pid = out_pid(c, e->ev->hdr.pid);
 	uint64_t h = str_hash(hash64(pid) ^ hash64(id), e->site->cat, strlen(e->site->cat));
-	struct kent *k;
+	struct tb_chain_link *k;
 	struct async_track *a;
 
-	for (k = ktab_first(&c->gap.asyncs, h); k; k = k->next) {
+	for (k = tb_chain_first(&c->gap.asyncs, h); k; k = k->next) {
 		a = (struct async_track *)k;
 		if (k->h == h && a->pid == pid && a->id == id && !strcmp(a->cat, e->site->cat))
 			return a;
@@ -1377,7 +1326,7 @@ static struct async_track *find_async(struct conv *c, const struct oev *e, bool 
 	if (!create || !(a = calloc(1, sizeof(*a))))
 		return NULL;
 	*a = (struct async_track){ .k.h = h, .pid = pid, .id = id, .cat = e->site->cat };
-	if (ktab_add(&c->gap.asyncs, &a->k)) {
+	if (tb_chain_add(&c->gap.asyncs, &a->k)) {
 		free(a);
 		return NULL;
 	}
@@ -1386,7 +1335,7 @@ static struct async_track *find_async(struct conv *c, const struct oev *e, bool 
 
 static void free_async(struct conv *c, struct async_track *a)
 {
-	ktab_del(&c->gap.asyncs, &a->k);
+	tb_chain_del(&c->gap.asyncs, &a->k);
 	while (a->depth) {
 		a->depth--;
 		free((void *)a->stack[a->depth].ev);
@@ -1479,7 +1428,7 @@ static int cut_async(struct conv *c, const struct lost *l, uint64_t ts)
 
 /* A flow (cat, name, id): open from its s to its f, or cut for good. */
 struct flow {
-	struct kent k;
+	struct tb_chain_link k;
 	uint64_t id;
 	const char *cat;
 	char *name;
@@ -1494,13 +1443,13 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 	size_t n = 0;
 	const char *name = ev_name(e->site, e->ev, &n), *cat = e->site->cat;
 	uint64_t id = ev_id(e->ev), h;
-	struct kent *k;
+	struct tb_chain_link *k;
 	struct flow *f;
 
 	if (!name)
 		name = "";
 	h = str_hash(str_hash(hash64(id), cat, strlen(cat) + 1), name, n);
-	for (k = ktab_first(&c->gap.flows, h); k; k = k->next) {
+	for (k = tb_chain_first(&c->gap.flows, h); k; k = k->next) {
 		f = (struct flow *)k;
 		if (k->h == h && f->id == id && f->nlen == n && !memcmp(f->name, name, n) &&
 		    !strcmp(f->cat, cat))
@@ -1510,7 +1459,7 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 		return NULL;
 	*f = (struct flow){ .k.h = h, .id = id, .cat = cat, .name = malloc(n + 1), .nlen = n,
 			    .marks = c->gap.marks };
-	if (!f->name || ktab_add(&c->gap.flows, &f->k)) {
+	if (!f->name || tb_chain_add(&c->gap.flows, &f->k)) {
 		free(f->name);
 		free(f);
 		return NULL;
@@ -1521,7 +1470,7 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 
 static void free_flow(struct conv *c, struct flow *f)
 {
-	ktab_del(&c->gap.flows, &f->k);
+	tb_chain_del(&c->gap.flows, &f->k);
 	pair_put(f->pair);
 	free(f->name);
 	free(f);
@@ -1608,7 +1557,7 @@ static struct thread *gap_tid(struct conv *c, uint32_t tid)
 static void abandon_flows(struct conv *c)
 {
 	for (size_t i = 0; i < c->gap.flows.cap; i++)
-		for (struct kent *k = c->gap.flows.b[i]; k; k = k->next)
+		for (struct tb_chain_link *k = c->gap.flows.b[i]; k; k = k->next)
 			pair_abandon(c, ((struct flow *)k)->pair);
 }
 

@@ -26,6 +26,7 @@
 #include "hist.h"
 #include "json.h"
 #include "model.h"
+#include "chain.h"
 #include "report.h"
 #include "tbio.h"
 
@@ -50,17 +51,6 @@ struct report_opts {
 
 /* ------------------------------------------------------- hash tables -- */
 
-/* A chained hash table; an entry starts with struct link. */
-struct link {
-	struct link *next;
-	uint64_t h;
-};
-
-struct tab {
-	struct link **b;
-	size_t cap, n;
-};
-
 static uint64_t mix(uint64_t k)
 {
 	k ^= k >> 33;
@@ -78,66 +68,11 @@ static uint64_t str_hash(uint64_t h, const char *p, size_t n)
 	return mix(h);
 }
 
-static struct link *tab_first(const struct tab *t, uint64_t h)
-{
-	return t->cap ? t->b[h & (t->cap - 1)] : NULL;
-}
-
-static int tab_add(struct tab *t, struct link *e)
-{
-	if (t->n + 1 > t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 16;
-		struct link **b = calloc(cap, sizeof(*b)), *x, *next;
-
-		if (!b)
-			return -ENOMEM;
-		for (size_t i = 0; i < t->cap; i++)
-			for (x = t->b[i]; x; x = next) {
-				next = x->next;
-				x->next = b[x->h & (cap - 1)];
-				b[x->h & (cap - 1)] = x;
-			}
-		free(t->b);
-		t->b = b;
-		t->cap = cap;
-	}
-	e->next = t->b[e->h & (t->cap - 1)];
-	t->b[e->h & (t->cap - 1)] = e;
-	t->n++;
-	return 0;
-}
-
-/* The entries of t in an array (freed by the caller), *n of them. */
-static void **tab_list(const struct tab *t, size_t *n)
-{
-	void **v = malloc((t->n + 1) * sizeof(*v));
-
-	*n = 0;
-	for (size_t i = 0; v && i < t->cap; i++)
-		for (struct link *x = t->b[i]; x; x = x->next)
-			v[(*n)++] = x;
-	return v;
-}
-
-static void tab_free(struct tab *t, void (*free_entry)(void *))
-{
-	for (size_t i = 0; i < t->cap; i++) {
-		struct link *x = t->b[i], *next;
-
-		for (; x; x = next) {
-			next = x->next;
-			free_entry(x);
-		}
-	}
-	free(t->b);
-	*t = (struct tab){ 0 };
-}
-
 /* -------------------------------------------------------------- model -- */
 
 /* What the slices (or instants) of one name on one thread add up to. */
 struct key {
-	struct link l;
+	struct tb_chain_link l;
 	char *cat, *name;           /* owned; name may hold any byte */
 	size_t name_len;
 	bool instant;               /* instants: count only */
@@ -150,7 +85,7 @@ struct key {
 
 /* A site the thread has seen, and its key (sites of one name share it). */
 struct site_key {
-	struct link l;
+	struct tb_chain_link l;
 	const struct site *site;
 	struct key *key;
 };
@@ -163,13 +98,13 @@ struct open {
 };
 
 struct rthread {
-	struct link l;
+	struct tb_chain_link l;
 	uint64_t pid;               /* the process incarnation's, as events carry it */
 	uint32_t tid;
 	char *name, *process;       /* convert's names, set at the end */
 	size_t name_len, process_len;   /* (an app-set name may hold a NUL) */
-	struct tab keys;            /* struct key by (kind, cat, name) */
-	struct tab sites;           /* struct site_key by site */
+	struct tb_chain keys;            /* struct key by (kind, cat, name) */
+	struct tb_chain sites;           /* struct site_key by site */
 	struct open *stack;
 	size_t depth, cap;
 	uint64_t slices, incomplete, instants, counters, async, flows;
@@ -177,7 +112,7 @@ struct rthread {
 
 /* One series of a counter of a process. */
 struct series {
-	struct link l;
+	struct tb_chain_link l;
 	uint64_t pid, id;
 	bool has_id;
 	char *cat, *name, *series;
@@ -203,9 +138,9 @@ struct left_out {
 struct report {
 	const struct report_opts *o;
 	int err;
-	struct tab threads;         /* struct rthread by (pid, tid) */
+	struct tb_chain threads;         /* struct rthread by (pid, tid) */
 	struct rthread *last;       /* the thread of the previous event */
-	struct tab counters;        /* struct series */
+	struct tb_chain counters;        /* struct series */
 	struct tb_model_counts counts;
 	struct tb_rec_stats *stats; /* a copy of counts.stats */
 	struct reason reasons[NREASONS];
@@ -233,7 +168,7 @@ static struct rthread *thread_of(struct report *r, uint64_t pid, uint32_t tid)
 
 	if (t && t->pid == pid && t->tid == tid)
 		return t;
-	for (struct link *x = tab_first(&r->threads, h); x; x = x->next) {
+	for (struct tb_chain_link *x = tb_chain_first(&r->threads, h); x; x = x->next) {
 		t = (struct rthread *)x;
 		if (x->h == h && t->pid == pid && t->tid == tid)
 			return r->last = t;
@@ -242,14 +177,14 @@ static struct rthread *thread_of(struct report *r, uint64_t pid, uint32_t tid)
 	if (!t)
 		return NULL;
 	*t = (struct rthread){ .l.h = h, .pid = pid, .tid = tid };
-	if (tab_add(&r->threads, &t->l)) {
+	if (tb_chain_add(&r->threads, &t->l)) {
 		free(t);
 		return NULL;
 	}
 	return r->last = t;
 }
 
-static struct key *new_key(struct tab *keys, uint64_t h, const char *cat, const char *name,
+static struct key *new_key(struct tb_chain *keys, uint64_t h, const char *cat, const char *name,
 			   size_t n, bool instant)
 {
 	struct key *k = calloc(1, sizeof(*k));
@@ -258,7 +193,7 @@ static struct key *new_key(struct tab *keys, uint64_t h, const char *cat, const 
 		return NULL;
 	*k = (struct key){ .l.h = h, .cat = strdup(cat), .name = dup_n(name, n),
 			   .name_len = n, .instant = instant };
-	if (!k->cat || !k->name || tab_add(keys, &k->l)) {
+	if (!k->cat || !k->name || tb_chain_add(keys, &k->l)) {
 		free(k->cat);
 		free(k->name);
 		free(k);
@@ -273,7 +208,7 @@ static struct key *key_by_name(struct rthread *t, const char *cat, const char *n
 {
 	uint64_t h = str_hash(str_hash(instant, cat, strlen(cat) + 1), name, n);
 
-	for (struct link *x = tab_first(&t->keys, h); x; x = x->next) {
+	for (struct tb_chain_link *x = tb_chain_first(&t->keys, h); x; x = x->next) {
 		struct key *k = (struct key *)x;
 
 		if (x->h == h && k->instant == instant && k->name_len == n &&
@@ -294,7 +229,7 @@ static struct key *key_of(struct rthread *t, const struct oev *e, bool instant)
 	struct key *k;
 	size_t n = 0;
 
-	for (struct link *x = by_site ? tab_first(&t->sites, h) : NULL; x; x = x->next) {
+	for (struct tb_chain_link *x = by_site ? tb_chain_first(&t->sites, h) : NULL; x; x = x->next) {
 		sk = (struct site_key *)x;
 		if (x->h == h && sk->site == e->site && sk->key->instant == instant)
 			return sk->key;
@@ -311,7 +246,7 @@ static struct key *key_of(struct rthread *t, const struct oev *e, bool instant)
 	if (!sk)
 		return NULL;
 	*sk = (struct site_key){ .l.h = h, .site = e->site, .key = k };
-	if (tab_add(&t->sites, &sk->l)) {
+	if (tb_chain_add(&t->sites, &sk->l)) {
 		free(sk);
 		return NULL;
 	}
@@ -423,7 +358,7 @@ static struct series *series_of(struct report *r, const struct oev *e, const cha
 
 	h = str_hash(str_hash(str_hash(mix(e->pid) ^ id, cat, strlen(cat) + 1), name, n),
 		     sname, strlen(sname));
-	for (struct link *l = tab_first(&r->counters, h); l; l = l->next) {
+	for (struct tb_chain_link *l = tb_chain_first(&r->counters, h); l; l = l->next) {
 		s = (struct series *)l;
 		if (l->h == h && s->pid == e->pid && s->id == id && s->has_id == has_id &&
 		    s->name_len == n && !memcmp(s->name, name, n) && !strcmp(s->cat, cat) &&
@@ -436,7 +371,7 @@ static struct series *series_of(struct report *r, const struct oev *e, const cha
 	*s = (struct series){ .l.h = h, .pid = e->pid, .id = id, .has_id = has_id,
 			      .cat = strdup(cat), .name = dup_n(name, n), .name_len = n,
 			      .series = strdup(sname) };
-	if (!s->cat || !s->name || !s->series || tab_add(&r->counters, &s->l)) {
+	if (!s->cat || !s->name || !s->series || tb_chain_add(&r->counters, &s->l)) {
 		free(s->cat);
 		free(s->name);
 		free(s->series);
@@ -552,7 +487,7 @@ static int take_names(void *ctx, const struct tb_model_thread *mt)
 	struct report *r = ctx;
 	uint64_t h = mix(mt->pid * 0x9e3779b97f4a7c15ULL ^ mt->tid);
 
-	for (struct link *x = tab_first(&r->threads, h); x; x = x->next) {
+	for (struct tb_chain_link *x = tb_chain_first(&r->threads, h); x; x = x->next) {
 		struct rthread *t = (struct rthread *)x;
 
 		if (x->h != h || t->pid != mt->pid || t->tid != mt->tid)
@@ -572,7 +507,7 @@ static int take_names(void *ctx, const struct tb_model_thread *mt)
 static void close_all(struct report *r)
 {
 	for (size_t i = 0; i < r->threads.cap; i++)
-		for (struct link *x = r->threads.b[i]; x; x = x->next) {
+		for (struct tb_chain_link *x = r->threads.b[i]; x; x = x->next) {
 			struct rthread *t = (struct rthread *)x;
 
 			while (t->depth)
@@ -612,8 +547,8 @@ static void free_thread(void *p)
 {
 	struct rthread *t = p;
 
-	tab_free(&t->keys, free_key);
-	tab_free(&t->sites, free);
+	tb_chain_free(&t->keys, free_key);
+	tb_chain_free(&t->sites, free);
 	free(t->stack);
 	free(t->name);
 	free(t->process);
@@ -632,8 +567,8 @@ static void free_series(void *p)
 
 static void report_free(struct report *r)
 {
-	tab_free(&r->threads, free_thread);
-	tab_free(&r->counters, free_series);
+	tb_chain_free(&r->threads, free_thread);
+	tb_chain_free(&r->counters, free_series);
 	free(r->stats);
 }
 
@@ -692,7 +627,7 @@ static struct key **sorted_keys(const struct rthread *t, bool instant, enum sort
 				size_t *n)
 {
 	size_t all, i;
-	struct key **v = (struct key **)tab_list(&t->keys, &all);
+	struct key **v = (struct key **)tb_chain_list(&t->keys, &all);
 
 	*n = 0;
 	if (!v)
@@ -734,7 +669,7 @@ static int cmp_series(const void *a, const void *b)
 static struct rthread **sorted_threads(const struct report *r, size_t *n)
 {
 	size_t all, i;
-	struct rthread **v = (struct rthread **)tab_list(&r->threads, &all);
+	struct rthread **v = (struct rthread **)tb_chain_list(&r->threads, &all);
 
 	*n = 0;
 	if (!v)
@@ -749,7 +684,7 @@ static struct rthread **sorted_threads(const struct report *r, size_t *n)
 
 static struct series **sorted_series(const struct report *r, size_t *n)
 {
-	struct series **v = (struct series **)tab_list(&r->counters, n);
+	struct series **v = (struct series **)tb_chain_list(&r->counters, n);
 
 	if (v)
 		qsort(v, *n, sizeof(*v), cmp_series);
