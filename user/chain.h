@@ -6,7 +6,7 @@
  *
  * An entry starts with struct tb_chain_link, whose h the caller sets to
  * the key's hash before adding it; lookups walk tb_chain_first(t, h) and
- * compare the keys themselves. The table doubles when it holds as many
+ * compare the keys themselves (tb_hash64 and tb_hash_bytes make hashes). The table doubles when it holds as many
  * entries as buckets. It owns its buckets, never the entries.
  */
 #ifndef TRACEBPF_CHAIN_H
@@ -14,6 +14,26 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* murmur3's 64-bit finaliser: spreads a key over every bit (the tables
+ * take the low bits). */
+static inline uint64_t tb_hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* FNV-1a over the n bytes at p, going on from h. */
+static inline uint64_t tb_hash_bytes(uint64_t h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+	return h;
+}
 
 struct tb_chain_link {
 	struct tb_chain_link *next;

@@ -56,23 +56,13 @@ struct hmap {
 	size_t cap, n;
 };
 
-static size_t hash64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
 static void *hmap_get(const struct hmap *m, uint64_t k)
 {
 	size_t i;
 
 	if (!m->cap)
 		return NULL;
-	for (i = hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
+	for (i = tb_hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
 		if (m->keys[i] == k)
 			return m->vals[i];
 	return NULL;
@@ -111,7 +101,7 @@ static int hmap_put(struct hmap *m, uint64_t k, void *v)
 		if (err)
 			return err;
 	}
-	for (i = hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1)) {
+	for (i = tb_hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1)) {
 		if (m->keys[i] == k) {
 			m->vals[i] = v;
 			return 0;
@@ -1289,13 +1279,6 @@ static int end_unopened(struct conv *c, struct thread *t, struct oev *e)
 
 /* ------------------------------------------------------------- gaps -- */
 
-static uint64_t str_hash(uint64_t h, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 static uint64_t ev_id(const struct tb_rec_event *ev)
 {
 	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
@@ -1314,7 +1297,8 @@ struct async_track {
 static struct async_track *find_async(struct conv *c, const struct oev *e, bool create)
 {
 	uint64_t id = ev_id(e->ev), pid = out_pid(c, e->ev->hdr.pid);
-	uint64_t h = str_hash(hash64(pid) ^ hash64(id), e->site->cat, strlen(e->site->cat));
+	uint64_t h = tb_hash_bytes(tb_hash64(pid) ^ tb_hash64(id), e->site->cat,
+				   strlen(e->site->cat));
 	struct tb_chain_link *k;
 	struct async_track *a;
 
@@ -1448,7 +1432,7 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 
 	if (!name)
 		name = "";
-	h = str_hash(str_hash(hash64(id), cat, strlen(cat) + 1), name, n);
+	h = tb_hash_bytes(tb_hash_bytes(tb_hash64(id), cat, strlen(cat) + 1), name, n);
 	for (k = tb_chain_first(&c->gap.flows, h); k; k = k->next) {
 		f = (struct flow *)k;
 		if (k->h == h && f->id == id && f->nlen == n && !memcmp(f->name, name, n) &&

@@ -51,21 +51,9 @@ struct report_opts {
 
 /* ------------------------------------------------------- hash tables -- */
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 static uint64_t str_hash(uint64_t h, const char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
-	return mix(h);
+	return tb_hash64(tb_hash_bytes(h, p, n));
 }
 
 /* -------------------------------------------------------------- model -- */
@@ -163,7 +151,7 @@ static char *dup_n(const char *s, size_t n)
 
 static struct rthread *thread_of(struct report *r, uint64_t pid, uint32_t tid)
 {
-	uint64_t h = mix(pid * 0x9e3779b97f4a7c15ULL ^ tid);
+	uint64_t h = tb_hash64(pid * 0x9e3779b97f4a7c15ULL ^ tid);
 	struct rthread *t = r->last;
 
 	if (t && t->pid == pid && t->tid == tid)
@@ -222,7 +210,7 @@ static struct key *key_by_name(struct rthread *t, const char *cat, const char *n
  * a COPY site's, whose name is copied at each hit). */
 static struct key *key_of(struct rthread *t, const struct oev *e, bool instant)
 {
-	uint64_t h = mix((uintptr_t)e->site) ^ instant;
+	uint64_t h = tb_hash64((uintptr_t)e->site) ^ instant;
 	bool by_site = !(e->site->flags & TB_SITE_COPY_NAME);
 	const char *name;
 	struct site_key *sk;
@@ -356,7 +344,7 @@ static struct series *series_of(struct report *r, const struct oev *e, const cha
 	const char *cat = e->site->cat;
 	struct series *s;
 
-	h = str_hash(str_hash(str_hash(mix(e->pid) ^ id, cat, strlen(cat) + 1), name, n),
+	h = str_hash(str_hash(str_hash(tb_hash64(e->pid) ^ id, cat, strlen(cat) + 1), name, n),
 		     sname, strlen(sname));
 	for (struct tb_chain_link *l = tb_chain_first(&r->counters, h); l; l = l->next) {
 		s = (struct series *)l;
@@ -485,7 +473,7 @@ static void report_left_out(void *ctx, const struct oev *e)
 static int take_names(void *ctx, const struct tb_model_thread *mt)
 {
 	struct report *r = ctx;
-	uint64_t h = mix(mt->pid * 0x9e3779b97f4a7c15ULL ^ mt->tid);
+	uint64_t h = tb_hash64(mt->pid * 0x9e3779b97f4a7c15ULL ^ mt->tid);
 
 	for (struct tb_chain_link *x = tb_chain_first(&r->threads, h); x; x = x->next) {
 		struct rthread *t = (struct rthread *)x;

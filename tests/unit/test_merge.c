@@ -20,34 +20,10 @@
 
 #include "../../user/merge.h"
 #include "tmpdir.h"
+#include "recs.h"
 
 static char dir[] = "/tmp/test_merge.XXXXXX";
 static char path[256];
-
-struct recs {
-	struct tb_rec_hdr **v;
-	size_t n;
-};
-
-static void recs_add(struct recs *r, const struct tb_rec_hdr *h)
-{
-	struct tb_rec_hdr *c = malloc(h->size);
-
-	assert_non_null(c);
-	memcpy(c, h, h->size);
-	r->v = realloc(r->v, (r->n + 1) * sizeof(*r->v));
-	assert_non_null(r->v);
-	r->v[r->n++] = c;
-}
-
-static void recs_free(struct recs *r)
-{
-	for (size_t i = 0; i < r->n; i++)
-		free(r->v[i]);
-	free(r->v);
-	r->v = NULL;
-	r->n = 0;
-}
 
 static uint32_t rank(uint16_t type)
 {

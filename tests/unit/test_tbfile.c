@@ -23,38 +23,12 @@
 
 #include "../../user/tbfile.h"
 #include "tmpdir.h"
+#include "recs.h"
 
 static char dir[] = "/tmp/test_tbfile.XXXXXX";
 static char path[256];
 
 /* ------------------------------------------------------------ helpers -- */
-
-struct recs {
-	struct tb_rec_hdr **v;
-	size_t n;
-};
-
-static void recs_add(struct recs *r, const struct tb_rec_hdr *h)
-{
-	struct tb_rec_hdr *c = malloc(h->size);
-
-	assert_non_null(c);
-	memcpy(c, h, h->size);
-	r->v = realloc(r->v, (r->n + 1) * sizeof(*r->v));
-	assert_non_null(r->v);
-	r->v[r->n++] = c;
-}
-
-static void recs_free(struct recs *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->n; i++)
-		free(r->v[i]);
-	free(r->v);
-	r->v = NULL;
-	r->n = 0;
-}
 
 static struct tb_rec_hdr *mk(uint16_t type, size_t size, uint64_t ts,
 			     uint32_t pid, uint32_t tid)
