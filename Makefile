@@ -24,7 +24,9 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror
-USER_CFLAGS   := $(CFLAGS_COMMON) -I$(OUT) -Ibpf -Iuser -Ilib/include \
+USER_CFLAGS   := $(CFLAGS_COMMON) -I$(OUT) -Ibpf -Iuser -Ilib -Ilib/include \
+                 -I/usr/include/traceevent -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
+LIB_CFLAGS    := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -Ibpf -Ilib -Ilib/include \
                  -I/usr/include/traceevent -D_GNU_SOURCE -DTRACEBPF_VERSION='"$(VERSION)"' $(CFLAGS)
 USER_LDLIBS   := -lbpf -lelf -ldeflate -lz -ltraceevent -pthread
 # The host's system include dirs (asm/ comes from the multiarch dir), added
@@ -38,13 +40,16 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 
-# The reader side (format, JSON, convert) never links libbpf.
-CORE_SRCS := user/tbfile.c user/tbpack.c user/merge.c user/json.c user/convert.c user/tbio.c \
-             user/hist.c user/report.c user/filter.c user/outq.c user/chain.c \
-             user/ftrace.c
+# libtracebpf (lib/): the reader side (trace file, time order, model,
+# Chrome JSON and ftrace text) never links libbpf.
+LIB_SRCS  := $(wildcard lib/*.c)
+LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h bpf/record.h
+# What the unit tests, the fuzz target and the model bench build from source.
+CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c
 LOAD_SRCS := user/record.c user/fast.c user/probes.c user/main.c user/sched.c user/rings.c user/gaps.c user/slots.c user/info.c user/dump.c \
              user/pack.c user/serve.c user/ctl.c
-CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
+LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
+CLI_OBJS  := $(OUT)/user/hist.o $(OUT)/user/report.o
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
@@ -85,7 +90,7 @@ all: $(OUT)/tracebpf $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS) $(OUT)
 deps:
 	$(Q)bash tools/deps.sh
 
-$(OUT) $(OUT)/bpf $(OUT)/user $(OUT)/progs $(OUT)/unit $(OUT)/bench:
+$(OUT) $(OUT)/bpf $(OUT)/user $(OUT)/lib $(OUT)/progs $(OUT)/unit $(OUT)/bench:
 	$(Q)mkdir -p $@
 
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
@@ -96,11 +101,21 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c user/*.h bpf/*.h $(SKELS) | $(OUT)/user
+$(OUT)/user/%.o: user/%.c user/*.h $(LIB_HDRS) bpf/*.h $(SKELS) | $(OUT)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
-$(OUT)/tracebpf: $(LOAD_OBJS) $(CORE_OBJS)
+# libtracebpf's objects: only the API of lib/include/tracebpf/ is visible
+# outside the shared library.
+$(OUT)/lib/%.o: lib/%.c $(LIB_HDRS) | $(OUT)/lib
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(OUT)/libtracebpf.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/tracebpf: $(LOAD_OBJS) $(CLI_OBJS) $(OUT)/libtracebpf.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LDLIBS) -o $@
 
@@ -152,7 +167,7 @@ $(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h tests/progs/now_ns.
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 # ---- unit tests (cmocka) ----
-$(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/unit
+$(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h $(CORE_SRCS) $(LIB_HDRS) user/*.h | $(OUT)/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 
@@ -179,7 +194,7 @@ $(OUT)/bench/floor: bench/floor.c $(OUT)/floor.skel.h
 	$(Q)$(CC) $(USER_CFLAGS) $< -lbpf -lelf -lz -o $@
 
 # The trace model's stages (read, merge, model), reader side only.
-$(OUT)/bench/model_cost: bench/model_cost.c $(CORE_SRCS) user/*.h bpf/record.h | $(OUT)/bench
+$(OUT)/bench/model_cost: bench/model_cost.c $(CORE_SRCS) $(LIB_HDRS) user/*.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
@@ -217,11 +232,11 @@ clean:
 # ---- fuzzing (libFuzzer, clang) ----
 # make fuzz FUZZ_TIME=300   runs the reader+converter target on tests/fuzz/corpus
 FUZZ_TIME ?= 60
-$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) user/*.h bpf/record.h
+$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) $(LIB_HDRS) user/*.h
 	$(Q)mkdir -p $(OUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Iuser -Ibpf -Ilib/include -I/usr/include/traceevent $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
+		-D_GNU_SOURCE -Iuser -Ilib -Ibpf -Ilib/include -I/usr/include/traceevent $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
 # ---- the chaos run (tests/chaos/chaos.py; tests/run.sh runs 60 s) ----
 DURATION ?= 600

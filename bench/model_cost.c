@@ -2,8 +2,8 @@
 /*
  * model_cost FILE.tbt - where the time of the trace model goes, stage by
  * stage, in CPU time per record: reading (decompressing and unpacking
- * every chunk), reading and merging into time order (user/merge.c), and
- * the whole model (user/model.h) with a sink that does nothing, which is
+ * every chunk), reading and merging into time order (lib/merge.c), and
+ * the whole model (lib/model.h) with a sink that does nothing, which is
  * what convert and report cost before their own output. Each stage reads
  * the file again from its start. Prints one line per stage.
  */

@@ -12,7 +12,7 @@
  *
  * Changing a layout here is a trace-file format change: bump
  * TB_FORMAT_MINOR (compatible additions) or TB_FORMAT_MAJOR (anything else)
- * in user/tbfile.h and document it in docs/format.md.
+ * in lib/tbfile.h and document it in docs/format.md.
  */
 #ifndef TRACEBPF_RECORD_H
 #define TRACEBPF_RECORD_H
@@ -240,7 +240,7 @@ struct tb_rec_comm {
 /* TB_REC_STATS: written by user space (hdr.cpu = ~0). Totals so far; the last
  * one in a file wins. drops[] has ncpus entries; since 2.3 a __u64
  * lost_procs follows them (when hdr.size leaves room for it: tb_stats_lost_procs
- * in user/tbfile.h). */
+ * in lib/tbfile.h). */
 struct tb_rec_stats {
 	struct tb_rec_hdr hdr;
 	__u64 events;      /* records received from the kernel */

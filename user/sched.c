@@ -4,7 +4,7 @@
  *
  * Why a second object (not programs in record.bpf.c behind autoload
  * switches): the scheduler side is one concern with its own triplet
- * (bpf/sched.bpf.c, user/sched.c, user/ftrace.c), it can be turned off
+ * (bpf/sched.bpf.c, user/sched.c, lib/ftrace.c), it can be turned off
  * whole (--no-sched) without touching the USDT side, and a verifier
  * rejection of a scheduler program never prevents user events from being
  * recorded. The maps that must be shared (rings, traced, tb_ctl) are pointed

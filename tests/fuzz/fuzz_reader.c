@@ -10,9 +10,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../user/convert.h"
+#include "../../lib/convert.h"
 #include "../../user/report.h"
-#include "../../user/tbfile.h"
+#include "../../lib/tbfile.h"
 
 static int as_fd(const uint8_t *d, size_t n)
 {

@@ -353,7 +353,7 @@ def test_convert_corrupt_file(tmp_path):
 
 @pytest.mark.parametrize("cmd", ["info", "dump", "convert"])
 def test_reading_commands_need_a_source(cmd):
-    """convert, info and dump share one source parser (user/tbio.c): no trace and no
+    """convert, info and dump share one source parser (lib/tbio.c): no trace and no
     --connect is a usage error that says what to give; info has no --follow."""
     check_failed(run(cmd), "give the trace file (FILE.tbt, - for stdin) or --connect SOCKET")
     check_failed(run(cmd, "a.tbt", "b.tbt"), "one trace at a time")

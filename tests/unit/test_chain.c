@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * test_chain.c - the readers' chained hash table (user/chain.h): every
+ * test_chain.c - the readers' chained hash table (lib/chain.h): every
  * entry is found by its hash after the table has doubled several times,
  * entries that share a bucket are all reachable, a removed one is gone and
  * the others stay, and the list holds each entry once.
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../user/chain.h"
+#include "../../lib/chain.h"
 
 struct ent {
 	struct tb_chain_link l;

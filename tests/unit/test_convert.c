@@ -6,7 +6,7 @@
  * refused), which also checks ordering and per-thread nesting.
  *
  * gcc -std=gnu11 -Wall -Wextra -Werror -O2 -g tests/unit/test_convert.c \
- *     user/convert.c user/json.c user/tbfile.c -lcmocka -lz -o test_convert
+ *     lib/convert.c lib/json.c lib/tbfile.c -lcmocka -lz -o test_convert
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,8 +26,8 @@
 #include <cmocka.h>
 
 #include "tmpdir.h"
-#include "../../user/convert.h"
-#include "../../user/tbfile.h"
+#include "../../lib/convert.h"
+#include "../../lib/tbfile.h"
 
 static char dir[] = "/tmp/test_convert.XXXXXX";
 static char in_path[256], out_path[256], err_path[256], py_path[256];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * test_filter.c - the convert filters (user/filter.c): parsing each option,
+ * test_filter.c - the convert filters (lib/filter.c): parsing each option,
  * bad values, and the predicate's rules (time window, globs, ids, kernel
  * records).
  */
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../user/filter.h"
+#include "../../lib/filter.h"
 
 #define MS 1000000ull
 #define S  1000000000ull

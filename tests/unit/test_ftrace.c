@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* test_ftrace.c - kernel records -> ftrace lines (user/ftrace.c). */
+/* test_ftrace.c - kernel records -> ftrace lines (lib/ftrace.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

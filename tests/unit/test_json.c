@@ -4,7 +4,7 @@
  * timestamps, numbers, commas and misuse.
  *
  * gcc -std=gnu11 -Wall -Wextra -Werror -O2 -g tests/unit/test_json.c \
- *     user/json.c -lcmocka -o test_json
+ *     lib/json.c -lcmocka -o test_json
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../user/json.h"
+#include "../../lib/json.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../user/merge.h"
+#include "../../lib/merge.h"
 #include "tmpdir.h"
 #include "recs.h"
 

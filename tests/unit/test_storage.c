@@ -19,9 +19,9 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "../../user/tbfile.h"
+#include "../../lib/tbfile.h"
 #include "tmpdir.h"
-#include "../../user/tbpack.h"
+#include "../../lib/tbpack.h"
 
 static char dir[] = "/tmp/test_storage.XXXXXX";
 static char path[256];

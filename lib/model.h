@@ -2,7 +2,7 @@
 /*
  * model.h - the trace model that convert builds, for every output of it.
  *
- * user/convert.c turns a trace file's records into finished output events:
+ * lib/convert.c turns a trace file's records into finished output events:
  * begin/end matched per thread into complete slices (X, with dur), pid
  * reuse, ghost slices after fork, exec and exit, tracebpf ctl stop/start
  * windows, slices cut at gaps marked as such (docs/tracebpf-convert.md).
@@ -39,7 +39,7 @@ struct lost {
 };
 
 /* Shared by the events of one async slice or flow when convert filters
- * or splits its output (user/convert.c): they are written whole or not at
+ * or splits its output (lib/convert.c): they are written whole or not at
  * all. */
 struct pair;
 
