@@ -2,8 +2,9 @@
 /*
  * tbfile.h - the tracebpf trace file (.tbt): writer and reader.
  *
- * A reader of the trace file never needs libbpf: this module depends on
- * libc and zlib only. The format is described in docs/format.md.
+ * A reader of the trace file never needs libbpf: lib/tbfile.c depends on
+ * libc and zlib only; the writer (user/tbwriter.c) adds libdeflate. The
+ * format is described in docs/format.md.
  */
 #ifndef TRACEBPF_TBFILE_H
 #define TRACEBPF_TBFILE_H
@@ -106,7 +107,18 @@ int tb_stream_of(uint16_t rec_type);
  * known type that is shorter. */
 size_t tb_rec_min_size(uint16_t rec_type);
 
-/* ---- writer ---- */
+/* Shared by the writer (user/tbwriter.c) and the reader (lib/tbfile.c):
+ * the file header's fixed part and least size, the record streams, the
+ * CRC of headers and payloads, and the pipe either end grows. */
+#define TB_HDR_FIXED   40u
+#define TB_HDR_MIN     (TB_HDR_FIXED + 3 * 2 + 4)
+#define TB_NRSTREAMS   (TB_STREAM_STATS + 1)
+uint32_t tb_crc32(const void *p, size_t n);
+void tb_grow_pipe(int fd);
+/* Grows *buf (of *cap bytes) to at least need bytes: 0 or -ENOMEM. */
+int tb_grow_buf(unsigned char **buf, size_t *cap, size_t need);
+
+/* ---- writer (user/tbwriter.c, not in libtracebpf) ---- */
 struct tb_writer;
 struct tb_writer_opts {
 	const struct tb_file_info *info; /* major/minor are filled in */
