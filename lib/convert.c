@@ -42,7 +42,7 @@
 #include "merge.h"
 #include "model.h"
 #include "outq.h"
-#include "tbio.h"
+#include "print.h"
 
 #define PFX "tracebpf: convert: "
 #define STR_(x) #x
@@ -222,7 +222,6 @@ struct part {
 	size_t open_pairs;
 };
 
-enum stage { STAGE_READ, STAGE_CONVERT, STAGE_WRITE, STAGE_SAID /* where it failed */ };
 
 /* Lost records (TB_REC_GAP) and what the converter did about them. */
 struct gaps_seen {
@@ -1913,7 +1912,7 @@ static int add_kernel(struct conv *c, const struct tb_rec_hdr *h)
 	return err;
 }
 
-static int process(struct conv *c, enum stage *stage)
+static int process(struct conv *c, enum tb_conv_stage *stage)
 {
 	const struct tb_rec_hdr *h;
 	struct thread *t;
@@ -1987,7 +1986,7 @@ static int process(struct conv *c, enum stage *stage)
 		}
 	}
 	if (!err && ret < 0) {
-		*stage = STAGE_READ;
+		*stage = TB_STAGE_READ;
 		return ret;
 	}
 	for (i = 0; i < c->threads.cap && !err; i++) {
@@ -2617,14 +2616,13 @@ static int render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, 
 	return err;
 }
 
-static void fail(const char *verb, const char *obj, int err, const char *hint);
 
 /* A part's file failed (with --split: said here, naming it). */
 static int split_fail(struct conv *c, const char *verb, const char *obj, int err)
 {
 	if (!c->split)
 		return err;
-	fail(verb, obj, err, tb_io_write_hint(err));
+	tb_convert_fail(verb, obj, err, tb_write_hint(err));
 	c->said = true;
 	return err;
 }
@@ -2672,7 +2670,6 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 	return render_tail(c, r, &c->j, f, NULL);
 }
 
-static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **f);
 
 /* "OUT-NNN.json" for OUT.json (or OUT), part n from 1. */
 static char *part_name(const char *out, size_t n)
@@ -2696,7 +2693,7 @@ static int add_part(struct conv *c, uint64_t ts, FILE *f)
 			     sizeof(*c->parts));
 
 	if (err) {
-		fail("convert", "--split", err, NULL);
+		tb_convert_fail("convert", "--split", err, NULL);
 		c->said = true;
 		return err;
 	}
@@ -2705,11 +2702,11 @@ static int add_part(struct conv *c, uint64_t ts, FILE *f)
 	if (c->split) {
 		p->name = part_name(c->split_base, c->nparts + 1);
 		if (!p->name) {
-			fail("create", c->split_base, -ENOMEM, NULL);
+			tb_convert_fail("create", c->split_base, -ENOMEM, NULL);
 			c->said = true;
 			return -ENOMEM;
 		}
-		err = create_tmp(p->name, p->name, &p->tmp, &p->f);
+		err = tb_convert_create_tmp(p->name, p->name, &p->tmp, &p->f);
 		if (err) {
 			free(p->name);
 			c->said = true;   /* create_tmp did */
@@ -2733,7 +2730,7 @@ static void part_close(struct conv *c, struct part *p)
 	p->f = NULL;
 	p->j.f = NULL;
 	if (err && !c->sel_err) {
-		fail("write", p->name, err, tb_io_write_hint(err));
+		tb_convert_fail("write", p->name, err, tb_write_hint(err));
 		c->said = true;
 		c->sel_err = err;
 	}
@@ -2792,7 +2789,7 @@ static int sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_
 			c->check_every = 4096;
 		err = tb_ftrace_keep_times(c->ftrace);
 		if (err) {
-			fail("create", "a temporary file for --split", err, NULL);
+			tb_convert_fail("create", "a temporary file for --split", err, NULL);
 			c->said = true;
 			return err;
 		}
@@ -2939,15 +2936,15 @@ static void warn_size(const char *name, uint64_t bytes, bool split)
 	format_size(size, sizeof(size), bytes);
 	format_size(max, sizeof(max), viewer_max());
 	if (split)
-		fprintf(stderr, PFX "warning: %s is %s; DevTools and other viewers that read "
+		tb_print(PFX "warning: %s is %s; DevTools and other viewers that read "
 			"the file as one string open at most %s: cut it with a smaller --split "
 			"or take a window with --time, --pid, --tid, --cat or --name\n",
 			name, size, max);
 	else
-		fprintf(stderr, PFX "warning: %s is %s%s; DevTools and other viewers that read "
+		tb_print(PFX "warning: %s is %s%s; DevTools and other viewers that read "
 			"the file as one string open at most %s: take a window with --time, "
 			"--pid, --tid, --cat or --name, or cut it with --split 400M\n",
-			name, size, tb_io_is_gz(name) ? " once decompressed" : "", max);
+			name, size, tb_is_gz(name) ? " once decompressed" : "", max);
 }
 
 /* A JSON a viewer may refuse: said, the file is valid all the same (Perfetto
@@ -2958,7 +2955,7 @@ static void check_sizes(struct conv *c, FILE *out, const char *out_name,
 	off_t n;
 
 	if (c->split) {
-		fprintf(stderr, PFX "wrote %zu part%s: %s%s%s\n", c->nparts,
+		tb_print(PFX "wrote %zu part%s: %s%s%s\n", c->nparts,
 			c->nparts > 1 ? "s" : "", c->parts[0].name, c->nparts > 1 ? " to " : "",
 			c->nparts > 1 ? c->parts[c->nparts - 1].name : "");
 		for (size_t i = 0; i < c->nparts; i++)
@@ -2974,8 +2971,8 @@ static void check_sizes(struct conv *c, FILE *out, const char *out_name,
 }
 
 /* written: the bytes written to out, when ftello cannot tell (a pipe, gzip) */
-static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
-		       const char *out_name, const uint64_t *written, enum stage *stage)
+int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
+		   const char *out_name, const uint64_t *written, enum tb_conv_stage *stage)
 {
 	bool verbose = o && o->verbose;
 	struct conv c = { 0 };
@@ -2985,7 +2982,7 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 	const char *reason;
 	int err;
 
-	*stage = STAGE_CONVERT;
+	*stage = TB_STAGE_CONVERT;
 	err = model_open(&c, r, &json);
 	if (err)
 		goto out;
@@ -3009,7 +3006,7 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 		err = c.sel_err;
 	if (err)
 		goto out;
-	*stage = STAGE_WRITE;
+	*stage = TB_STAGE_WRITE;
 	err = tb_json_error(&c.j);
 	if (!err)
 		err = render_end(&c, r, out);
@@ -3019,84 +3016,64 @@ static int convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_o
 
 	reason = tb_reader_tail_reason(r);
 	if (reason)
-		fprintf(stderr, PFX "warning: the trace ends with %" PRIu64
+		tb_print(PFX "warning: the trace ends with %" PRIu64
 			" unreadable bytes (%s); converted everything before them\n",
 			tb_reader_tail_bytes(r), reason);
 	if (c.stats && c.stats->drops_total)
-		fprintf(stderr, PFX "warning: %" PRIu64 " events were lost because a "
+		tb_print(PFX "warning: %" PRIu64 " events were lost because a "
 			"ring buffer was full (see metadata.drops_per_cpu); record "
 			"again with a larger --buffer-size (application events) or "
 			"--kernel-buffer-size (scheduler, -e)\n", (uint64_t)c.stats->drops_total);
 	if (c.gap.cut || c.gap.ends_after || c.gap.inside)
-		fprintf(stderr, PFX "note: where records were lost (%" PRIu64 " gaps), %" PRIu64
+		tb_print(PFX "note: where records were lost (%" PRIu64 " gaps), %" PRIu64
 			" slices were cut and %" PRIu64 " begins and ends are marked instants, "
 			"never paired across a gap (metadata.slices_cut_at_gaps, ends_after_gaps, "
 			"events_in_gaps)\n", c.gap.marks, c.gap.cut, c.gap.ends_after + c.gap.inside);
 	if (c.stats && tb_stats_lost_procs(c.stats))
-		fprintf(stderr, PFX "warning: %" PRIu64 " processes started by traced processes "
+		tb_print(PFX "warning: %" PRIu64 " processes started by traced processes "
 			"were not traced (see metadata.lost_processes); record again with a "
 			"larger --max-processes\n", tb_stats_lost_procs(c.stats));
 	if (verbose)
-		fprintf(stderr, PFX "%zu records, %" PRIu64 " events, %zu trace events "
+		tb_say(TRACEBPF_PRINT_INFO, PFX "%zu records, %" PRIu64 " events, %zu trace events "
 			"written, %" PRIu64 " unresolved sites, %" PRIu64
 			" unmatched ends; peak held: %zu records\n", c.nrecs, c.events,
 			c.written - c.left_out, c.unresolved, c.unmatched, tb_merge_peak(c.merge));
 	if (c.forced || tb_merge_forced(c.merge))
-		fprintf(stderr, PFX "note: %zu trace events and %" PRIu64 " records were "
+		tb_print(PFX "note: %zu trace events and %" PRIu64 " records were "
 			"released out of time order to bound memory (a slice open for "
 			"very long, or a 1.x file without rounds); viewers sort them\n",
 			c.forced, tb_merge_forced(c.merge));
 out:
 	if (err && c.said)
-		*stage = STAGE_SAID;
+		*stage = TB_STAGE_SAID;
 	conv_free(&c);
 	return err;
 }
 
 int tb_convert_file(struct tb_reader *r, FILE *out)
 {
-	enum stage stage;
+	enum tb_conv_stage stage;
 
-	return convert_run(r, out, NULL, NULL, NULL, &stage);
+	return tb_convert_run(r, out, NULL, NULL, NULL, &stage);
 }
 
-static void fail(const char *verb, const char *obj, int err, const char *hint)
+void tb_convert_fail(const char *verb, const char *obj, int err, const char *hint)
 {
-	fprintf(stderr, PFX "failed to %s '%s': %s\n", verb, obj, strerror(-err));
+	tb_print(PFX "failed to %s '%s': %s\n", verb, obj, strerror(-err));
 	if (hint)
-		fprintf(stderr, PFX "hint: %s\n", hint);
-}
-
-static const char *open_hint(int err)
-{
-	switch (err) {
-	case -EINVAL:
-		return "this is not a tracebpf trace file (no TRACEBPF magic at its "
-		       "start); 'tracebpf record -o FILE.tbt' writes one";
-	case -EPROTONOSUPPORT:
-		return "the trace was written by a newer tracebpf (format major "
-		       "version above " STR(TB_FORMAT_MAJOR) "); convert it with "
-		       "that version";
-	case -EBADMSG:
-		return "the file header is corrupt (CRC mismatch or impossible size); "
-		       "nothing in the file can be trusted";
-	case -ENOENT:
-		return "check the path; 'tracebpf record -o FILE.tbt' writes a trace";
-	default:
-		return NULL;
-	}
+		tb_print(PFX "hint: %s\n", hint);
 }
 
 /* The file the JSON is written to, next to out and renamed over it at the
  * end: a viewer must never see a half-written object (Perfetto rejects
  * it). *tmp is its name (freed and NULL on failure, said). */
-static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **f)
+int tb_convert_create_tmp(const char *out, const char *out_name, char **tmp, FILE **f)
 {
 	int err, fd;
 
 	*tmp = malloc(strlen(out) + sizeof(".XXXXXX"));
 	if (!*tmp) {
-		fail("create", out_name, -ENOMEM, NULL);
+		tb_convert_fail("create", out_name, -ENOMEM, NULL);
 		return -ENOMEM;
 	}
 	strcpy(*tmp, out);
@@ -3108,154 +3085,15 @@ static int create_tmp(const char *out, const char *out_name, char **tmp, FILE **
 		return 0;
 	err = -errno;
 	if (fd < 0) {
-		fail("create", out_name, err, err == -EACCES || err == -EROFS ?
+		tb_convert_fail("create", out_name, err, err == -EACCES || err == -EROFS ?
 		     "the output directory must be writable" : NULL);
 	} else {
-		fail("create", *tmp, err, NULL);
+		tb_convert_fail("create", *tmp, err, NULL);
 		close(fd);
 		unlink(*tmp);
 	}
 	free(*tmp);
 	*tmp = NULL;
-	return err;
-}
-
-/* Counts what goes through to `to`: the size of a JSON written into a
- * pipe or through gzip (what a viewer reads once it is decompressed). */
-struct counted {
-	FILE *to;
-	uint64_t n;
-};
-
-static ssize_t counted_write(void *cookie, const char *buf, size_t n)
-{
-	struct counted *c = cookie;
-
-	if (fwrite(buf, 1, n, c->to) != n)
-		return -1;
-	c->n += n;
-	return (ssize_t)n;
-}
-
-static FILE *count_wrap(FILE *to, struct counted *c)
-{
-	cookie_io_functions_t io = { .write = counted_write };
-	FILE *f;
-
-	c->to = to;
-	f = fopencookie(c, "w", io);
-	if (f)
-		setvbuf(f, NULL, _IOFBF, 1 << 16);
-	return f;
-}
-
-int tb_convert(const struct tb_convert_opts *o)
-{
-	const char *in = o->in ? o->in : "-", *out = o->out ? o->out : "-";
-	const char *in_name = strcmp(in, "-") ? in : "<stdin>";
-	const char *out_name = strcmp(out, "-") ? out : "<stdout>";
-	struct tb_reader *r = NULL;
-	char *tmp = NULL;
-	FILE *f = NULL, *gz = NULL, *counter = NULL;
-	struct counted count = { 0 };
-	enum stage stage;
-	struct stat st;
-	int err;
-
-	if (!o->connect && (err = tb_io_check_distinct("convert", in, out)))
-		return err;
-	if (o->follow || o->connect)
-		tb_io_catch_signals();   /* Ctrl-C ends the input, not the JSON */
-	if (o->follow || o->connect) {
-		err = tb_io_open(&r, "convert", in, o->connect, o->follow);
-		if (err)
-			return err;
-	} else {
-		err = tb_reader_open(&r, in);
-		if (err) {
-			fail("open", in_name, err, open_hint(err));
-			return err;
-		}
-	}
-	if (o->split) {
-		/* parts are files of their own, created as they begin */
-		if (!strcmp(out, "-") || tb_io_is_gz(out)) {
-			err = -EINVAL;
-			fprintf(stderr, PFX "--split writes files NAME-001.json, ...: give "
-				"-o NAME.json (neither stdout nor .gz)\n");
-			goto out;
-		}
-	} else if (strcmp(out, "-") == 0) {
-		f = stdout;
-	} else if (lstat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* A device, FIFO or symlink: write through it, never replace it. */
-		f = fopen(out, "w");
-		if (!f) {
-			err = -errno;
-			fail("open", out_name, err, NULL);
-			goto out;
-		}
-	} else if ((err = create_tmp(out, out_name, &tmp, &f))) {
-		goto out;
-	}
-
-	if (!o->split && tb_io_is_gz(out)) {
-		gz = tb_io_gz_wrap(f);
-		if (!gz) {
-			err = -ENOMEM;
-			fail("create", out_name, err, NULL);
-			goto out;
-		}
-	}
-	if (!o->split && ftello(gz ? gz : f) < 0)
-		counter = count_wrap(gz ? gz : f, &count);
-	err = convert_run(r, counter ? counter : gz ? gz : f, o, out_name,
-			  counter ? &count.n : NULL, &stage);
-	if (counter && fclose(counter) && !err) {
-		err = -EIO;
-		stage = STAGE_WRITE;
-	}
-	if (gz) {
-		if (fclose(gz) && !err) {
-			err = -EIO;
-			stage = STAGE_WRITE;
-		}
-		gz = NULL;
-	}
-	if (!err && o->connect)
-		tb_io_report_end("convert", r, 1);
-	if (err) {
-		if (stage == STAGE_READ)
-			fail("read", in_name, err, NULL);
-		else if (stage == STAGE_WRITE)
-			fail("write", out_name, err, tb_io_write_hint(err));
-		else if (stage != STAGE_SAID)
-			fail("convert", in_name, err, NULL);
-		goto out;
-	}
-	if (tmp) {
-		err = fclose(f) ? -errno : 0;
-		f = NULL;
-		if (err) {
-			fail("write", out_name, err, NULL);
-			goto out;
-		}
-		if (rename(tmp, out)) {
-			err = -errno;
-			fail("rename", tmp, err, NULL);
-			goto out;
-		}
-		free(tmp);
-		tmp = NULL;
-	}
-out:
-	if (f && f != stdout)
-		fclose(f);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
-	tb_reader_close(r);
 	return err;
 }
 
@@ -3286,7 +3124,7 @@ int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *re
 	struct tb_model m = { 0 };
 	struct model_filter mf = { &m.c, sink };
 	const struct tb_model_sink filtered = { .ctx = &mf, .event = filter_event };
-	enum stage stage = STAGE_CONVERT;
+	enum tb_conv_stage stage = TB_STAGE_CONVERT;
 	int err = model_open(&m.c, r, sink);
 
 	sel_filter(&m.c, sink->filter, r);
@@ -3296,7 +3134,7 @@ int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *re
 		err = process(&m.c, &stage);
 	if (!err && sink->end)
 		err = sink->end(sink->ctx, &m);
-	*read_failed = err && stage == STAGE_READ;
+	*read_failed = err && stage == TB_STAGE_READ;
 	conv_free(&m.c);
 	return err;
 }

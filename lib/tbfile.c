@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -399,6 +401,32 @@ int tb_reader_open_fd(struct tb_reader **rp, int fd, int own)
 	}
 	*rp = r;
 	return 0;
+}
+
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int tb_reader_connect(struct tb_reader **rp, const char *path)
+{
+	int fd = connect_unix(path);
+
+	return fd < 0 ? fd : tb_reader_open_fd(rp, fd, 1);
 }
 
 int tb_reader_open(struct tb_reader **rp, const char *path)

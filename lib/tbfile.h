@@ -153,6 +153,10 @@ struct tb_reader;
 /* path "-" reads stdin. Fails with -EINVAL (not a trace file),
  * -EPROTONOSUPPORT (newer major version) or -errno; prints nothing. */
 int tb_reader_open(struct tb_reader **r, const char *path);
+/* Reads what a recorder serves on the Unix socket path (record --serve):
+ * -errno of socket(2)/connect(2) (-ECONNREFUSED, -ENOENT: nothing serves
+ * there), or tb_reader_open_fd's. */
+int tb_reader_connect(struct tb_reader **r, const char *path);
 /* Reads from fd (a socket, a pipe, a memfd); closes it at the end if own. */
 int tb_reader_open_fd(struct tb_reader **r, int fd, int own);
 const struct tb_file_info *tb_reader_info(const struct tb_reader *r);

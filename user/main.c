@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "filter_args.h"
 #include "ctl.h"
 #include "report.h"
 #include "sched.h"
@@ -415,7 +416,7 @@ static int cmd_convert(int argc, char **argv)
 	co.connect = a.src.connect;
 	co.filter = &a.filter.filter;
 	co.split = a.split;
-	if (a.split && (!strcmp(a.out, "-") || tb_io_is_gz(a.out))) {
+	if (a.split && (!strcmp(a.out, "-") || tb_is_gz(a.out))) {
 		fprintf(stderr, "tracebpf: convert: --split writes files NAME-001.json, ...: give "
 			"-o NAME.json (neither stdout nor .gz)\n");
 		tb_filter_free(&a.filter.filter);
@@ -441,9 +442,16 @@ static int check_stdout(const char *cmd, int ret)
 	if (!err)
 		fprintf(stderr, "tracebpf: hint: check the free space where the output goes, "
 				"or redirect it to another file system\n");
-	else if (tb_io_write_hint(-err))
-		fprintf(stderr, "tracebpf: hint: %s\n", tb_io_write_hint(-err));
+	else if (tb_write_hint(-err))
+		fprintf(stderr, "tracebpf: hint: %s\n", tb_write_hint(-err));
 	return ret ? ret : 1;
+}
+
+/* libtracebpf's warnings and notes, on stderr like every message. */
+static void print_stderr(enum tracebpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	vfprintf(stderr, fmt, ap);
 }
 
 int main(int argc, char **argv)
@@ -452,6 +460,7 @@ int main(int argc, char **argv)
 	char *cmdline;
 	int ret;
 
+	tracebpf_set_print(print_stderr);
 	if (argc < 2 || argv[1][0] == '-') {
 		if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
 			puts(argp_program_version);

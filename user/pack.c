@@ -261,7 +261,7 @@ static error_t pack_parse(int key, char *arg, struct argp_state *state)
 
 static void write_failed(const char *out, int err, bool create)
 {
-	const char *hint = tb_io_write_hint(err);
+	const char *hint = tb_write_hint(err);
 
 	fprintf(stderr, "tracebpf: pack: failed to %s '%s': %s\n", create ? "create" : "write",
 		out, strerror(-err));

@@ -492,7 +492,7 @@ static void err_drops(int err)
  * it next time. */
 static void err_write(const char *path, int err, bool create)
 {
-	const char *hint = tb_io_write_hint(err);
+	const char *hint = tb_write_hint(err);
 
 	ERR("failed to %s '%s': %s", create ? "create" : "write", path, strerror(-err));
 	if (hint)

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filter.h"
+#include "filter_args.h"
 #include "hist.h"
 #include "json.h"
 #include "model.h"
@@ -1338,8 +1338,8 @@ int tb_cmd_report(int argc, char **argv)
 
 		fprintf(stderr, PFX "failed to %s '%s': %s\n", verb, out ? "<stdout>" :
 			strcmp(o.in, "-") ? o.in : "<stdin>", strerror(-err));
-		if (out && tb_io_write_hint(err))
-			fprintf(stderr, PFX "hint: %s\n", tb_io_write_hint(err));
+		if (out && tb_write_hint(err))
+			fprintf(stderr, PFX "hint: %s\n", tb_write_hint(err));
 	}
 	tb_reader_close(rd);
 	tb_filter_free(&o.filter.filter);

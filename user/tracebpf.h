@@ -45,4 +45,11 @@ struct tb_record_opts {
 
 int tb_record(const struct tb_record_opts *o);
 
+/* tracebpf convert (user/convert_cmd.c): o->in to o->out. The output file
+ * appears whole or not at all (written to a temporary next to it, then
+ * renamed). Returns 0 or -errno; errors are printed on stderr as
+ * "tracebpf: convert: failed to <verb> '<object>': <strerror>" + a hint. */
+struct tb_convert_opts;
+int tb_convert(const struct tb_convert_opts *o);
+
 #endif

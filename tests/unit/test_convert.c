@@ -27,6 +27,8 @@
 
 #include "tmpdir.h"
 #include "../../lib/convert.h"
+#include "../../lib/print.h"
+#include "../../user/tracebpf.h"
 #include "../../lib/tbfile.h"
 
 static char dir[] = "/tmp/test_convert.XXXXXX";
@@ -1017,8 +1019,16 @@ static int setup(void **state)
 	return 0;
 }
 
+/* As the tracebpf CLI does: the library itself prints nothing. */
+static void print_stderr(enum tracebpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	vfprintf(stderr, fmt, ap);
+}
+
 int main(void)
 {
+	tracebpf_set_print(print_stderr);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scenario),
 		cmocka_unit_test(test_convert_file),

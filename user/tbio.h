@@ -10,6 +10,7 @@
 #include <argp.h>
 #include <stdio.h>
 
+#include "print.h"
 #include "tbfile.h"
 
 /* Set by SIGINT/SIGTERM once tb_io_catch_signals() ran: a follower stops. */
@@ -40,8 +41,6 @@ long tb_io_arg_range(struct argp_state *state, const char *arg, long lo, long hi
 /* tb_io_open of a parsed source. */
 int tb_io_open_source(struct tb_reader **r, const char *cmd, const struct tb_io_source *src);
 
-/* Whether path names a gzip output (ends with .gz). */
-int tb_io_is_gz(const char *path);
 /* A FILE that gzip-compresses what is written into f's descriptor; fclose
  * it (which finishes the gzip stream) before closing f. */
 FILE *tb_io_gz_wrap(FILE *f);
@@ -51,10 +50,6 @@ FILE *tb_io_gz_wrap(FILE *f);
  * being read. 0 otherwise, "-" and files that do not exist yet included. */
 int tb_io_check_distinct(const char *cmd, const char *in, const char *out);
 
-/* What to do after writing an output (a trace, its JSON, stdout) failed
- * with err, or NULL when there is nothing to say. One text for every
- * command. */
-const char *tb_io_write_hint(int err);
 
 /* Says, after reading, whether the trace ended cleanly. */
 void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);

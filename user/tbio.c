@@ -29,35 +29,15 @@ void tb_io_catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-static int connect_unix(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, err;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
 int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
 	       const char *connect, int follow)
 {
 	const char *name = connect ? connect : strcmp(in, "-") ? in : "<stdin>";
 	const char *hint = NULL;
-	int err, fd;
+	int err;
 
 	if (connect) {
-		fd = connect_unix(connect);
-		err = fd < 0 ? fd : tb_reader_open_fd(r, fd, 1);
+		err = tb_reader_connect(r, connect);
 	} else {
 		err = tb_reader_open(r, in);
 		if (!err && follow)
@@ -89,25 +69,6 @@ int tb_io_open(struct tb_reader **r, const char *cmd, const char *in,
 	return err;
 }
 
-const char *tb_io_write_hint(int err)
-{
-	switch (err) {
-	case -ENOSPC:
-	case -EDQUOT:
-		return "free space on that file system, or write to another one";
-	case -EACCES:
-	case -EPERM:
-	case -EROFS:
-		return "write to a directory you may write to";
-	case -EBUSY:   /* tb_writer_open: another writer holds the file */
-		return "another tracebpf process is writing that file: stop it, or write "
-		       "to another file";
-	case -EPIPE:
-		return "what reads the output stopped reading before the end";
-	}
-	return NULL;
-}
-
 int tb_io_check_distinct(const char *cmd, const char *in, const char *out)
 {
 	struct stat a, b;
@@ -131,13 +92,6 @@ void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected)
 		fprintf(stderr, "tracebpf: %s: warning: the recorder closed the connection "
 			"before the end of the trace (it stopped, or cut this client off "
 			"for falling behind: see its stderr)\n", cmd);
-}
-
-int tb_io_is_gz(const char *path)
-{
-	size_t n = strlen(path);
-
-	return n > 3 && !strcmp(path + n - 3, ".gz");
 }
 
 static ssize_t gz_write(void *cookie, const char *buf, size_t n)
