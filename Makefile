@@ -14,6 +14,9 @@ CLANG    ?= clang
 BPFTOOL  ?= bpftool
 CC       ?= cc
 VERSION  := 0.1.0
+LIB_SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+LIB_SO      := libtracebpf.so.$(VERSION)
+LIB_LDLIBS  := -lz -ltraceevent -pthread
 
 ifeq ($(V),1)
 Q :=
@@ -86,7 +89,7 @@ endif
 
 .PHONY: all deps demo test test-unit test-header test-integration bench clean
 
-all: $(OUT)/tracebpf $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS) $(OUT)/fuzz/fuzz_reader
+all: $(OUT)/tracebpf $(OUT)/libtracebpf.so $(OUT)/libtracebpf.so.$(LIB_SOMAJOR) $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS) $(OUT)/fuzz/fuzz_reader
 
 deps:
 	$(Q)bash tools/deps.sh
@@ -115,6 +118,16 @@ $(OUT)/lib/%.o: lib/%.c $(LIB_HDRS) | $(OUT)/lib
 $(OUT)/libtracebpf.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The shared library exports the tracebpf_ API only; it needs libc, zlib
+# and libtraceevent, nothing else (tests/integration/test_library.py).
+$(OUT)/$(LIB_SO): $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libtracebpf.so.$(LIB_SOMAJOR) -Wl,--no-undefined \
+		-Wl,-z,defs -o $@ $^ $(LIB_LDLIBS)
+
+$(OUT)/libtracebpf.so.$(LIB_SOMAJOR) $(OUT)/libtracebpf.so: $(OUT)/$(LIB_SO)
+	$(Q)ln -sf $(LIB_SO) $@
 
 $(OUT)/tracebpf: $(LOAD_OBJS) $(CLI_OBJS) $(OUT)/libtracebpf.a
 	$(call msg,LINK,$@)
@@ -257,7 +270,7 @@ fuzz: $(OUT)/fuzz/fuzz_reader
 # Man pages from docs/*.md (tools/md2man.sh, lowdown): section 1 for the
 # command and each docs/tracebpf-CMD.md, section 3 for the client API.
 MAN1 := $(patsubst docs/%.md,$(OUT)/man/%.1,docs/tracebpf.md $(wildcard docs/tracebpf-*.md))
-MAN3 := $(OUT)/man/tracebpf.3
+MAN3 := $(OUT)/man/tracebpf.3 $(OUT)/man/libtracebpf.3
 
 .PHONY: man
 all: man
@@ -274,17 +287,20 @@ $(OUT)/man/tracebpf.3: docs/api.md tools/md2man.sh | $(OUT)/man
 	$(call msg,MAN,$@)
 	$(Q)bash tools/md2man.sh $< tracebpf 3 $(VERSION) > $@.tmp && mv $@.tmp $@
 
+$(OUT)/man/libtracebpf.3: docs/libtracebpf.md tools/md2man.sh | $(OUT)/man
+	$(call msg,MAN,$@)
+	$(Q)bash tools/md2man.sh $< libtracebpf 3 $(VERSION) > $@.tmp && mv $@.tmp $@
+
 # ---- install (make install PREFIX=/usr DESTDIR=/tmp/stage; uninstall alike) ----
 # Everything installed is one list of MODE:FILE:DIR entries that install and
 # uninstall both walk (tools/install.sh): a file added to INSTALL_FILES is
-# installed and uninstalled. The library's files will be one line each:
-#   INSTALL_FILES += 644:$(OUT)/libtracebpf.a:$(LIBDIR)
-# (a symbolic link, e.g. libtracebpf.so -> libtracebpf.so.0, is installed
-# as the same link)
-# tracebpf.pc goes to LIBDIR/pkgconfig, not the architecture-independent
-# share/pkgconfig: trace.h is x86_64-only (its probes name x86 registers),
-# and the library's Libs will be per architecture too. Both directories are
-# on pkg-config's default path for /usr and /usr/local.
+# installed and uninstalled (a symbolic link, libtracebpf.so ->
+# libtracebpf.so.0.1.0, is installed as the same link).
+# tracebpf.pc (the client header) and libtracebpf.pc (the reader library)
+# go to LIBDIR/pkgconfig, not the architecture-independent share/pkgconfig:
+# trace.h is x86_64-only (its probes name x86 registers), and the library
+# is per architecture too. Both directories are on pkg-config's default
+# path for /usr and /usr/local.
 PREFIX       ?= /usr/local
 BINDIR       ?= $(PREFIX)/bin
 INCLUDEDIR   ?= $(PREFIX)/include
@@ -297,14 +313,20 @@ INSTALL_MANIFEST := $(PREFIX)/share/tracebpf/installed
 INSTALL_FILES := 755:$(OUT)/tracebpf:$(BINDIR) \
                  $(foreach h,$(wildcard lib/include/tracebpf/*.h),644:$(h):$(INCLUDEDIR)/tracebpf) \
                  644:$(OUT)/tracebpf.pc:$(PKGCONFIGDIR) \
+                 644:$(OUT)/libtracebpf.pc:$(PKGCONFIGDIR) \
+                 644:$(OUT)/libtracebpf.a:$(LIBDIR) \
+                 755:$(OUT)/$(LIB_SO):$(LIBDIR) \
+                 777:$(OUT)/libtracebpf.so.$(LIB_SOMAJOR):$(LIBDIR) \
+                 777:$(OUT)/libtracebpf.so:$(LIBDIR) \
                  $(foreach m,$(MAN1),644:$(m):$(MANDIR)/man1) \
                  $(foreach m,$(MAN3),644:$(m):$(MANDIR)/man3)
 
 .PHONY: install uninstall FORCE
 
 # Rewritten only when PREFIX (or the template) changed.
-$(OUT)/tracebpf.pc: lib/tracebpf.pc.in FORCE | $(OUT)
+$(OUT)/%.pc: lib/%.pc.in FORCE | $(OUT)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
+		-e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
 		-e 's|@VERSION@|$(VERSION)|' $< > $@.tmp
 	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 

@@ -480,7 +480,7 @@ static int set_name(struct conv *c, uint32_t pid, uint32_t tid, const char *comm
  * the records stamped at its first loss (they may be in it), process changes
  * before the events of the new process or thread, exits after the thread's
  * last events, then file order. */
-static uint32_t rank_of(uint16_t type)
+uint32_t tb_model_rank(uint16_t type)
 {
 	switch (type) {
 	case TB_REC_SITE:
@@ -2893,7 +2893,7 @@ static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model
 	int err = tb_ftrace_new(&c->ftrace);
 
 	if (!err)
-		err = tb_merge_new(&c->merge, r, rank_of, MERGE_MAX);
+		err = tb_merge_new(&c->merge, r, tb_model_rank, MERGE_MAX);
 	c->sink = sink;
 	return err;
 }
@@ -3237,4 +3237,67 @@ int tb_model_counter_series(const struct oev *e, struct tb_model_series *s)
 		}
 	}
 	return k;
+}
+
+/* An argument as the public API gives it (tracebpf/reader.h). */
+static void public_arg(const struct arg *a, struct tracebpf_arg *o)
+{
+	uint64_t v = a->ev->args[a->i];
+
+	o->name = a->name;
+	o->type = a->site->arg_type[a->i];
+	switch (o->type) {
+	case TB_ARG_INT:
+		o->v.i = (int64_t)v;
+		break;
+	case TB_ARG_BOOL:
+		o->v.i = v != 0;
+		break;
+	case TB_ARG_DOUBLE:
+		o->v.d = arg_double(a->ev, a->i);
+		break;
+	case TB_ARG_STR:
+		o->v.s.p = str_arg(a->site, a->ev, a->i, &o->v.s.len);
+		if (!o->v.s.p)
+			o->v.s.len = 0;
+		break;
+	default:   /* UINT, PTR */
+		o->v.u = v;
+		break;
+	}
+}
+
+/* The begin's and the end's arguments (a later one with the same name
+ * replaces the earlier, as in the JSON); a counter's series. */
+static void public_args(const struct oev *e, struct tracebpf_event *o)
+{
+	struct args as = { .n = 0 };
+
+	if (e->ph == 'C') {
+		counter_args(&as, e);
+	} else {
+		args_of(&as, e->site, e->ev);
+		args_of(&as, e->esite, e->eev);
+	}
+	for (o->nargs = 0; o->nargs < as.n && o->nargs < TRACEBPF_EVENT_MAX_ARGS; o->nargs++)
+		public_arg(&as.a[o->nargs], &o->args[o->nargs]);
+}
+
+void tb_model_public_event(const struct oev *e, struct tracebpf_event *o)
+{
+	*o = (struct tracebpf_event){
+		.ph = e->ph, .ts = e->ts, .dur = e->ph == 'X' ? e->dur : 0,
+		.pid = e->pid, .tid = e->tid, .cat = e->site->cat, .step = e->site->step,
+		.unfinished = e->unfinished, .end_of = e->begun_before,
+		.begin_of = e->begin_of, .lost = e->lost.count, .lost_ts = e->lost.ts,
+		.inherited = e->inherited,
+	};
+	if (e->ph == 'I')
+		o->scope = e->site->scope ? e->site->scope : 't';
+	o->name = ev_name(e->site, e->ev, &o->name_len);
+	if (e->ev->hdr.type == TB_REC_EVENT_ID && strchr("bentsfC", e->ph)) {
+		o->has_id = true;
+		o->id = ev_id(e->ev);
+	}
+	public_args(e, o);
 }

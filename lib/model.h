@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "tbfile.h"
+#include "tracebpf/reader.h"
 
 /* A site descriptor as the model parsed it. */
 struct site {
@@ -134,5 +135,14 @@ struct tb_model_series {
 	double value;
 };
 int tb_model_counter_series(const struct oev *e, struct tb_model_series *s);
+
+/* The order of records of equal ts the model reads them in (tb_merge_new's
+ * rank): sites and gaps first, then fork, exec and names, events, exits,
+ * the rest. */
+uint32_t tb_model_rank(uint16_t type);
+
+/* e as the public API gives it (struct tracebpf_event, tracebpf/reader.h):
+ * what the JSON writer writes of it. */
+void tb_model_public_event(const struct oev *e, struct tracebpf_event *o);
 
 #endif /* TRACEBPF_MODEL_H */

@@ -92,8 +92,12 @@ def expected_files():
     """What install must put below PREFIX, from the source tree itself."""
     headers = [f"include/tracebpf/{h.name}" for h in (ROOT / "lib/include/tracebpf").glob("*.h")]
     cmds = [f"share/man/man1/{d.stem}.1" for d in (ROOT / "docs").glob("tracebpf-*.md")]
+    so = f"lib/libtracebpf.so.{version()}"
+    libs = ["lib/libtracebpf.a", so, "lib/libtracebpf.so.0", "lib/libtracebpf.so",
+            "lib/pkgconfig/libtracebpf.pc", "share/man/man3/libtracebpf.3"]
     return sorted(["bin/tracebpf", "lib/pkgconfig/tracebpf.pc", "share/man/man1/tracebpf.1",
-                   "share/man/man3/tracebpf.3", "share/tracebpf/installed", *headers, *cmds])
+                   "share/man/man3/tracebpf.3", "share/tracebpf/installed", *headers, *cmds,
+                   *libs])
 
 
 @pytest.fixture(scope="module")
@@ -211,10 +215,12 @@ def test_man_pages_render_without_warnings(dest):
 
 def test_docs_title_lines_name_the_pages():
     """md2man.sh renders docs/tracebpf-CMD.md as tracebpf-CMD(1) and
-    docs/api.md as tracebpf(3); each doc's first line must say so."""
+    docs/api.md as tracebpf(3), docs/libtracebpf.md as libtracebpf(3); each
+    doc's first line must say so."""
     docs = {d: f"# {d.stem}(1)" for d in [ROOT / "docs/tracebpf.md",
                                           *(ROOT / "docs").glob("tracebpf-*.md")]}
     docs[ROOT / "docs/api.md"] = "# tracebpf(3)"
+    docs[ROOT / "docs/libtracebpf.md"] = "# libtracebpf(3)"
     for doc, title in docs.items():
         first = doc.read_text().split("\n", 1)[0]
         assert first == title, f"{doc.relative_to(ROOT)} starts with {first!r}, not {title!r}"
