@@ -13,17 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TRACEBPF
-from test_install import PREFIX, make, pkg_env, version
+from test_install import PREFIX, dest, pkg_env, version  # noqa: F401 (dest: a fixture)
 
 GOLDEN = sorted((ROOT / "tests/data").glob("v*.tbt"))
 ALLOWED_NEEDED = {"libc.so.6", "libz.so.1", "libtraceevent.so.1"}
-
-
-@pytest.fixture(scope="module")
-def dest(tmp_path_factory):
-    d = tmp_path_factory.mktemp("libdest")
-    make("install", f"DESTDIR={d}", f"PREFIX={PREFIX}")
-    return d
 
 
 def libdir(dest):
