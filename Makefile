@@ -244,9 +244,10 @@ clean:
 	$(Q)rm -rf $(OUT)
 
 # ---- fuzzing (libFuzzer, clang) ----
-# make fuzz FUZZ_TIME=300   runs the reader+converter target on tests/fuzz/corpus
+# make fuzz FUZZ_TIME=300   runs the target (reader, convert with filters and
+# --split, report: tests/fuzz/fuzz_reader.c) on tests/fuzz/corpus
 FUZZ_TIME ?= 60
-$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CORE_SRCS) $(LIB_HDRS) user/*.h
+$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/unit/tmpdir.h $(CORE_SRCS) $(LIB_HDRS) user/*.h
 	$(Q)mkdir -p $(OUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -33,7 +33,7 @@ if [ "$what" != integration ]; then
     echo "== unit: $t"
     "$t" 2>&1 | tee "$log"; count unit "${PIPESTATUS[0]}"
   done
-  echo "== fuzz: reader + converter, 20 s (make fuzz runs longer)"
+  echo "== fuzz: reader, convert (filters, --split), report, 20 s (make fuzz runs longer)"
   if make --no-print-directory fuzz FUZZ_TIME=20 >"$log" 2>&1; then
     tail -1 "$log"; passed=$((passed + 1))
   else

@@ -1306,10 +1306,13 @@ static int report_run(const struct report_opts *o, struct tb_reader *rd, const c
 	return err;
 }
 
-int tb_report_file(struct tb_reader *r, FILE *out, bool json)
+int tb_report_file(struct tb_reader *r, FILE *out, bool json, const struct tb_filter *filter)
 {
-	const struct report_opts o = { .in = "-", .top = -1, .json = json, .out = out };
+	struct report_opts o = { .in = "-", .top = -1, .json = json, .out = out };
 	const char *verb;
+
+	if (filter)
+		o.filter.filter = *filter;   /* shares its lists: never freed here */
 
 	return report_run(&o, r, &verb);
 }

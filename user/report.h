@@ -14,8 +14,11 @@
 /* The command: argv[0] is "tracebpf report". Returns the exit status. */
 int tb_cmd_report(int argc, char **argv);
 
-/* The report of every record r yields, as text or JSON, on out (default
- * sort and rows). Returns 0 or -errno and prints no error message. */
-int tb_report_file(struct tb_reader *r, FILE *out, bool json);
+struct tb_filter;
+
+/* The report of the events of r that filter keeps (NULL or nothing
+ * given: every event), as text or JSON, on out (default sort and rows).
+ * Returns 0 or -errno and prints no error message. */
+int tb_report_file(struct tb_reader *r, FILE *out, bool json, const struct tb_filter *filter);
 
 #endif

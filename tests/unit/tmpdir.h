@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * tmpdir.h - the unit tests' scratch directory: made from a mkdtemp
- * template at group setup, emptied and removed at group teardown.
+ * tmpdir.h - the tests' scratch directory: made from a mkdtemp template
+ * at group setup (the fuzz target: at its start), emptied and removed at
+ * group teardown (at its exit).
  */
 #ifndef TRACEBPF_TEST_TMPDIR_H
 #define TRACEBPF_TEST_TMPDIR_H
