@@ -707,11 +707,14 @@ static uint64_t kq_upto(struct conv *c, uint64_t ts)
 	return c->kdone;
 }
 
+/* The current part's size: what reached its FILE, what the JSON writer
+ * still holds (up to TB_JSON_BUF, more than a small --split), and the
+ * kernel text of its span so far. */
 static uint64_t part_bytes(struct conv *c, struct part *p, uint64_t ts)
 {
 	off_t n = ftello(p->f);
 
-	return (n > 0 ? (uint64_t)n : 0) + kq_upto(c, ts) - p->kbytes0;
+	return (n > 0 ? (uint64_t)n : 0) + c->j.len + kq_upto(c, ts) - p->kbytes0;
 }
 
 static int next_part(struct conv *c, uint64_t ts);

@@ -614,6 +614,43 @@ static void test_equal_timestamps(void **state)
 	free(err);
 }
 
+/* --split SIZE: every part but the last holds about SIZE bytes of events
+ * (what the JSON writer still buffers counted: its buffer, 64 KiB, is
+ * larger than a small SIZE), plus its names and metadata. */
+static void test_split_size(void **state)
+{
+	static const uint8_t t_int[] = { TB_ARG_INT };
+	static const char *const n_i[] = { "i" };
+	const uint64_t size = 100 << 10;
+	struct tb_convert_opts o = { .in = in_path, .out = out_path, .split = size };
+	struct tb_writer *w = open_trace(0);
+	off_t sizes[64];
+	size_t n, parts;
+	char path[300], *err;
+	struct stat st;
+	int saved;
+
+	(void)state;
+	site(w, 100, 1, 0xa, 'I', 't', "c", "tick", 1, t_int, n_i, SITE_OK);
+	for (uint64_t i = 0; i < 5000; i++)   /* about 500 KB of JSON */
+		EV(w, 1000 + i * 10, 1, 1, 0xa, i, 0);
+	assert_int_equal(tb_writer_close(w), 0);
+	saved = capture_stderr();
+	assert_int_equal(tb_convert(&o), 0);
+	err = restore_stderr(saved);
+	for (parts = 0; parts < 64; parts++) {
+		snprintf(path, sizeof(path), "%s/out-%03zu.json", dir, parts + 1);
+		if (stat(path, &st))
+			break;
+		sizes[parts] = st.st_size;
+		unlink(path);
+	}
+	assert_in_range(parts, 4, 6);
+	for (n = 0; n + 1 < parts; n++)
+		assert_in_range(sizes[n], size, size + size / 20);
+	free(err);
+}
+
 static void ctl(struct tb_writer *w, uint64_t ts, bool off)
 {
 	struct tb_rec_ctl c;
@@ -1036,6 +1073,7 @@ int main(void)
 		cmocka_unit_test(test_stopped_windows),
 		cmocka_unit_test(test_ends_before_recording),
 		cmocka_unit_test(test_gaps),
+		cmocka_unit_test(test_split_size),
 		cmocka_unit_test(test_empty_trace),
 		cmocka_unit_test(test_truncated_trace),
 		cmocka_unit_test(test_stdin_stdout),
