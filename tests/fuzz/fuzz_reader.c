@@ -38,10 +38,12 @@
  *  - mt-*: tests/data's golden traces of mt_events (one process, two
  *    worker threads: work slices, tick instants, a done counter) with
  *    filters that keep part of them: a worker's tid, a time window, a
- *    category or name glob, --split 256 to 2048;
+ *    category or name glob, --split 256 to 2048 (2 to 15 parts);
  *  - gaps: the trace test_gaps in tests/unit/test_convert.c writes (async
  *    slices and flows across lost records), with a time window so that a
  *    pair begins inside it and ends after it, and --split 256;
+ *  - gaps-split: that trace with --split 256 alone (8 parts: pairs that
+ *    begin in one part and end in a later one);
  *  - scenario: the trace test_scenario there writes (a fork and an exec,
  *    unresolved and faulted sites, odd arguments), its child's pid and
  *    a name glob, --split 256, the report as JSON.
