@@ -1450,6 +1450,10 @@ static int poll_round(struct recorder *r)
 	if (err)
 		return err;
 	consume_rings(r);
+	/* Anything consumed from here to the next round's cut was stamped
+	 * before that cut: it belongs to the next round as it is, and holding
+	 * it would only copy it twice. */
+	r->cut = 0;
 	tb_fast_round_end(r->fast);
 	release_stopped(r, true);
 	stats_if_grown(r);
