@@ -2347,15 +2347,7 @@ static void write_meta_labels(struct tb_json *j, uint64_t pid, uint32_t tid,
 static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
 			     uint32_t tid, const char *name)
 {
-	tb_json_newline(j);
-	tb_json_begin_object(j);
-	tb_json_kstr(j, "ph", "M");
-	tb_json_kts(j, "ts", 0);
-	tb_json_kuint(j, "pid", pid);
-	tb_json_kuint(j, "tid", tid);
-	tb_json_kstr(j, "name", what);
-	tb_json_key(j, "args");
-	tb_json_begin_object(j);
+	write_meta_head(j, what, pid, tid);
 	tb_json_kstr(j, "name", name);
 	tb_json_end_object(j);
 	tb_json_end_object(j);
