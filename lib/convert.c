@@ -278,6 +278,7 @@ struct conv {
 	size_t nout, out_cap, written, forced;
 	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
 	struct tb_json j;
+	struct tmpls *tmpls;        /* the common events' templates, or NULL */
 	bool json_open;
 	/* The writer thread, which writes the events into j (NULL: they are
 	 * written as they leave the queue). */
@@ -569,7 +570,8 @@ static void parse_site(const struct tb_rec_site *rec, struct site *s)
 }
 
 static int cmp_out(const void *a, const void *b);
-static void write_event(struct tb_json *j, const struct oev *e);
+struct tmpls;
+static void write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e);
 static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
 
 /* ------------------------------------------------- filters and --split -- */
@@ -755,7 +757,7 @@ static bool sel_write(struct conv *c, const struct oev *e)
 	}
 	if (!c->sel_err)
 		c->sel_err = note_task(part, e);
-	write_event(part == cur_part(c) ? &c->j : &part->j, e);
+	write_event(c->tmpls, part == cur_part(c) ? &c->j : &part->j, e);
 	if (e->pair)
 		pair_written(c, e, part);
 	return true;
@@ -977,7 +979,7 @@ static void write_batch(void *ctx, char *data, size_t len)
 		}
 		e->ev = ev;
 		e->eev = eev;
-		write_event(&c->j, e);
+		write_event(c->tmpls, &c->j, e);
 	}
 }
 
@@ -2239,12 +2241,270 @@ static void write_id(struct tb_json *j, const struct oev *e)
 		tb_json_kstr(j, "bp", "e");
 }
 
-static void write_event(struct tb_json *j, const struct oev *e)
+/* ----------------------------------- the common events, from templates -- */
+
+/* Most events of a large trace are instants and slices of sites whose
+ * arguments are integers. The generic calls keep the JSON writer's state
+ * and take every piece anew, about 1,500 instructions an event; such an
+ * event is written instead from its site's template: the bytes the
+ * generic calls write for that site and phase, rendered by them once,
+ * with the event's numbers put in between. The output is the same byte
+ * for byte (test_templates in tests/unit/test_convert.c compares the two
+ * on every kind of site and event). */
+
+#define TMPL_SLOTS 1024   /* direct-mapped by site and phase */
+#define TMPL_MAX   1024   /* a longer template: the generic calls */
+
+bool tb_convert_no_templates;
+
+struct tmpl {
+	const struct site *site;
+	char ph;                      /* 'I' or 'X' */
+	bool plain;                   /* false: the generic calls */
+	uint8_t nargs;
+	uint8_t type[TB_MAX_ARGS];
+	uint16_t tail_len;            /* ,"s":..,"cat":..,"name":..,"args":{ */
+	uint16_t key_len[TB_MAX_ARGS];   /* then each "key": with its comma */
+	char bytes[TMPL_MAX];
+};
+
+/* The decimal digits of numbers that recur: pids, tids, and the upper
+ * digits of timestamps (those above the last four of the microseconds,
+ * the same for 10 ms of events). Direct-mapped by value. */
+#define DIGITS_SLOTS 64
+
+struct digits {
+	uint64_t v;
+	uint8_t n;                    /* 0: empty */
+	char d[23];
+};
+
+struct tmpls {
+	struct tmpl *slot[TMPL_SLOTS];
+	struct digits digits[DIGITS_SLOTS];
+	struct tb_json scratch;       /* where templates are rendered */
+};
+
+static struct tmpls *tmpls_new(void)
 {
-	struct args as = { .n = 0 };
+	return tb_convert_no_templates ? NULL : calloc(1, sizeof(struct tmpls));
+}
+
+static void tmpls_free(struct tmpls *ts)
+{
+	for (size_t i = 0; ts && i < TMPL_SLOTS; i++)
+		free(ts->slot[i]);
+	free(ts);
+}
+
+/* Whether the site's events can come from a template: a name of its own,
+ * no step, integer or bool arguments with distinct names. */
+static bool site_plain(const struct site *s)
+{
+	int i, k;
+
+	if (s->step || (s->flags & TB_SITE_COPY_NAME) || s->nargs > TB_MAX_ARGS)
+		return false;
+	for (i = 0; i < s->nargs; i++) {
+		uint8_t t = s->arg_type[i];
+
+		if (t != TB_ARG_INT && t != TB_ARG_UINT && t != TB_ARG_BOOL)
+			return false;
+		for (k = 0; k < i; k++)
+			if (!strcmp(s->argname[k], s->argname[i]))
+				return false;
+	}
+	return true;
+}
+
+/* Renders what write_event writes for site s in phase ph after "tid",
+ * with the generic calls; false when it does not fit. */
+static bool render_tmpl(struct tmpl *t, struct tb_json *sj, const struct site *s)
+{
+	size_t mark, n;
+	int i;
+
+	tb_json_init(sj, NULL);
+	tb_json_begin_object(sj);
+	tb_json_kuint(sj, "tid", 0);
+	mark = sj->len;
+	if (t->ph == 'I') {
+		tb_json_key(sj, "s");
+		tb_json_string_n(sj, s->scope ? &s->scope : "t", 1);
+	}
+	tb_json_kstr(sj, "cat", s->cat);
+	write_name(sj, s, NULL);
+	tb_json_key(sj, "args");
+	tb_json_begin_object(sj);
+	t->tail_len = (uint16_t)(sj->len - mark);
+	for (i = 0; i < s->nargs; i++) {
+		n = sj->len;
+		tb_json_key(sj, s->argname[i]);
+		t->key_len[i] = (uint16_t)(sj->len - n);
+		tb_json_int(sj, 0);
+	}
+	n = sj->len - mark;
+	if (sj->err || n > TMPL_MAX - 16)
+		return false;
+	/* the value pieces are left out: copy the keys between them */
+	memcpy(t->bytes, sj->buf + mark, t->tail_len);
+	n = t->tail_len;
+	mark += t->tail_len;
+	for (i = 0; i < s->nargs; i++) {
+		memcpy(t->bytes + n, sj->buf + mark, t->key_len[i]);
+		n += t->key_len[i];
+		mark += t->key_len[i] + 1;   /* the 0 */
+	}
+	t->nargs = s->nargs;
+	memcpy(t->type, s->arg_type, sizeof(t->type));
+	return true;
+}
+
+/* The template of s in phase ph, or NULL for the generic calls. */
+static const struct tmpl *tmpl_of(struct tmpls *ts, const struct site *s, char ph)
+{
+	size_t i = (size_t)(((((uintptr_t)s >> 3) + (uint64_t)ph) * 0x9e3779b97f4a7c15ull) >> 54);
+	struct tmpl *t = ts->slot[i];
+
+	if (!t || t->site != s || t->ph != ph) {
+		if (!t && !(t = ts->slot[i] = calloc(1, sizeof(*t))))
+			return NULL;
+		t->site = s;
+		t->ph = ph;
+		t->plain = site_plain(s) && render_tmpl(t, &ts->scratch, s);
+	}
+	return t->plain ? t : NULL;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+	size_t n = tb_json__ndigits(v);
+
+	tb_json__digits(p, n, v);
+	return p + n;
+}
+
+/* v's digits through the cache. */
+static char *put_cached(struct tmpls *ts, char *p, uint64_t v)
+{
+	struct digits *d = &ts->digits[(v * 0x9e3779b97f4a7c15ull) >> 58];
+
+	if (d->v != v || !d->n) {
+		d->n = (uint8_t)tb_json__ndigits(v);
+		tb_json__digits(d->d, d->n, v);
+		d->v = v;
+	}
+	memcpy(p, d->d, 8);
+	memcpy(p + 8, d->d + 8, 8);
+	if (d->n > 16)
+		memcpy(p + 16, d->d + 16, 4);
+	return p + d->n;
+}
+
+/* Integer nanoseconds as tb_json_ts_ns writes them: microseconds, three
+ * decimals. */
+static char *put_ts(struct tmpls *ts, char *p, uint64_t ns)
+{
+	uint64_t us = ns / 1000, hi = us / 10000;
+	unsigned lo = (unsigned)(us % 10000), frac = (unsigned)(ns % 1000);
+
+	if (hi) {
+		p = put_cached(ts, p, hi);
+		memcpy(p, tb_json__pairs + lo / 100 * 2, 2);
+		memcpy(p + 2, tb_json__pairs + lo % 100 * 2, 2);
+		p += 4;
+	} else {
+		p = put_u64(p, lo);
+	}
+	p[0] = '.';
+	p[1] = (char)('0' + frac / 100);
+	p[2] = (char)('0' + frac / 10 % 10);
+	p[3] = (char)('0' + frac % 10);
+	return p + 4;
+}
+
+/* n bytes of a template in 16-byte pieces: up to 15 more are read (the
+ * template's array holds them) and written (the reservation has room). */
+static char *put_tmpl(char *p, const char *s, size_t n)
+{
+	for (size_t o = 0; o < n; o += 16)
+		memcpy(p + o, s + o, 16);
+	return p + n;
+}
+
+/* A value of t's argument i. */
+static char *put_arg(char *p, const struct tmpl *t, int i, uint64_t v)
+{
+	switch (t->type[i]) {
+	case TB_ARG_INT:
+		if ((int64_t)v < 0) {
+			*p++ = '-';
+			v = 0 - v;
+		}
+		return put_u64(p, v);
+	case TB_ARG_UINT:
+		return put_u64(p, v);
+	default:   /* TB_ARG_BOOL */
+		if (v) {
+			memcpy(p, "true", 4);
+			return p + 4;
+		}
+		memcpy(p, "false", 5);
+		return p + 5;
+	}
+}
+
+/* e as write_event writes it, from its site's template: true, or false
+ * (nothing written) when e is not one of the common events. */
+static bool write_plain(struct tmpls *ts, struct tb_json *j, const struct oev *e)
+{
+	const struct tmpl *t;
+	const char *k;
+	char *p0, *p;
+	int i;
+
+	if (!ts || (e->ph != 'I' && e->ph != 'X') || e->inherited || e->unfinished ||
+	    e->begun_before || e->begin_of || e->lost.count || (e->esite && e->esite->nargs))
+		return false;
+	t = tmpl_of(ts, e->site, e->ph);
+	if (!t)
+		return false;
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	p = p0 = tb_json__reserve(j, 40);
+	memcpy(p, e->ph == 'I' ? "\"ph\":\"I\",\"ts\":" : "\"ph\":\"X\",\"ts\":", 14);
+	p = put_ts(ts, p + 14, e->ts);
+	j->len += (size_t)(p - p0);
+	j->first[j->depth] = false;
+	if (e->ph == 'X')
+		tb_json_kdur(j, "dur", e->ts, e->dur);
+	p = p0 = tb_json__reserve(j, TMPL_MAX + 16 + (2 + TB_MAX_ARGS) * 24);
+	memcpy(p, ",\"pid\":", 7);
+	p = put_cached(ts, p + 7, e->pid);
+	memcpy(p, ",\"tid\":", 7);
+	p = put_cached(ts, p + 7, e->tid);
+	p = put_tmpl(p, t->bytes, t->tail_len);
+	k = t->bytes + t->tail_len;
+	for (i = 0; i < t->nargs; i++) {
+		p = put_tmpl(p, k, t->key_len[i]);
+		k += t->key_len[i];
+		p = put_arg(p, t, i, e->ev->args[i]);
+	}
+	*p++ = '}';
+	j->len += (size_t)(p - p0);
+	tb_json_end_object(j);
+	return true;
+}
+
+static void write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e)
+{
+	struct args as;
 	char lost[96];
 	int k;
 
+	if (write_plain(ts, j, e))
+		return;
+	as.n = 0;
 	if (e->ph == 'C' && !counter_args(&as, e))
 		return;   /* no series: catapult would drop it with a warning */
 	tb_json_newline(j);
@@ -2862,13 +3122,14 @@ static void conv_free(struct conv *c)
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
 	free_parts(c);
+	tmpls_free(c->tmpls);
 	free(c->kq);
 }
 
 /* The Chrome JSON writer as the model's sink (ctx: the struct tb_json). */
 static void json_event(void *ctx, const struct oev *e)
 {
-	write_event(ctx, e);
+	write_event(NULL, ctx, e);
 }
 
 /* The same in the writer thread (ctx: the struct conv). */
@@ -2978,6 +3239,7 @@ int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts 
 	int err;
 
 	*stage = TB_STAGE_CONVERT;
+	c.tmpls = tmpls_new();   /* without: every event the generic way */
 	err = model_open(&c, r, &json);
 	if (err)
 		goto out;

@@ -41,6 +41,10 @@ enum tb_conv_stage { TB_STAGE_READ, TB_STAGE_CONVERT, TB_STAGE_WRITE, TB_STAGE_S
  * -errno, *stage telling where it failed. */
 int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
 		   const char *out_name, const uint64_t *written, enum tb_conv_stage *stage);
+/* For tests: true writes every event with the generic JSON calls, none
+ * from its site's template (the output is the same; only slower). */
+extern bool tb_convert_no_templates;
+
 /* "tracebpf: convert: failed to VERB 'OBJ': strerror" [+ hint], printed. */
 void tb_convert_fail(const char *verb, const char *obj, int err, const char *hint);
 /* A temporary file next to out, 0600, to be renamed over it at the end:

@@ -1045,6 +1045,120 @@ static void test_hostile(void **state)
 	free(err);
 }
 
+/* ------------------------------------------------------------ templates -- */
+
+static uint64_t lcg_state = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	lcg_state ^= lcg_state << 13;
+	lcg_state ^= lcg_state >> 7;
+	lcg_state ^= lcg_state << 17;
+	return lcg_state;
+}
+
+/* Sites of every kind the templates take, and of kinds they leave to the
+ * generic calls: escapes, a long name, a duplicate argument name, double
+ * and string arguments, an END with an argument. */
+struct tsite {
+	char phase, scope;
+	const char *cat, *name;
+	int nargs;
+	uint8_t types[2];
+	const char *names[2];
+};
+
+static const struct tsite tsites[] = {
+	{ 'I', 0,   "bench", "tick", 2, { TB_ARG_INT, TB_ARG_INT }, { "seq", "t" } },
+	{ 'I', 'p', "net\"io", "recv\tall", 1, { TB_ARG_UINT }, { "bytes" } },
+	{ 'I', 'g', "\xe5\x90\x8d", "\x01\x7f\xff", 2, { TB_ARG_BOOL, TB_ARG_INT }, { "ok", "a\"b" } },
+	{ 'I', 't', "c", "n", 0, { 0 }, { NULL } },
+	{ 'I', 0,   "dup", "dup", 2, { TB_ARG_INT, TB_ARG_INT }, { "x", "x" } },
+	{ 'I', 0,   "dbl", "dbl", 1, { TB_ARG_DOUBLE }, { "d" } },
+	{ 'B', 0,   "work", "slice", 1, { TB_ARG_INT }, { "n" } },
+	{ 'E', 0,   "work", "slice", 0, { 0 }, { NULL } },
+	{ 'B', 0,   "work", "other", 2, { TB_ARG_UINT, TB_ARG_BOOL }, { "u", "b" } },
+	{ 'E', 0,   "work", "other", 1, { TB_ARG_INT }, { "ret" } },
+	{ 'I', 0,   "long", NULL, 1, { TB_ARG_INT }, { "v" } },
+};
+#define NTSITES (sizeof(tsites) / sizeof(tsites[0]))
+#define TSITE(i) (0x10000 + 0x40 * (uint64_t)(i))
+
+static uint64_t tvalue(void)
+{
+	switch (rnd() % 5) {
+	case 0: return (uint64_t)INT64_MIN;
+	case 1: return UINT64_MAX;
+	case 2: return rnd() % 10;
+	case 3: return (uint64_t)-(int64_t)(rnd() % 100000);
+	default: return rnd();
+	}
+}
+
+/* 40,000 events of 5 threads in 3 processes, timestamps from under 10 ms
+ * (no upper digits) to 2^62 ns. */
+static void write_template_trace(void)
+{
+	static char longname[400];
+	struct tb_writer *w = open_trace(4096);
+	static const uint32_t pids[] = { 7, 4194303, 31337 };
+	uint64_t ts = 1000;
+	int i, depth[5] = { 0 };
+
+	memset(longname, 'L', sizeof(longname) - 1);
+	for (i = 0; i < (int)NTSITES; i++)
+		for (int p = 0; p < 3; p++)
+			site(w, 500, pids[p], TSITE(i), tsites[i].phase, tsites[i].scope,
+			     tsites[i].cat, tsites[i].name ? tsites[i].name : longname,
+			     tsites[i].nargs, tsites[i].types, tsites[i].names, SITE_OK);
+	for (i = 0; i < 40000; i++) {
+		int t = (int)(rnd() % 5), k = (int)(rnd() % NTSITES);
+		uint32_t pid = pids[t % 3], tid = pid + (uint32_t)t;
+
+		ts += i == 20000 ? (1ull << 62) : 1 + rnd() % 3000000;
+		if (tsites[k].phase == 'E' || (tsites[k].phase == 'B' && depth[t] > 3)) {
+			if (!depth[t])
+				continue;
+			k = rnd() % 2 ? 7 : 9;
+			depth[t]--;
+		} else if (tsites[k].phase == 'B') {
+			depth[t]++;
+		}
+		EV(w, ts, pid, tid, TSITE(k), tvalue(), tvalue());
+	}
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+/* The common events come from per-site templates: the same bytes as the
+ * generic calls write, whatever the names, values and timestamps. */
+static void test_templates(void **state)
+{
+	char out2[300], *err, *a, *b;
+
+	(void)state;
+	write_template_trace();
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	free(err);
+	tb_convert_no_templates = true;
+	snprintf(out2, sizeof(out2), "%s/generic.json", dir);
+	assert_int_equal(convert(in_path, out2, &err), 0);
+	tb_convert_no_templates = false;
+	free(err);
+	a = slurp(out_path);
+	b = slurp(out2);
+	/* events of each kind were written: instants and slices, with the
+	 * extreme values, past 2^62 ns */
+	assert_non_null(strstr(a, "\"name\":\"tick\",\"args\":{\"seq\":-9223372036854775808"));
+	assert_non_null(strstr(a, "\"bytes\":18446744073709551615}"));
+	assert_non_null(strstr(a, "{\"ph\":\"X\",\"ts\":4611686"));
+	assert_non_null(strstr(a, "\"ok\":true"));
+	assert_true(strlen(a) > 4000000);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	unlink(out2);
+}
+
 static int setup(void **state)
 {
 	*state = dir;
@@ -1079,6 +1193,7 @@ int main(void)
 		cmocka_unit_test(test_stdin_stdout),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_templates),
 	};
 
 	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
