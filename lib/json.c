@@ -213,6 +213,119 @@ const char tb_json__pairs[200] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
+static const uint64_t pow10_u[20] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+	1000000000000ull, 10000000000000ull, 100000000000000ull,
+	1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+	1000000000000000000ull, 10000000000000000000ull,
+};
+
+typedef unsigned __int128 u128;
+
+/* v > 0 a normal double as mant * 2^-shift, mant in [2^52, 2^53). */
+static uint64_t split_double(double v, int *shift)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	*shift = 1075 - (int)((bits >> 52) & 0x7ff);
+	return (bits & ((1ull << 52) - 1)) | (1ull << 52);
+}
+
+/* The exact value of mant * 2^-shift * 10^k rounded half to even: the
+ * digits printf writes. 3 <= shift <= 120, k <= 19. */
+static uint64_t scaled_digits(uint64_t mant, int shift, int k)
+{
+	u128 x = (u128)mant * pow10_u[k], rem, half;
+	uint64_t m = (uint64_t)(x >> shift);
+
+	rem = x & (((u128)1 << shift) - 1);
+	half = (u128)1 << (shift - 1);
+	if (rem > half || (rem == half && (m & 1)))
+		m++;
+	return m;
+}
+
+/* Whether strtod reads m / 10^k back as mant * 2^-shift: the decimal lies
+ * between the midpoints to the neighbouring doubles (a tie goes to the
+ * even mantissa). m < 10^17, shift <= 66: every product fits 128 bits. */
+static bool reads_back(uint64_t m, int k, uint64_t mant, int shift)
+{
+	u128 d = (u128)m << (shift + 1), up = (u128)(2 * mant + 1) * pow10_u[k], lo;
+
+	if (d > up || (d == up && (mant & 1)))
+		return false;
+	if (mant == 1ull << 52) {   /* the double below is half as far */
+		d <<= 1;
+		lo = (u128)(4 * mant - 1) * pow10_u[k];
+		return d >= lo;
+	}
+	lo = (u128)(2 * mant - 1) * pow10_u[k];
+	return d > lo || (d == lo && !(mant & 1));
+}
+
+/* "%.Pg" of v (P = 15, 16 or 17), in the C locale, without printf: its
+ * length when it reads back as v, 0 when it does not, -1 when v is
+ * outside 1e-4 <= |v| < 1e15 (the caller uses printf). */
+static int fmt_g(double v, int prec, char *buf)
+{
+	double a = v < 0 ? -v : v;
+	uint64_t mant, m = 0, lo = pow10_u[prec - 1], hi = pow10_u[prec];
+	int x, k = 0, shift;
+	char d[24], *p = buf;
+	size_t n, i, point;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return -1;
+	mant = split_double(a, &shift);
+	x = 0;                      /* about log10(a), then fixed by the digits' count */
+	while (x < 14 && a >= (double)pow10_u[x + 1])
+		x++;
+	while (x <= 0 && x > -4 && a < 1 / (double)pow10_u[-x])
+		x--;
+	for (int tries = 0; tries < 3; tries++) {
+		k = prec - 1 - x;
+		if (k < 0 || k > 19)
+			return -1;
+		m = scaled_digits(mant, shift, k);
+		if (m >= hi)
+			x++;
+		else if (m < lo)
+			x--;
+		else
+			break;
+	}
+	if (m < lo || m >= hi)
+		return -1;
+	if (!reads_back(m, k, mant, shift))
+		return 0;
+	n = tb_json__ndigits(m);
+	tb_json__digits(d, n, m);
+	if (v < 0)
+		*p++ = '-';
+	if ((size_t)k >= n) {          /* 0.000ddd */
+		*p++ = '0';
+		*p++ = '.';
+		for (i = n; i < (size_t)k; i++)
+			*p++ = '0';
+		memcpy(p, d, n);
+		p += n;
+	} else {
+		point = n - (size_t)k;
+		memcpy(p, d, point);
+		p += point;
+		*p++ = '.';
+		memcpy(p, d + point, (size_t)k);
+		p += k;
+	}
+	while (p[-1] == '0')           /* %g drops trailing zeros... */
+		p--;
+	if (p[-1] == '.')              /* ...and a bare point */
+		p--;
+	return (int)(p - buf);
+}
+
 void tb_json_double(struct tb_json *j, double v)
 {
 	char buf[40];
@@ -222,6 +335,16 @@ void tb_json_double(struct tb_json *j, double v)
 	if (!isfinite(v)) {
 		put1(j, '0');
 		return;
+	}
+	for (int digits = 15; digits <= 17; digits++) {
+		int n = fmt_g(v, digits, buf);
+
+		if (n > 0) {
+			put(j, buf, (size_t)n);
+			return;
+		}
+		if (n < 0)
+			break;
 	}
 	for (int digits = 15; digits <= 17; digits++) {
 		snprintf(buf, sizeof(buf), "%.*g", digits, v);

@@ -82,7 +82,7 @@ static unsigned char *put_var(unsigned char *p, uint64_t v)
 }
 
 /* 0 on success; -EBADMSG on a truncated or over-long varint. */
-static int get_var(const unsigned char **p, const unsigned char *end, uint64_t *v)
+static int get_var_long(const unsigned char **p, const unsigned char *end, uint64_t *v)
 {
 	uint64_t r = 0;
 	int shift;
@@ -100,6 +100,17 @@ static int get_var(const unsigned char **p, const unsigned char *end, uint64_t *
 		}
 	}
 	return -EBADMSG;
+}
+
+/* get_var_long, with most varints (one byte) inline. */
+static inline __attribute__((always_inline)) int get_var(const unsigned char **p,
+							 const unsigned char *end, uint64_t *v)
+{
+	if (*p < end && !(**p & 0x80)) {
+		*v = *(*p)++;
+		return 0;
+	}
+	return get_var_long(p, end, v);
 }
 
 static uint64_t ld64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -430,7 +441,10 @@ long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts, unsigned f
 			*cap = ncap;
 		}
 		r = *out + olen;
-		memset(r, 0, size);
+		if (size == EV_FIXED)   /* the usual event: a fixed-size memset, inline */
+			memset(r, 0, EV_FIXED);
+		else
+			memset(r, 0, size);
 		ts = st->ts + (uint64_t)unzz(dts);
 		pid = st->pid + (uint32_t)unzz(dpid);
 		tid = pid + (uint32_t)unzz(dtid);
@@ -480,7 +494,8 @@ long tb_unpack(const unsigned char *in, size_t len, uint64_t base_ts, unsigned f
 		}
 		if (get_var(&p, end, &nb) || nb > size - body || nb > (uint64_t)(end - p))
 			goto out;
-		memcpy(r + body, p, nb);
+		if (nb)
+			memcpy(r + body, p, nb);
 		p += nb;
 	}
 	if (n == nrec)

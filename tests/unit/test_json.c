@@ -324,6 +324,82 @@ static void test_numbers(void **state)
 	}
 }
 
+/* What tb_json_double wrote with printf alone: "%.15g", "%.16g" or
+ * "%.17g", the first that reads back. */
+static void printf_double(char *buf, size_t len, double v)
+{
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, len, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+}
+
+/* The next double after v (v > 0) up or down, without libm. */
+static double step(double v, int dir)
+{
+	uint64_t b;
+
+	memcpy(&b, &v, sizeof(b));
+	b += (uint64_t)(int64_t)dir;
+	memcpy(&v, &b, sizeof(v));
+	return v;
+}
+
+static void check_double(double v)
+{
+	char want[40], *got = num_json(2, 0, 0, v);
+
+	printf_double(want, sizeof(want), v);
+	if (strcmp(got, want))
+		fail_msg("%a: wrote %s, printf %s", v, got, want);
+	free(got);
+}
+
+/* Doubles of up to 15 digits are formatted without printf: the same text
+ * as printf, for differences of timestamps (kdur's), values with few and
+ * with all mantissa bits, ties, powers of ten and the range's edges. */
+static void test_doubles_like_printf(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	double edges[] = { 1e-4, 1e15, 9.99999999999999e14, 0.0001000000000000001,
+			   999999999999999.9, 9.9999999999999995, 0.5, 1e-5, 123.0,
+			   0.000123456789012345, 2.5, 0.125, 1.0000000000000002 };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); k++) {
+		check_double(edges[k]);
+		check_double(-edges[k]);
+		check_double(step(edges[k], -1));
+		check_double(step(edges[k], 1));
+	}
+	/* powers of two, where the double below is half as far */
+	for (double p = 1.0 / 32768; p < 1e16; p *= 2)
+		for (int d = -3; d <= 3; d++) {
+			double q = p;
+
+			for (int k = 0; k < (d < 0 ? -d : d); k++)
+				q = step(q, d < 0 ? -1 : 1);
+			check_double(q);
+		}
+	for (double p = 1e-5; p < 1e17; p *= 10)
+		for (int d = 1; d <= 9; d++)
+			check_double(d * p);
+	for (int i = 0; i < 300000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift64 */
+		uint64_t ns = UINT64_C(1000000000) + (x >> 12) % (UINT64_C(1) << 52);
+		uint64_t dur = (x * 2654435761u) % (i & 1 ? 100000 : UINT64_C(10000000000));
+		double start = (double)ns / 1000, end = (double)(ns + dur) / 1000, bits;
+		uint64_t b = (x & 0x800fffffffffffffull) | ((uint64_t)(1010 + x % 60) << 52);
+
+		check_double(end - start);
+		memcpy(&bits, &b, sizeof(bits));
+		check_double(bits);                              /* all bits */
+		check_double((double)(x >> 40) / 1024.0);        /* few bits */
+		check_double((double)(x % 2000000000000000ull) / 1000 + 0.0005);   /* ties */
+	}
+}
+
 static void test_structure(void **state)
 {
 	struct out o;
@@ -438,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_ts),
 		cmocka_unit_test(test_dur),
 		cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_doubles_like_printf),
 		cmocka_unit_test(test_structure),
 		cmocka_unit_test(test_misuse),
 		cmocka_unit_test(test_write_error),
