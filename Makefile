@@ -181,7 +181,7 @@ $(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h tests/progs/now_ns.
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 # ---- unit tests (cmocka) ----
-$(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h $(CORE_SRCS) $(LIB_HDRS) user/*.h | $(OUT)/unit
+$(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h tests/unit/rnd.h $(CORE_SRCS) $(LIB_HDRS) user/*.h | $(OUT)/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "rnd.h"
 #include "tmpdir.h"
 #include "../../lib/convert.h"
 #include "../../lib/print.h"
@@ -1046,16 +1047,6 @@ static void test_hostile(void **state)
 }
 
 /* ------------------------------------------------------------ templates -- */
-
-static uint64_t lcg_state = 88172645463325252ull;
-
-static uint64_t rnd(void)
-{
-	lcg_state ^= lcg_state << 13;
-	lcg_state ^= lcg_state >> 7;
-	lcg_state ^= lcg_state << 17;
-	return lcg_state;
-}
 
 /* Sites of every kind the templates take, and of kinds they leave to the
  * generic calls: escapes, a long name, a duplicate argument name, double

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../user/hist.h"
+#include "rnd.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -64,15 +65,6 @@ static void check_values(uint64_t *v, size_t n)
 	tb_hist_free(&h);
 }
 
-static uint64_t rnd_state = 88172645463325252ull;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
 
 static void test_small_values_are_exact(void **state)
 {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../../lib/json.h"
+#include "rnd.h"
 
 #define FFFD "\xef\xbf\xbd"
 
@@ -264,7 +265,7 @@ static void test_dur(void **state)
 	check_dur(0, 0);
 	check_dur((UINT64_C(1) << 54) + 12345, 987654321);   /* parsed, not divided */
 	for (int i = 0; i < 200000; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift64 */
+		xorshift64(&x);
 		uint64_t ts = UINT64_C(1000000000) + (x >> 12) % (UINT64_C(1) << 52);
 		uint64_t dur = (x * 2654435761u) % (i & 1 ? 100000 : UINT64_C(10000000000));
 		check_dur(ts, dur);
@@ -386,7 +387,7 @@ static void test_doubles_like_printf(void **state)
 		for (int d = 1; d <= 9; d++)
 			check_double(d * p);
 	for (int i = 0; i < 300000; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift64 */
+		xorshift64(&x);
 		uint64_t ns = UINT64_C(1000000000) + (x >> 12) % (UINT64_C(1) << 52);
 		uint64_t dur = (x * 2654435761u) % (i & 1 ? 100000 : UINT64_C(10000000000));
 		double start = (double)ns / 1000, end = (double)(ns + dur) / 1000, bits;

@@ -20,20 +20,13 @@
 #include <cmocka.h>
 
 #include "../../lib/tbfile.h"
+#include "rnd.h"
 #include "tmpdir.h"
 #include "../../lib/tbpack.h"
 
 static char dir[] = "/tmp/test_storage.XXXXXX";
 static char path[256];
 
-static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 /* A record of any type with hostile field values; size a multiple of 8. */
 static size_t mkrec(unsigned char *buf, unsigned i)
