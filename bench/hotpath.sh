@@ -187,4 +187,8 @@ TB_OPTS="" scaling "fast path" fast_threads
 # The writers alone: the recorder drains once a second, after the loop (its
 # rings hold it whole). On two CPUs the drain, about 75 ns of kernel time
 # per event, and the compression share the CPUs with the two writers.
-TB_OPTS="--flush-interval 1000" scaling "fast path, writers" fast_threads
+# 2 M events are 70 ms of loop, short enough for the host's noise to widen
+# the interval past the goal; 10 M (in 512 MiB rings, one per thread)
+# resolve it.
+N=${BENCH_FAST_WRITERS_N:-10000000} fast_ring=${BENCH_FAST_WRITERS_RING:-512M} \
+  TB_OPTS="--flush-interval 1000" scaling "fast path, writers" fast_threads
