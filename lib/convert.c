@@ -156,6 +156,7 @@ struct open_slice {
 	const struct site *site;
 	uint64_t seq;
 	struct pair *pair;          /* an async slice's, with filters or --split */
+	uint64_t child;             /* what closed inside it (oev.child, model.h) */
 };
 
 struct thread {
@@ -277,6 +278,7 @@ struct conv {
 	struct oev *out;            /* min-heap by cmp_out */
 	size_t nout, out_cap, written, forced;
 	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
+	bool direct;                /* the sink takes any order: no queue */
 	struct tb_json j;
 	struct tmpls *tmpls;        /* the common events' templates, or NULL */
 	bool json_open;
@@ -913,6 +915,14 @@ static struct oev *out_first(const struct conv *c)
 	return &c->out[0];
 }
 
+/* e to an any-order sink, now; its records stay the caller's. e->pid is
+ * already its incarnation's. */
+static void out_direct(struct conv *c, const struct oev *e)
+{
+	c->sink->event(c->sink->ctx, e);
+	c->written++;
+}
+
 /* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
  * pid: written as its current incarnation's. */
 static int add_out(struct conv *c, const struct oev *e)
@@ -921,6 +931,11 @@ static int add_out(struct conv *c, const struct oev *e)
 	int err;
 
 	o.pid = out_pid(c, (uint32_t)e->pid);
+	if (c->direct) {
+		out_direct(c, &o);
+		out_free(c, &o);
+		return 0;
+	}
 	if (!c->fifo_n || cmp_out(&o, fifo_at(c, c->fifo_n - 1)) > 0)
 		err = fifo_push(c, &o);
 	else
@@ -1027,6 +1042,38 @@ static void out_flush(struct conv *c, uint64_t now, bool all)
 	}
 }
 
+/* e, a slice that ended on t, in the time of its parent: the innermost
+ * slice still open around it (or, at t's top level, the innermost slice
+ * it inherited). Its whole duration if the filters keep it, else what
+ * they kept inside it, which is then directly inside the parent
+ * (oev.child, model.h). */
+static void to_parent(struct conv *c, struct thread *t, const struct oev *e)
+{
+	uint64_t *child = t->depth ? &t->stack[t->depth - 1].child :
+			  t->nghosts ? &t->ghosts[t->nghosts - 1].child : NULL;
+
+	if (child)
+		*child += !c->filtering || sel_match(c, e) ? e->dur : e->child;
+}
+
+/* e, an END on t, closes the slice on top of t's stack: e becomes that
+ * slice (X), with e's site and record as its end's. */
+static void pop_slice(struct conv *c, struct thread *t, struct oev *e)
+{
+	const struct open_slice *o = &t->stack[--t->depth];
+
+	e->ph = 'X';
+	e->esite = e->site;
+	e->eev = e->ev;
+	e->ts = o->ev->hdr.ts;
+	e->dur = e->eev->hdr.ts - e->ts;
+	e->seq = o->seq;
+	e->site = o->site;
+	e->ev = o->ev;
+	e->child = o->child;
+	to_parent(c, t, e);
+}
+
 /* Closes every slice still open on t at ts, innermost first, marked with
  * why, or (lost) as cut at a gap. A cut slice ends 1 ns before the one it
  * is in (it was open at least until then): viewers add ts and dur in
@@ -1044,10 +1091,12 @@ static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
 			.dur = end > o->ev->hdr.ts ? end - o->ev->hdr.ts : 0,
 			.pid = o->ev->hdr.pid, .tid = o->ev->hdr.tid, .ph = 'X',
 			.site = o->site, .ev = o->ev, .unfinished = why,
+			.child = o->child,
 		};
 
 		if (lost)
 			e.lost = *lost;
+		to_parent(c, t, &e);
 		err = add_out(c, &e);
 		if (err)
 			return err;
@@ -1204,6 +1253,8 @@ static int end_ghost(struct conv *c, struct thread *t,
 		return 0;
 	}
 	g = &t->ghosts[k - 1];
+	for (size_t i = k; i < t->nghosts; i++)   /* what they held is in g */
+		g->child += t->ghosts[i].child;
 	drop_ghosts(t, k);   /* the ones inside it */
 	t->nghosts = k - 1;  /* g's copy goes to the output event */
 	e.ph = 'X';
@@ -1217,6 +1268,8 @@ static int end_ghost(struct conv *c, struct thread *t,
 	e.esite = s;
 	e.eev = ev;
 	e.inherited = true;
+	e.child = g->child;
+	to_parent(c, t, &e);
 	return add_out(c, &e);
 }
 
@@ -1367,7 +1420,7 @@ static int on_async(struct conv *c, struct oev *e)
 			free((void *)e->ev);
 			return -ENOMEM;
 		}
-		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL };
+		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL, 0 };
 		if (c->selective)
 			return async_pair(c, &a->stack[a->depth - 1], e);
 		return add_out(c, e);
@@ -1604,6 +1657,34 @@ static void gaps_free(struct conv *c)
 	free(c->gap.flows.b);
 }
 
+/* For an any-order sink, the events that need no copy of their record
+ * go out at once: an instant, a counter, the END of the slice open on its
+ * thread (whose BEGIN's copy is then freed). 1: e is none of those. */
+static int event_direct(struct conv *c, struct oev *e)
+{
+	struct thread *t;
+
+	switch (e->site->phase) {
+	case 'I':
+	case 'C':
+		e->ph = e->site->phase;
+		break;
+	case 'E':
+		t = get_thread(c, e->tid, (uint32_t)e->pid);
+		if (!t || !t->depth || e->ts <= t->gap_until)
+			return 1;
+		pop_slice(c, t, e);
+		break;
+	default:
+		return 1;
+	}
+	e->pid = out_pid(c, (uint32_t)e->pid);
+	out_direct(c, e);
+	if (e->ph == 'X')
+		pool_put(c, e->ev);
+	return 0;
+}
+
 static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
 {
 	struct site *s = find_site(c, rec->hdr.pid, rec->site);
@@ -1622,6 +1703,8 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 	}
 	if (s->phase == 'M')   /* names are copied, the record is not kept */
 		return on_metadata(c, rec, s);
+	if (c->direct && !event_direct(c, &e))
+		return 0;
 	ev = pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */
 	if (!ev)
 		return -ENOMEM;
@@ -1637,7 +1720,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 			free((void *)ev);
 			return err;
 		}
-		t->stack[t->depth++] = (struct open_slice){ ev, s, seq, NULL };
+		t->stack[t->depth++] = (struct open_slice){ ev, s, seq, NULL, 0 };
 		return 0;
 	case 'E':
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
@@ -1652,15 +1735,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 				return end_ghost(c, t, ev, s, seq);
 			return end_unopened(c, t, &e);
 		}
-		t->depth--;
-		e.ph = 'X';
-		e.ts = t->stack[t->depth].ev->hdr.ts;
-		e.dur = ev->hdr.ts - e.ts;
-		e.seq = t->stack[t->depth].seq;
-		e.site = t->stack[t->depth].site;
-		e.ev = t->stack[t->depth].ev;
-		e.esite = s;
-		e.eev = ev;
+		pop_slice(c, t, &e);
 		return add_out(c, &e);
 	case 'C':
 		e.ph = 'C';
@@ -1734,6 +1809,7 @@ static int inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
 			return -ENOMEM;
 		ct->ghosts[i] = pt->stack[i];
 		ct->ghosts[i].ev = copy;
+		ct->ghosts[i].child = 0;   /* its slices in the child are to come */
 		ct->nghosts = i + 1;
 	}
 	return 0;
@@ -1929,7 +2005,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 		i++;
 		if (h->ts > c->last_ts)
 			c->last_ts = h->ts;
-		if (i % 4096 == 0)
+		if (i % 4096 == 0 && !c->direct)
 			out_flush(c, h->ts, false);
 		if (h->type == TB_REC_CTL) {
 			err = on_ctl(c, (const void *)h);
@@ -3387,6 +3463,7 @@ int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *re
 	sel_filter(&m.c, sink->filter, r);
 	if (m.c.filtering)
 		m.c.sink = &filtered;
+	m.c.direct = sink->any_order;
 	if (!err)
 		err = process(&m.c, &stage);
 	if (!err && sink->end)

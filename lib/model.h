@@ -61,6 +61,12 @@ struct oev {
 	bool inherited;             /* X: a ghost slice ended in a forked child */
 	struct pair *pair;          /* with filters or --split: its pair, or NULL */
 	bool pair_end;              /* the pair's last event (e, f) */
+	/* X: the time of the slices directly inside it on its thread, as
+	 * the model nested them (an inherited slice holds those its thread
+	 * ended at its own top level). With a filter, the slices it leaves
+	 * out do not count, and those they held count as directly inside:
+	 * dur - child is the self time of the events the filter keeps. */
+	uint64_t child;
 };
 
 /* The model while it runs (or, in a sink's end, once it has run). */
@@ -75,6 +81,11 @@ struct tb_model_sink {
 	 * tb_model_counts' forced). e and what it points to live only
 	 * during the call. */
 	void (*event)(void *ctx, const struct oev *e);
+	/* event() takes events in any order: the model then hands each
+	 * slice (X) over when it ends, and every other event as it reads
+	 * it, so those are in ts order among themselves, and it holds
+	 * nothing back (no copy, no queue). */
+	bool any_order;
 	/* After the last event, with the model whole: its names and counts
 	 * (below). NULL: nothing to do. Returns 0 or -errno. */
 	int (*end)(void *ctx, const struct tb_model *m);

@@ -78,13 +78,6 @@ struct site_key {
 	struct key *key;
 };
 
-/* A slice that may still have slices nested in it. */
-struct open {
-	uint64_t end, dur, child;
-	struct key *key;
-	bool complete;
-};
-
 struct rthread {
 	struct tb_chain_link l;
 	uint64_t pid;               /* the process incarnation's, as events carry it */
@@ -93,8 +86,6 @@ struct rthread {
 	size_t name_len, process_len;   /* (an app-set name may hold a NUL) */
 	struct tb_chain keys;            /* struct key by (kind, cat, name) */
 	struct tb_chain sites;           /* struct site_key by site */
-	struct open *stack;
-	size_t depth, cap;
 	uint64_t slices, incomplete, instants, counters, async, flows;
 };
 
@@ -255,57 +246,21 @@ static void count_reason(struct report *r, const char *why)
 	r->reasons[i].n++;
 }
 
-/* A slice leaves t's stack once the next one starts at or after its end:
- * its self time is known then. */
-static void close_open(struct rthread *t)
-{
-	struct open *o = &t->stack[--t->depth];
-
-	if (o->complete)
-		o->key->self += o->dur - (o->child < o->dur ? o->child : o->dur);
-}
-
-/* Events come in ts order, parents before their children (model.h): the
- * slices still open around e are its ancestors, the innermost its parent,
- * which e's time is not its own. */
-static int nest(struct rthread *t, const struct oev *e, struct key *k, bool complete)
-{
-	uint64_t end = e->ts + e->dur;
-
-	while (t->depth && (t->stack[t->depth - 1].end <= e->ts ||
-			    t->stack[t->depth - 1].end < end))
-		close_open(t);
-	if (t->depth)
-		t->stack[t->depth - 1].child += e->dur;
-	if (t->depth == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 16;
-		struct open *s = realloc(t->stack, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		t->stack = s;
-		t->cap = cap;
-	}
-	t->stack[t->depth++] = (struct open){ end, e->dur, 0, k, complete };
-	return 0;
-}
-
 static int on_slice(struct report *r, const struct oev *e)
 {
 	struct rthread *t = thread_of(r, e->pid, e->tid);
 	struct key *k = t ? key_of(t, e, false) : NULL;
 	bool complete = !e->unfinished && !e->lost.count;
-	int err;
 
 	if (!k)
 		return -ENOMEM;
-	err = nest(t, e, k, complete);
-	if (err)
-		return err;
 	t->slices++;
 	r->slices++;
-	if (complete)
+	if (complete) {
+		/* the model knows what was directly inside it (model.h) */
+		k->self += e->dur - (e->child < e->dur ? e->child : e->dur);
 		return tb_hist_add(&k->hist, e->dur);
+	}
 	k->incomplete++;
 	k->incomplete_total += e->dur;
 	t->incomplete++;
@@ -491,25 +446,12 @@ static int take_names(void *ctx, const struct tb_model_thread *mt)
 	return 0;
 }
 
-/* Closes the slices still on every stack (their self time is known). */
-static void close_all(struct report *r)
-{
-	for (size_t i = 0; i < r->threads.cap; i++)
-		for (struct tb_chain_link *x = r->threads.b[i]; x; x = x->next) {
-			struct rthread *t = (struct rthread *)x;
-
-			while (t->depth)
-				close_open(t);
-		}
-}
-
 static int report_end(void *ctx, const struct tb_model *m)
 {
 	struct report *r = ctx;
 
 	if (r->err)
 		return r->err;
-	close_all(r);
 	tb_model_counts(m, &r->counts);
 	if (r->counts.stats) {
 		r->stats = malloc(r->counts.stats->hdr.size);
@@ -537,7 +479,6 @@ static void free_thread(void *p)
 
 	tb_chain_free(&t->keys, free_key);
 	tb_chain_free(&t->sites, free);
-	free(t->stack);
 	free(t->name);
 	free(t->process);
 	free(t);
@@ -1291,8 +1232,10 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 static int report_run(const struct report_opts *o, struct tb_reader *rd, const char **verb)
 {
 	struct report r = { .o = o };
+	/* nothing in a report depends on the order of the slices */
 	const struct tb_model_sink sink = { .ctx = &r, .event = report_event, .end = report_end,
-					    .filter = &o->filter.filter, .left_out = report_left_out };
+					    .filter = &o->filter.filter, .left_out = report_left_out,
+					    .any_order = true };
 	bool read_failed = false;
 	int err = tb_model_run(rd, &sink, &read_failed);
 

@@ -28,6 +28,8 @@
 #include "rnd.h"
 #include "tmpdir.h"
 #include "../../lib/convert.h"
+#include "../../lib/filter.h"
+#include "../../lib/model.h"
 #include "../../lib/print.h"
 #include "../../user/tracebpf.h"
 #include "../../lib/tbfile.h"
@@ -1150,6 +1152,260 @@ static void test_templates(void **state)
 	unlink(out2);
 }
 
+/* ------------------------------------------- the model, in any order -- */
+
+/* What a test sink keeps of each event. */
+struct got {
+	char ph;
+	uint64_t ts, dur, seq, child, pid;
+	uint32_t tid;
+};
+
+struct gots {
+	struct got *v;
+	size_t n;
+};
+
+static void got_event(void *ctx, const struct oev *e)
+{
+	struct gots *g = ctx;
+
+	g->v = realloc(g->v, (g->n + 1) * sizeof(*g->v));
+	assert_non_null(g->v);
+	g->v[g->n++] = (struct got){ e->ph, e->ts, e->dur, e->seq,
+				     e->ph == 'X' ? e->child : 0, e->pid, e->tid };
+}
+
+static void run_model(struct gots *g, bool any_order, const struct tb_filter *f)
+{
+	struct tb_model_sink sink = { .ctx = g, .event = got_event, .any_order = any_order,
+				      .filter = f };
+	struct tb_reader *r;
+	bool read_failed;
+
+	g->n = 0;
+	assert_int_equal(tb_reader_open(&r, in_path), 0);
+	assert_int_equal(tb_model_run(r, &sink, &read_failed), 0);
+	tb_reader_close(r);
+}
+
+static int cmp_got(const void *a, const void *b)
+{
+	const struct got *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->dur != y->dur)
+		return x->dur > y->dur ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return (x->ph > y->ph) - (x->ph < y->ph);
+}
+
+/* The time of the slices directly inside each X of g (in ts order, longer
+ * first) found from their times alone, as a viewer nests a thread's
+ * slices: the innermost slice before it that holds it is its parent. */
+static void nest_children(const struct gots *g, uint64_t *child)
+{
+	size_t *stack = calloc(g->n + 1, sizeof(*stack));
+
+	assert_non_null(stack);
+	for (size_t i = 0; i < g->n; i++)
+		child[i] = 0;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct got *e = &g->v[i];
+		size_t depth = 0;
+
+		if (e->ph != 'X')
+			continue;
+		/* the thread's slices before e that are still open at its
+		 * begin and end after it, innermost last */
+		for (size_t j = 0; j < i; j++) {
+			const struct got *p = &g->v[j];
+
+			if (p->ph == 'X' && p->pid == e->pid && p->tid == e->tid &&
+			    p->ts + p->dur > e->ts && p->ts + p->dur >= e->ts + e->dur)
+				stack[depth++] = j;
+		}
+		if (depth)
+			child[stack[depth - 1]] += e->dur;
+	}
+	free(stack);
+}
+
+/* Ordered and any-order runs hand out the same events, and each slice's
+ * child time is what nesting the ordered ones by time gives. */
+static void check_orders(const struct tb_filter *f)
+{
+	struct gots ordered = { 0 }, any = { 0 };
+	uint64_t *child;
+	size_t slices = 0;
+
+	run_model(&ordered, false, f);
+	run_model(&any, true, f);
+	assert_true(ordered.n > 0);
+	assert_int_equal(ordered.n, any.n);
+	for (size_t i = 1; i < ordered.n; i++)
+		assert_true(cmp_got(&ordered.v[i - 1], &ordered.v[i]) < 0);
+	qsort(any.v, any.n, sizeof(*any.v), cmp_got);
+	for (size_t i = 0; i < ordered.n; i++) {
+		const struct got *x = &ordered.v[i], *y = &any.v[i];
+
+		assert_true(x->ph == y->ph && x->ts == y->ts && x->dur == y->dur &&
+			    x->seq == y->seq && x->child == y->child && x->pid == y->pid &&
+			    x->tid == y->tid);
+	}
+	child = calloc(ordered.n, sizeof(*child));
+	assert_non_null(child);
+	nest_children(&ordered, child);
+	for (size_t i = 0; i < ordered.n; i++) {
+		if (ordered.v[i].ph != 'X')
+			continue;
+		slices++;
+		if (child[i] != ordered.v[i].child)
+			fail_msg("slice at %llu (tid %u, dur %llu): child %llu, nesting says %llu",
+				 (unsigned long long)ordered.v[i].ts, ordered.v[i].tid,
+				 (unsigned long long)ordered.v[i].dur,
+				 (unsigned long long)ordered.v[i].child, (unsigned long long)child[i]);
+	}
+	assert_true(slices > 0);
+	free(child);
+	free(ordered.v);
+	free(any.v);
+}
+
+/* The X of g that begins at ts and lasts dur, on tid. */
+static const struct got *slice_at(const struct gots *g, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i].ph == 'X' && g->v[i].tid == tid && g->v[i].ts == ts &&
+		    g->v[i].dur == dur)
+			return &g->v[i];
+	fail_msg("no slice at %llu + %llu on %u", (unsigned long long)ts,
+		 (unsigned long long)dur, tid);
+	return NULL;
+}
+
+enum { G_A = 0x2000, G_A_E = 0x2010, G_B = 0x2020, G_B_E = 0x2030, G_C = 0x2040,
+       G_D = 0x2050, G_D_E = 0x2060 };
+
+/* a > b > c open in pid 100 when it forks 200. The child runs d, ends b
+ * (which drops c, inside it) and a; the parent ends c, b and a. */
+static void write_ghosts(void)
+{
+	struct tb_writer *w = open_trace(200);
+
+	comm(w, 10, 100, 100, "app");
+	site(w, 1000, 100, G_A, 'B', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	site(w, 1000, 100, G_A_E, 'E', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	site(w, 1000, 100, G_B, 'B', 0, "g", "b", 0, NULL, NULL, SITE_OK);
+	site(w, 1000, 100, G_B_E, 'E', 0, "g", "b", 0, NULL, NULL, SITE_OK);
+	site(w, 1000, 100, G_C, 'B', 0, "g", "c", 0, NULL, NULL, SITE_OK);
+	site(w, 1000, 100, G_D, 'B', 0, "g", "d", 0, NULL, NULL, SITE_OK);
+	site(w, 1000, 100, G_D_E, 'E', 0, "g", "d", 0, NULL, NULL, SITE_OK);
+	EV(w, 1000, 100, 100, G_A, 0, 0);
+	EV(w, 1100, 100, 100, G_B, 0, 0);
+	EV(w, 1200, 100, 100, G_C, 0, 0);
+	fork_(w, 1300, 100, 100, 200, 200, "app");
+	EV(w, 1400, 200, 200, G_D, 0, 0);
+	EV(w, 1500, 200, 200, G_D_E, 0, 0);
+	EV(w, 1700, 200, 200, G_B_E, 0, 0);
+	EV(w, 1900, 200, 200, G_A_E, 0, 0);
+	EV(w, 2000, 100, 100, G_B_E, 0, 0);   /* ends c: ENDs pop the innermost */
+	EV(w, 2100, 100, 100, G_B_E, 0, 0);
+	EV(w, 2200, 100, 100, G_A_E, 0, 0);
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+static void test_child_time_of_ghosts(void **state)
+{
+	struct tb_filter f = { 0 };
+	struct gots g = { 0 };
+	const char *why;
+
+	(void)state;
+	write_ghosts();
+	check_orders(NULL);
+	run_model(&g, true, NULL);
+	assert_int_equal(g.n, 6);
+	assert_int_equal(slice_at(&g, 200, 1400, 100)->child, 0);     /* d */
+	assert_int_equal(slice_at(&g, 200, 1300, 400)->child, 100);   /* b: d, not c */
+	assert_int_equal(slice_at(&g, 200, 1300, 600)->child, 400);   /* a: b */
+	assert_int_equal(slice_at(&g, 100, 1200, 800)->child, 0);
+	assert_int_equal(slice_at(&g, 100, 1100, 1000)->child, 800);
+	assert_int_equal(slice_at(&g, 100, 1000, 1200)->child, 1000);
+	/* left out, b's time is a's own, and what b held is directly in a */
+	assert_int_equal(tb_filter_add_names(&f, "a,d", &why), 0);
+	check_orders(&f);
+	run_model(&g, true, &f);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(slice_at(&g, 200, 1300, 600)->child, 100);
+	assert_int_equal(slice_at(&g, 100, 1000, 1200)->child, 0);
+	tb_filter_free(&f);
+	free(g.v);
+}
+
+/* Random nesting on three threads, forks with slices open (ghosts, some
+ * ended in the child), slices left open at the end: the two orders agree
+ * and the child times are the nesting's. */
+static void write_random_nesting(void)
+{
+	static const uint64_t begin[] = { G_A, G_B, G_C, G_D }, end[] = { G_A_E, G_B_E, G_D_E };
+	struct tb_writer *w = open_trace(300);
+	uint32_t tids[] = { 100, 101, 300 }, next_pid = 400;
+	unsigned depth[3] = { 0 };
+	uint64_t ts = 1000;
+
+	comm(w, 10, 100, 100, "app");
+	fork_(w, 20, 100, 100, 100, 101, "app");
+	comm(w, 30, 300, 300, "other");
+	site(w, 40, 100, G_A, 'B', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 100, G_A_E, 'E', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 100, G_B, 'B', 0, "g", "b", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 100, G_B_E, 'E', 0, "g", "b", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 100, G_C, 'B', 0, "g", "c", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 100, G_D, 'B', 0, "g", "d", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 100, G_D_E, 'E', 0, "g", "d", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 300, G_A, 'B', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	site(w, 40, 300, G_A_E, 'E', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	for (int i = 0; i < 3000; i++) {
+		unsigned k = (unsigned)(rnd() % 3);
+		uint32_t tid = tids[k], pid = tid == 101 ? 100 : tid;
+		uint64_t r = rnd() % 16;
+
+		ts += 1 + rnd() % 50;
+		if (tid == 100 && r == 0) {   /* a child with ghosts; ends a few */
+			uint32_t child = next_pid++;
+
+			fork_(w, ts, 100, 100, child, child, "app");
+			for (uint64_t n = rnd() % 4; n; n--)
+				EV(w, ts += 1 + rnd() % 50, child, child, end[rnd() % 3], 0, 0);
+		} else if (pid == 300) {
+			EV(w, ts, pid, tid, r < 8 ? G_A : G_A_E, 0, 0);
+		} else if (r < 8 && depth[k] < 8) {
+			EV(w, ts, pid, tid, begin[rnd() % 4], 0, 0);
+			depth[k]++;
+		} else if (depth[k]) {
+			EV(w, ts, pid, tid, end[rnd() % 3], 0, 0);
+			depth[k]--;
+		}
+	}
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+static void test_child_time_at_random(void **state)
+{
+	struct tb_filter f = { 0 };
+	const char *why;
+
+	(void)state;
+	write_random_nesting();
+	check_orders(NULL);
+	assert_int_equal(tb_filter_add_names(&f, "b,c", &why), 0);
+	check_orders(&f);
+	tb_filter_free(&f);
+}
+
 static int setup(void **state)
 {
 	*state = dir;
@@ -1185,6 +1441,8 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_templates),
+		cmocka_unit_test(test_child_time_of_ghosts),
+		cmocka_unit_test(test_child_time_at_random),
 	};
 
 	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
