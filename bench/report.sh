@@ -4,9 +4,10 @@
 # two ~10 M-event traces: 10 M instants from two threads (bench/rate) and
 # about 10 M slice, instant and counter events (tests/progs/report_nest:
 # three nested levels). Records them first (root) into $TMPDIR unless they
-# are there. Prints user CPU seconds (the machine may be shared: wall time
-# varies more), events/s over user time, and peak RSS, per run; then the
-# CPU time per record of the model's stages (build/bench/model_cost).
+# are there. Prints, per run, user CPU seconds and events/s over them,
+# wall seconds and events/s over them (the machine may be shared: wall
+# time varies more), and peak RSS; then the CPU time per record of the
+# model's stages (build/bench/model_cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
@@ -31,7 +32,9 @@ measure() { # $1 = label, $2 = events, the rest = the command
     /usr/bin/time -v "$@" >/dev/null 2>"$log"
     awk -v l="$label" -v n="$n" -F': ' '
       /User time/ {u = $2} /Maximum resident/ {rss = $2}
-      END {printf "%-28s %6.2f s user  %5.2f M events/s  %6.1f MiB peak RSS\n", l, u, n / u / 1e6, rss / 1024}' "$log"
+      /Elapsed \(wall clock\)/ {k = split($2, f, ":"); w = f[k] + (k > 1 ? 60 * f[k - 1] : 0)}
+      END {printf "%-22s %5.2f s user %6.2f M/s  %5.2f s wall %6.2f M/s  %6.1f MiB peak RSS\n",
+                  l, u, n / u / 1e6, w, n / w / 1e6, rss / 1024}' "$log"
   done
   rm -f "$log"
 }

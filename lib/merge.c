@@ -335,13 +335,14 @@ int tb_merge_new(struct tb_merge **mp, struct tb_reader *r,
 	m->r = r;
 	m->rank = rank;
 	m->max_held = max_held ? max_held : 1;
+	tb_reader_time_order(r);
 	*mp = m;
 	return 0;
 }
 
-static int push(struct tb_merge *m, const struct tb_rec_hdr *h)
+static int push(struct tb_merge *m, const struct tb_rec_hdr *h, uint64_t seq)
 {
-	struct key k = { h->ts, m->seq++, m->rank ? m->rank(h->type) : 0 };
+	struct key k = { h->ts, seq, m->rank ? m->rank(h->type) : 0 };
 	struct run *r = pick_run(m, &k);
 	int err = r ? run_append(m, r, &k, h) : loose_push(m, &k, h);
 
@@ -394,9 +395,36 @@ static void release_out(struct tb_merge *m)
 	}
 }
 
+/* A round (or rounds) ended before the next record: releases up to the
+ * newest ts of the round before the one that ended. */
+static void round_ended(struct tb_merge *m)
+{
+	m->rounds = tb_reader_rounds(m->r);
+	if (m->have_prev) {
+		if (!m->have_wm || m->prev_max > m->watermark)
+			m->watermark = m->prev_max;
+		m->have_wm = true;
+	}
+	m->prev_max = m->cur_max;
+	m->have_prev = m->have_cur;
+	m->have_cur = false;
+}
+
+/* h was read from a file read in time order (tb_reader_time_pos): what
+ * is older than every record to come is released. Its key's file order. */
+static uint64_t time_read(struct tb_merge *m, uint64_t low, uint64_t pos)
+{
+	if (low && (!m->have_wm || low - 1 > m->watermark)) {
+		m->watermark = low - 1;
+		m->have_wm = true;
+	}
+	return pos;
+}
+
 int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 {
 	const struct tb_rec_hdr *h;
+	uint64_t low, pos;
 	int ret;
 
 	release_out(m);
@@ -407,19 +435,14 @@ int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 		ret = tb_reader_next(m->r, &h);
 		if (ret < 0)
 			return ret;
-		if (tb_reader_rounds(m->r) != m->rounds) {
-			/* round(s) ended before h: release up to the newest ts
-			 * of the round before the one that ended */
-			m->rounds = tb_reader_rounds(m->r);
-			if (m->have_prev) {
-				if (!m->have_wm || m->prev_max > m->watermark)
-					m->watermark = m->prev_max;
-				m->have_wm = true;
-			}
-			m->prev_max = m->cur_max;
-			m->have_prev = m->have_cur;
-			m->have_cur = false;
+		if (ret > 0 && tb_reader_time_pos(m->r, &low, &pos)) {
+			ret = push(m, h, time_read(m, low, pos));
+			if (ret)
+				return ret;
+			continue;
 		}
+		if (tb_reader_rounds(m->r) != m->rounds)
+			round_ended(m);
 		if (ret == 0) {
 			m->eof = true;
 			continue;
@@ -427,7 +450,7 @@ int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 		if (!m->have_cur || h->ts > m->cur_max)
 			m->cur_max = h->ts;
 		m->have_cur = true;
-		ret = push(m, h);
+		ret = push(m, h, m->seq++);
 		if (ret)
 			return ret;
 	}

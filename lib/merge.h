@@ -10,6 +10,10 @@
  * n-1 is released in order. Memory holds about two rounds of records.
  * Files without rounds (format 1.x) are held whole up to `max_held`
  * records, then released oldest first (time order may then break).
+ * A finished file is read in the time order of its chunks instead
+ * (tb_reader_time_order): once a chunk's first record is read, what is
+ * older than its first_ts is released. Memory then holds the chunks that
+ * overlap in time, whatever the rounds.
  */
 #ifndef TRACEBPF_MERGE_H
 #define TRACEBPF_MERGE_H
@@ -21,7 +25,8 @@
 
 struct tb_merge;
 
-/* rank orders records of equal ts (lower first); then file order. */
+/* rank orders records of equal ts (lower first); then file order. Asks r
+ * for time order (before r's first record is read). */
 int tb_merge_new(struct tb_merge **m, struct tb_reader *r,
 		 uint32_t (*rank)(uint16_t type), size_t max_held);
 /* 1 and *rec (owned by the merge, valid until the next call), 0 at the

@@ -271,6 +271,13 @@ struct tb_reader {
 	bool use_index, index_tried;
 	struct tb_index_entry *idx;
 	size_t nidx, ipos;
+	/* time order (tb_reader_time_order): the wanted chunks with records,
+	 * as indexes into idx by (first_ts, seq); the one being read */
+	bool time_wanted, by_time;
+	uint32_t *order;
+	size_t norder;
+	uint64_t chunk_low, chunk_high, last_pos;
+	uint32_t chunk_seq;
 };
 
 static uint16_t get_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -465,6 +472,20 @@ void tb_reader_set_follow(struct tb_reader *r, const volatile int *stop)
 void tb_reader_use_index(struct tb_reader *r, int use)
 {
 	r->use_index = use;
+}
+
+void tb_reader_time_order(struct tb_reader *r)
+{
+	r->time_wanted = true;
+}
+
+int tb_reader_time_pos(const struct tb_reader *r, uint64_t *low, uint64_t *pos)
+{
+	if (!r->by_time)
+		return 0;
+	*low = r->chunk_low;
+	*pos = r->last_pos;
+	return 1;
 }
 
 uint64_t tb_reader_rounds(const struct tb_reader *r)
@@ -702,17 +723,90 @@ bad:
 	return false;
 }
 
+/* A chunk to read in time order: by first_ts, then file order. */
+struct by_time {
+	uint64_t first_ts;
+	uint32_t seq, i;
+};
+
+static int cmp_by_time(const void *a, const void *b)
+{
+	const struct by_time *x = a, *y = b;
+
+	if (x->first_ts != y->first_ts)
+		return x->first_ts < y->first_ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The header an index entry stands for (what want_chunk and count_chunk
+ * look at). */
+static struct tb_chunk_hdr entry_hdr(const struct tb_index_entry *e)
+{
+	return (struct tb_chunk_hdr){
+		.stream = e->stream, .flags = e->flags, .nrec = e->nrec,
+		.first_ts = e->first_ts, .last_ts = e->last_ts,
+		.stored_len = e->stored_len,
+	};
+}
+
+/* Time order: the wanted chunks that hold records, by first_ts; the others
+ * are counted as passed now. 0 or -ENOMEM. */
+static int time_order(struct tb_reader *r)
+{
+	struct by_time *t = malloc((r->nidx ? r->nidx : 1) * sizeof(*t));
+
+	r->order = malloc((r->nidx ? r->nidx : 1) * sizeof(*r->order));
+	if (!t || !r->order) {
+		free(t);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nidx; i++) {
+		const struct tb_index_entry *e = &r->idx[i];
+		struct tb_chunk_hdr ch = entry_hdr(e);
+
+		if (want_chunk(r, &ch) && ch.nrec)
+			t[r->norder++] = (struct by_time){ e->first_ts, e->seq, (uint32_t)i };
+		else
+			count_chunk(r, &ch);
+	}
+	qsort(t, r->norder, sizeof(*t), cmp_by_time);
+	for (size_t i = 0; i < r->norder; i++)
+		r->order[i] = t[i].i;
+	free(t);
+	r->by_time = true;
+	return 0;
+}
+
+/* Time order: seeks to the next chunk. */
+static int time_skip(struct tb_reader *r)
+{
+	const struct tb_index_entry *e;
+
+	if (r->ipos == r->norder) {
+		r->finished = true;
+		r->done = true;
+		return 0;
+	}
+	e = &r->idx[r->order[r->ipos++]];
+	if (lseek(r->fd, (off_t)e->off, SEEK_SET) < 0)
+		return -errno;
+	r->off = e->off;
+	r->seq = e->seq;
+	r->chunk_seq = e->seq;
+	r->chunk_low = e->first_ts;
+	r->chunk_high = e->last_ts;
+	return 1;
+}
+
 /* With an index: skips to the next chunk the mask wants, counting the
  * skipped ones. */
 static int index_skip(struct tb_reader *r)
 {
+	if (r->by_time)
+		return time_skip(r);
 	while (r->ipos < r->nidx) {
 		const struct tb_index_entry *e = &r->idx[r->ipos];
-		struct tb_chunk_hdr ch = {
-			.stream = e->stream, .flags = e->flags, .nrec = e->nrec,
-			.first_ts = e->first_ts, .last_ts = e->last_ts,
-			.stored_len = e->stored_len,
-		};
+		struct tb_chunk_hdr ch = entry_hdr(e);
 
 		if (want_chunk(r, &ch)) {
 			if (lseek(r->fd, (off_t)e->off, SEEK_SET) < 0)
@@ -750,9 +844,12 @@ static int next_chunk(struct tb_reader *r)
 	}
 	if (!r->index_tried) {
 		r->index_tried = true;
-		if (r->use_index && !r->follow && r->mask != ~0u && load_index(r)) {
+		if (r->use_index && !r->follow && (r->mask != ~0u || r->time_wanted) &&
+		    load_index(r)) {
 			r->ipos = 0;
 			r->hold = false;   /* finished: every round is whole */
+			if (r->time_wanted && (err = time_order(r)))
+				return err;
 		} else
 			r->use_index = false;
 	}
@@ -877,6 +974,12 @@ int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec)
 			 * their type's fixed part are skipped. */
 			if (size < tb_rec_min_size(h->type) || !tb_rec_min_size(h->type))
 				continue;
+			if (r->by_time) {
+				/* the merge trusts the chunk's range */
+				if (h->ts < r->chunk_low || h->ts > r->chunk_high)
+					return stop(r, "record outside its chunk's time range");
+				r->last_pos = (uint64_t)r->chunk_seq << 32 | (r->rpos - size);
+			}
 			*rec = h;
 			return 1;
 		}
@@ -916,5 +1019,6 @@ void tb_reader_close(struct tb_reader *r)
 	free(r->pbuf);
 	free(r->qbuf);
 	free(r->idx);
+	free(r->order);
 	free(r);
 }

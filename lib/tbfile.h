@@ -167,6 +167,16 @@ void tb_reader_set_follow(struct tb_reader *r, const volatile int *stop);
 /* Whether a stream mask other than all may seek through the chunk index of
  * a finished file instead of reading the chunks it skips (default yes). */
 void tb_reader_use_index(struct tb_reader *r, int use);
+/* For a merge into time order (lib/merge.c): a finished file is read
+ * through its index, its chunks in the order of their first_ts (then file
+ * order), not in file order. Before the first tb_reader_next. */
+void tb_reader_time_order(struct tb_reader *r);
+/* 1 while reading in that order: *low is at most the ts of every record
+ * not yet handed out (the first_ts of the chunk being read: a record
+ * outside its chunk's range ends the data as a bad record does), *pos
+ * the place of the record handed out last ((chunk seq << 32) | its offset
+ * in the chunk's records: file order). 0: reading in file order. */
+int tb_reader_time_pos(const struct tb_reader *r, uint64_t *low, uint64_t *pos);
 /* TB_CHUNK_ROUND_END chunks passed so far (read or skipped): records read
  * after round n was counted come from a later recorder flush. */
 uint64_t tb_reader_rounds(const struct tb_reader *r);
@@ -186,7 +196,8 @@ uint64_t tb_reader_offset(const struct tb_reader *r);
 uint64_t tb_reader_input_bytes(const struct tb_reader *r);
 /* Limit iteration to streams in mask (bit 1<<TB_STREAM_*); default all. */
 void tb_reader_set_streams(struct tb_reader *r, uint32_t mask);
-/* Next record, in file order (2.0: a round's records are handed out once
+/* Next record, in file order, or chunk by chunk in time order
+ * (tb_reader_time_order) (2.0: a round's records are handed out once
  * its ROUND_END chunk is read, unless a valid index says the file is
  * whole). Returns 1 with *rec valid until the next call,
  * 0 at the end of the readable data, or -errno on an I/O error. A torn or

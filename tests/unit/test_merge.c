@@ -5,7 +5,9 @@
  * timestamps of different ranks, large records), the merge hands out the
  * file's records in (ts, rank, file order), or, past max_held, exactly as
  * "release the oldest held" does. The expected order is computed here by
- * a naive reference from the records as the reader returns them.
+ * a naive reference from the records as the reader returns them. A
+ * finished file is read through its index in the chunks' time order: the
+ * same order, holding about a chunk per stream, never forced.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -74,23 +76,30 @@ static uint64_t ts_of(unsigned i, unsigned n)
 	return 2000000 + (i % 5) * 1000;
 }
 
-static void write_file(unsigned n)
+static void write_file_with(unsigned n, uint64_t (*ts)(unsigned i, unsigned n),
+			    size_t chunk_max)
 {
 	struct tb_file_info info;
-	struct tb_writer_opts o = { .info = &info };
+	struct tb_writer_opts o = { .info = &info, .chunk_max = chunk_max };
 	struct tb_writer *w;
 
 	memset(&info, 0, sizeof(info));
 	info.clock_id = 1;
 	assert_int_equal(tb_writer_open(&w, path, &o), 0);
 	for (unsigned i = 0; i < n; i++) {
-		struct tb_rec_hdr *h = mk(i, ts_of(i, n));
+		struct tb_rec_hdr *h = mk(i, ts(i, n));
 
 		assert_int_equal(tb_writer_append(w, h), 0);
 		free(h);
 	}
-	/* one round: nothing is released before the end or max_held */
+	/* one round: nothing is released before the end or max_held (in
+	 * file order) */
 	assert_int_equal(tb_writer_close(w), 0);
+}
+
+static void write_file(unsigned n)
+{
+	write_file_with(n, ts_of, 0);
 }
 
 static void read_file(struct recs *out)
@@ -145,18 +154,21 @@ static void expected(const struct recs *file, size_t max_held, struct recs *out)
 	free(gone);
 }
 
-static void check_merge(size_t max_held, bool want_forced)
+/* Merges the file (in_index: through its index, in time order, else in
+ * file order) and compares with the reference; returns the peak held. */
+static size_t check_merge_as(size_t max_held, bool want_forced, bool in_index)
 {
 	struct recs file = { 0 }, want = { 0 };
 	struct tb_reader *r;
 	struct tb_merge *m;
 	const struct tb_rec_hdr *h;
-	size_t k = 0;
+	size_t k = 0, peak;
 	int ret;
 
 	read_file(&file);
-	expected(&file, max_held, &want);
+	expected(&file, want_forced ? max_held : SIZE_MAX, &want);
 	assert_int_equal(tb_reader_open(&r, path), 0);
+	tb_reader_use_index(r, in_index);
 	assert_int_equal(tb_merge_new(&m, r, rank, max_held), 0);
 	while ((ret = tb_merge_next(m, &h)) == 1) {
 		assert_true(k < want.n);
@@ -171,10 +183,17 @@ static void check_merge(size_t max_held, bool want_forced)
 	assert_int_equal(ret, 0);
 	assert_int_equal(k, want.n);
 	assert_int_equal(tb_merge_forced(m) > 0, want_forced);
+	peak = tb_merge_peak(m);
 	tb_merge_free(m);
 	tb_reader_close(r);
 	recs_free(&file);
 	recs_free(&want);
+	return peak;
+}
+
+static void check_merge(size_t max_held, bool want_forced)
+{
+	check_merge_as(max_held, want_forced, false);
 }
 
 static void test_sorted_whole(void **state)
@@ -184,11 +203,36 @@ static void test_sorted_whole(void **state)
 	check_merge(1u << 20, false);
 }
 
+/* In file order, one round: past max_held the oldest are forced out. */
 static void test_bounded(void **state)
 {
 	(void)state;
 	write_file(3000);
 	check_merge(50, true);
+}
+
+/* Ascending with jitter of up to 60 records' spacing, so that chunks
+ * overlap in time, and a stretch of equal timestamps across chunks. */
+static uint64_t ts_local(unsigned i, unsigned n)
+{
+	if (i >= n / 2 && i < n / 2 + 300)
+		return 10000 + (uint64_t)(n / 2) * 10;
+	return 10000 + (uint64_t)i * 10 + (i * 2654435761u) % 600;
+}
+
+static void test_time_order(void **state)
+{
+	size_t whole, peak;
+
+	(void)state;
+	write_file_with(6000, ts_local, 4096);   /* about 400 chunks */
+	whole = check_merge_as(1u << 20, false, false);
+	/* file order holds the one round whole; time order a few chunks, so
+	 * a limit of a sixth of the file forces nothing out of order */
+	peak = check_merge_as(1000, false, true);
+	assert_int_equal(whole, 6000);
+	if (peak > 600)
+		fail_msg("time order held %zu records at once", peak);
 }
 
 static int setup(void **state)
@@ -209,6 +253,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sorted_whole),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_time_order),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -366,6 +366,76 @@ static void test_index(void **state)
 	free(all);
 }
 
+/* Read in time order (tb_reader_time_order), a finished file gives every
+ * record; a chunk whose indexed range does not hold its records (a file
+ * that lies) ends the data there, as a bad record does, rather than let a
+ * merge trust it. */
+static void test_time_order_untrusted(void **state)
+{
+	unsigned char *all, *b;
+	const struct tb_rec_hdr *h;
+	struct tb_index_trailer t;
+	struct tb_chunk_hdr ch;
+	struct tb_index_entry *e = NULL;
+	struct tb_reader *r;
+	size_t len, n = 0, flen;
+	uint64_t low, pos;
+	struct stat st;
+	int fd, ret;
+
+	(void)state;
+	write_file(1000, 1, 2048, true, &all, &len);
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	tb_reader_time_order(r);
+	while ((ret = tb_reader_next(r, &h)) == 1) {
+		assert_int_equal(tb_reader_time_pos(r, &low, &pos), 1);
+		assert_true(h->ts >= low);
+		n++;
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(n, 1000);
+	assert_null(tb_reader_tail_reason(r));
+	tb_reader_close(r);
+
+	/* the first entry with two records of different times claims the
+	 * later as its smallest */
+	assert_int_equal(stat(path, &st), 0);
+	flen = (size_t)st.st_size;
+	b = malloc(flen);
+	assert_non_null(b);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, b, flen), (ssize_t)flen);
+	memcpy(&t, b + flen - sizeof(t), sizeof(t));
+	memcpy(&ch, b + t.index_off, sizeof(ch));
+	for (uint32_t i = 0; i < ch.nrec && !e; i++) {
+		struct tb_index_entry *x = (void *)(b + t.index_off + sizeof(ch) + i * sizeof(*x));
+
+		if (x->nrec > 1 && x->first_ts < x->last_ts)
+			e = x;
+	}
+	assert_non_null(e);
+	e->first_ts = e->last_ts;
+	ch.payload_crc = tb_crc32(b + t.index_off + sizeof(ch), ch.stored_len);
+	ch.hdr_crc = tb_crc32(&ch, offsetof(struct tb_chunk_hdr, hdr_crc));
+	memcpy(b + t.index_off, &ch, sizeof(ch));
+	assert_int_equal(pwrite(fd, b, flen, 0), (ssize_t)flen);
+	close(fd);
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	tb_reader_time_order(r);
+	n = 0;
+	while ((ret = tb_reader_next(r, &h)) == 1) {
+		assert_true(tb_reader_time_pos(r, &low, &pos) && h->ts >= low);
+		n++;
+	}
+	assert_int_equal(ret, 0);
+	assert_true(n < 1000);
+	assert_string_equal(tb_reader_tail_reason(r), "record outside its chunk's time range");
+	tb_reader_close(r);
+	free(b);
+	free(all);
+}
+
 /* Every prefix of a packed, indexed file: the records of the whole rounds. */
 static void test_packed_prefixes(void **state)
 {
@@ -789,6 +859,7 @@ int main(void)
 		cmocka_unit_test(test_kpack_round_trip),
 		cmocka_unit_test(test_packed_file),
 		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_time_order_untrusted),
 		cmocka_unit_test(test_packed_prefixes),
 		cmocka_unit_test(test_round_cut),
 		cmocka_unit_test(test_golden_v1_0),
