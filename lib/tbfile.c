@@ -278,6 +278,8 @@ struct tb_reader {
 	size_t norder;
 	uint64_t chunk_low, chunk_high, last_pos;
 	uint32_t chunk_seq;
+	z_stream z;               /* raw inflate (inflate_chunk) */
+	bool z_ready;
 };
 
 static uint16_t get_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -825,6 +827,43 @@ static int index_skip(struct tb_reader *r)
 	return 0;
 }
 
+/* zlib's own check of a zlib stream: the 2-byte header says deflate, no
+ * preset dictionary. */
+static bool zlib_header(const unsigned char *p, size_t n)
+{
+	return n >= 6 && (p[0] & 0x0f) == 8 && (p[0] >> 4) <= 7 && !(p[1] & 0x20) &&
+	       ((unsigned)p[0] << 8 | p[1]) % 31 == 0;
+}
+
+/* Inflates the payload of ch (r->sbuf) into r->rbuf. The payload CRC,
+ * checked already, covers every stored byte, so the stream's own Adler-32
+ * (a few per cent of reading) is not computed: its deflate data is
+ * inflated raw, and must end exactly before the 4 trailer bytes with
+ * raw_len bytes out (an empty or unusual stream goes to zlib whole). 0,
+ * 1 (not a valid stream) or -ENOMEM. */
+static int inflate_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
+{
+	uLongf dlen = ch->raw_len;
+	int ret;
+
+	if (!ch->raw_len || !zlib_header(r->sbuf, ch->stored_len))   /* as zlib checks it */
+		return uncompress(r->rbuf, &dlen, r->sbuf, ch->stored_len) != Z_OK ||
+		       dlen != ch->raw_len;
+	if (!r->z_ready) {
+		if (inflateInit2(&r->z, -MAX_WBITS) != Z_OK)
+			return -ENOMEM;
+		r->z_ready = true;
+	} else if (inflateReset(&r->z) != Z_OK) {
+		return 1;
+	}
+	r->z.next_in = r->sbuf + 2;
+	r->z.avail_in = ch->stored_len - 6;
+	r->z.next_out = r->rbuf;
+	r->z.avail_out = ch->raw_len;
+	ret = inflate(&r->z, Z_FINISH);
+	return ret == Z_STREAM_END && r->z.avail_in == 0 && r->z.total_out == ch->raw_len ? 0 : 1;
+}
+
 /* Reads the next chunk. 1: records are ready (maybe none), 0: no more
  * data (r->done), -errno: I/O error. */
 static int next_chunk(struct tb_reader *r)
@@ -924,14 +963,12 @@ again:
 	if (!want_chunk(r, &ch))
 		return r->hold ? hold_chunk(r, &ch, false) : 1;
 	if (ch.flags & TB_CHUNK_ZLIB) {
-		uLongf dlen = ch.raw_len;
-
 		err = tb_grow_buf(&r->rbuf, &r->rcap, ch.raw_len ? ch.raw_len : 1);
 		if (err)
 			return err;
-		if (uncompress(r->rbuf, &dlen, r->sbuf, ch.stored_len) != Z_OK ||
-		    dlen != ch.raw_len)
-			return stop(r, "decompression failed");
+		err = inflate_chunk(r, &ch);
+		if (err)
+			return err < 0 ? err : stop(r, "decompression failed");
 		r->recs = r->rbuf;
 	} else {
 		r->recs = r->sbuf;
@@ -1020,5 +1057,7 @@ void tb_reader_close(struct tb_reader *r)
 	free(r->qbuf);
 	free(r->idx);
 	free(r->order);
+	if (r->z_ready)
+		inflateEnd(&r->z);
 	free(r);
 }

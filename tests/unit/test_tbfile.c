@@ -951,6 +951,19 @@ static void test_bad_chunks(void **state)
 	reason = read_crafted(z, (uint32_t)zlen, 32, TB_CHUNK_ZLIB, 1, &got, &tail);
 	assert_string_equal(reason, "decompression failed");
 	recs_free(&got);
+	/* the stream's Adler-32 is not checked (the CRC covers its bytes), so
+	 * its deflate data must end exactly at the trailer */
+	reason = read_crafted(z, (uint32_t)zlen - 1, 40, TB_CHUNK_ZLIB, 1, &got, &tail);
+	assert_string_equal(reason, "decompression failed");   /* trailer cut */
+	recs_free(&got);
+	z[zlen] = 0;
+	reason = read_crafted(z, (uint32_t)zlen + 1, 40, TB_CHUNK_ZLIB, 1, &got, &tail);
+	assert_string_equal(reason, "decompression failed");   /* a byte after it */
+	recs_free(&got);
+	memset(z + 2, 0xff, zlen - 6);   /* a reserved block type */
+	reason = read_crafted(z, (uint32_t)zlen, 40, TB_CHUNK_ZLIB, 1, &got, &tail);
+	assert_string_equal(reason, "decompression failed");
+	recs_free(&got);
 }
 
 static void test_writer_rejects(void **state)
