@@ -256,6 +256,9 @@ struct gaps_seen {
 /* Records the merge may hold for a file without rounds (format 1.x). */
 #define MERGE_MAX (4u << 20)
 
+#define THREAD_CACHE 64
+#define SITE_CACHE   256
+
 struct conv {
 	struct tb_merge *merge;
 	size_t nrecs;
@@ -266,6 +269,12 @@ struct conv {
 	struct hmap threads;        /* tid -> struct thread * */
 	struct proc *last_proc;     /* the latest get_proc() found */
 	struct thread *last_thread; /* the latest get_thread() found */
+	struct thread *tcache[THREAD_CACHE];   /* by tid: what get_thread found */
+	/* find_site's answers while site_gen stays: records that change
+	 * what a lookup finds (SITE, FORK, EXEC, EXIT, a new process) move
+	 * it on */
+	struct site_slot { uint64_t addr, gen; uint32_t pid; struct site *s; } scache[SITE_CACHE];
+	uint64_t site_gen;
 	struct proc **old_procs;    /* earlier incarnations of reused pids */
 	size_t nold_procs, old_procs_cap;
 	struct thread **old_threads;
@@ -378,6 +387,7 @@ static struct proc *get_proc(struct conv *c, uint32_t pid)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	c->site_gen++;
 	p->pid = pid;
 	p->incarnation = old ? old->incarnation + 1 : 0;
 	p->out_pid = pid + p->incarnation * TB_PID_SPAN;
@@ -427,11 +437,17 @@ static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 
 	/* as for get_proc: a live thread is the one its tid maps to */
 	if (!t || t->tid != tid || t->dead) {
-		t = hmap_get(&c->threads, tid);
-		if (!t || t->dead)
-			t = new_thread(c, tid, t);
-		if (!t)
-			return NULL;
+		struct thread **slot = &c->tcache[tid % THREAD_CACHE];
+
+		t = *slot;
+		if (!t || t->tid != tid || t->dead) {
+			t = hmap_get(&c->threads, tid);
+			if (!t || t->dead)
+				t = new_thread(c, tid, t);
+			if (!t)
+				return NULL;
+			*slot = t;
+		}
 		c->last_thread = t;
 	}
 	t->pid = pid;
@@ -1128,7 +1144,7 @@ static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *
 /* The site at addr in process pid. Sites are copied to a child at fork;
  * one its ancestors learn later (while neither side has exec'd) still
  * describes the child's image, so the lookup falls back to them. */
-static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
+static struct site *lookup_site(struct conv *c, uint32_t pid, uint64_t addr)
 {
 	struct proc *p = hmap_get(&c->procs, pid);
 	struct site *s;
@@ -1148,6 +1164,19 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 		p = parent;
 	}
 	return NULL;
+}
+
+/* lookup_site, remembered (conv.scache). */
+static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
+{
+	struct site_slot *x = &c->scache[(addr >> 4 ^ pid * 0x9e3779b1u) % SITE_CACHE];
+	struct site *s;
+
+	if (x->gen == c->site_gen && x->addr == addr && x->pid == pid && x->s)
+		return x->s;
+	s = lookup_site(c, pid, addr);
+	*x = (struct site_slot){ addr, c->site_gen, pid, s };
+	return s;
 }
 
 static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
@@ -2038,6 +2067,8 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 			return -ENOMEM;
 		if (h->ts > t->last_ts)
 			t->last_ts = h->ts;
+		if (h->type != TB_REC_EVENT && h->type != TB_REC_EVENT_ID)
+			c->site_gen++;   /* a lookup may find another site now */
 		switch (h->type) {
 		case TB_REC_EVENT:
 		case TB_REC_EVENT_ID:
