@@ -410,15 +410,14 @@ static void round_ended(struct tb_merge *m)
 	m->have_cur = false;
 }
 
-/* h was read from a file read in time order (tb_reader_time_pos): what
- * is older than every record to come is released. Its key's file order. */
-static uint64_t time_read(struct tb_merge *m, uint64_t low, uint64_t pos)
+/* Reading in time order (tb_reader_time_pos), every record to come is at
+ * least low: what is older is released. */
+static void time_read(struct tb_merge *m, uint64_t low)
 {
 	if (low && (!m->have_wm || low - 1 > m->watermark)) {
 		m->watermark = low - 1;
 		m->have_wm = true;
 	}
-	return pos;
 }
 
 int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
@@ -436,7 +435,8 @@ int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 		if (ret < 0)
 			return ret;
 		if (ret > 0 && tb_reader_time_pos(m->r, &low, &pos)) {
-			ret = push(m, h, time_read(m, low, pos));
+			time_read(m, low);
+			ret = push(m, h, pos);   /* pos: its place in the file */
 			if (ret)
 				return ret;
 			continue;

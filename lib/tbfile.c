@@ -224,6 +224,13 @@ int tb_grow_buf(unsigned char **buf, size_t *cap, size_t need)
 
 /* ------------------------------------------------------------- reader -- */
 
+/* A chunk to read in time order: by first_ts, then file order; i is its
+ * index entry. */
+struct by_time {
+	uint64_t first_ts;
+	uint32_t seq, i;
+};
+
 struct tb_reader {
 	int fd;
 	bool own_fd;
@@ -272,12 +279,11 @@ struct tb_reader {
 	struct tb_index_entry *idx;
 	size_t nidx, ipos;
 	/* time order (tb_reader_time_order): the wanted chunks with records,
-	 * as indexes into idx by (first_ts, seq); the one being read */
+	 * by (first_ts, seq); the range of the one being read */
 	bool time_wanted, by_time;
-	uint32_t *order;
+	struct by_time *order;
 	size_t norder;
 	uint64_t chunk_low, chunk_high, last_pos;
-	uint32_t chunk_seq;
 	z_stream z;               /* raw inflate (inflate_chunk) */
 	bool z_ready;
 };
@@ -725,11 +731,6 @@ bad:
 	return false;
 }
 
-/* A chunk to read in time order: by first_ts, then file order. */
-struct by_time {
-	uint64_t first_ts;
-	uint32_t seq, i;
-};
 
 static int cmp_by_time(const void *a, const void *b)
 {
@@ -757,11 +758,9 @@ static int time_order(struct tb_reader *r)
 {
 	struct by_time *t = malloc((r->nidx ? r->nidx : 1) * sizeof(*t));
 
-	r->order = malloc((r->nidx ? r->nidx : 1) * sizeof(*r->order));
-	if (!t || !r->order) {
-		free(t);
+	if (!t)
 		return -ENOMEM;
-	}
+	r->order = t;
 	for (size_t i = 0; i < r->nidx; i++) {
 		const struct tb_index_entry *e = &r->idx[i];
 		struct tb_chunk_hdr ch = entry_hdr(e);
@@ -772,9 +771,6 @@ static int time_order(struct tb_reader *r)
 			count_chunk(r, &ch);
 	}
 	qsort(t, r->norder, sizeof(*t), cmp_by_time);
-	for (size_t i = 0; i < r->norder; i++)
-		r->order[i] = t[i].i;
-	free(t);
 	r->by_time = true;
 	return 0;
 }
@@ -789,12 +785,11 @@ static int time_skip(struct tb_reader *r)
 		r->done = true;
 		return 0;
 	}
-	e = &r->idx[r->order[r->ipos++]];
+	e = &r->idx[r->order[r->ipos++].i];
 	if (lseek(r->fd, (off_t)e->off, SEEK_SET) < 0)
 		return -errno;
 	r->off = e->off;
 	r->seq = e->seq;
-	r->chunk_seq = e->seq;
 	r->chunk_low = e->first_ts;
 	r->chunk_high = e->last_ts;
 	return 1;
@@ -1015,7 +1010,8 @@ int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec)
 				/* the merge trusts the chunk's range */
 				if (h->ts < r->chunk_low || h->ts > r->chunk_high)
 					return stop(r, "record outside its chunk's time range");
-				r->last_pos = (uint64_t)r->chunk_seq << 32 | (r->rpos - size);
+				/* r->seq moved past the chunk once it was read */
+				r->last_pos = (uint64_t)(r->seq - 1) << 32 | (r->rpos - size);
 			}
 			*rec = h;
 			return 1;

@@ -1289,6 +1289,19 @@ static const struct got *slice_at(const struct gots *g, uint32_t tid, uint64_t t
 enum { G_A = 0x2000, G_A_E = 0x2010, G_B = 0x2020, G_B_E = 0x2030, G_C = 0x2040,
        G_D = 0x2050, G_D_E = 0x2060 };
 
+/* The sites of the nesting tests in pid at ts: begins a, b, c, d and
+ * the ends of a, b and d. */
+static void nest_sites(struct tb_writer *w, uint64_t ts, uint32_t pid)
+{
+	static const struct { uint64_t addr; char ph; const char *name; } v[] = {
+		{ G_A, 'B', "a" }, { G_A_E, 'E', "a" }, { G_B, 'B', "b" }, { G_B_E, 'E', "b" },
+		{ G_C, 'B', "c" }, { G_D, 'B', "d" }, { G_D_E, 'E', "d" },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		site(w, ts, pid, v[i].addr, v[i].ph, 0, "g", v[i].name, 0, NULL, NULL, SITE_OK);
+}
+
 /* a > b > c open in pid 100 when it forks 200. The child runs d, ends b
  * (which drops c, inside it) and a; the parent ends c, b and a. */
 static void write_ghosts(void)
@@ -1296,13 +1309,7 @@ static void write_ghosts(void)
 	struct tb_writer *w = open_trace(200);
 
 	comm(w, 10, 100, 100, "app");
-	site(w, 1000, 100, G_A, 'B', 0, "g", "a", 0, NULL, NULL, SITE_OK);
-	site(w, 1000, 100, G_A_E, 'E', 0, "g", "a", 0, NULL, NULL, SITE_OK);
-	site(w, 1000, 100, G_B, 'B', 0, "g", "b", 0, NULL, NULL, SITE_OK);
-	site(w, 1000, 100, G_B_E, 'E', 0, "g", "b", 0, NULL, NULL, SITE_OK);
-	site(w, 1000, 100, G_C, 'B', 0, "g", "c", 0, NULL, NULL, SITE_OK);
-	site(w, 1000, 100, G_D, 'B', 0, "g", "d", 0, NULL, NULL, SITE_OK);
-	site(w, 1000, 100, G_D_E, 'E', 0, "g", "d", 0, NULL, NULL, SITE_OK);
+	nest_sites(w, 1000, 100);
 	EV(w, 1000, 100, 100, G_A, 0, 0);
 	EV(w, 1100, 100, 100, G_B, 0, 0);
 	EV(w, 1200, 100, 100, G_C, 0, 0);
@@ -1359,15 +1366,8 @@ static void write_random_nesting(void)
 	comm(w, 10, 100, 100, "app");
 	fork_(w, 20, 100, 100, 100, 101, "app");
 	comm(w, 30, 300, 300, "other");
-	site(w, 40, 100, G_A, 'B', 0, "g", "a", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 100, G_A_E, 'E', 0, "g", "a", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 100, G_B, 'B', 0, "g", "b", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 100, G_B_E, 'E', 0, "g", "b", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 100, G_C, 'B', 0, "g", "c", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 100, G_D, 'B', 0, "g", "d", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 100, G_D_E, 'E', 0, "g", "d", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 300, G_A, 'B', 0, "g", "a", 0, NULL, NULL, SITE_OK);
-	site(w, 40, 300, G_A_E, 'E', 0, "g", "a", 0, NULL, NULL, SITE_OK);
+	nest_sites(w, 40, 100);
+	nest_sites(w, 40, 300);
 	for (int i = 0; i < 3000; i++) {
 		unsigned k = (unsigned)(rnd() % 3);
 		uint32_t tid = tids[k], pid = tid == 101 ? 100 : tid;
