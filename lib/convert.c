@@ -3257,6 +3257,8 @@ static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model
 
 	if (!err)
 		err = tb_merge_new(&c->merge, r, tb_model_rank, MERGE_MAX);
+	if (!err)
+		tb_merge_ahead(c->merge);   /* read and merge on a second core */
 	c->sink = sink;
 	return err;
 }

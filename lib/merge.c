@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "merge.h"
+#include "outq.h"
 
 #define MAX_RUNS   32
 #define BLK_SIZE   (64u * 1024)
@@ -56,7 +57,16 @@ struct loose {
 };
 
 struct tb_merge {
-	struct tb_reader *r;
+	/* Reading ahead (tb_merge_ahead): the thread's records, in batches.
+	 * The caller's, changed at every record: on a cache line of its own,
+	 * apart from the thread's (the rest). */
+	struct {
+		bool ahead_wanted, ahead_ended;
+		struct tb_outq *q;
+		const char *bpos, *bend;  /* what is left of the batch taken last */
+		int result;               /* the thread's last tb_merge_next */
+	} f;
+	_Alignas(64) struct tb_reader *r;
 	uint32_t (*rank)(uint16_t);
 	size_t max_held;
 	struct run runs[MAX_RUNS];
@@ -327,11 +337,13 @@ static struct tb_rec_hdr *loose_pop(struct tb_merge *m)
 int tb_merge_new(struct tb_merge **mp, struct tb_reader *r,
 		 uint32_t (*rank)(uint16_t), size_t max_held)
 {
-	struct tb_merge *m = calloc(1, sizeof(*m));
+	size_t size = (sizeof(struct tb_merge) + 63) & ~(size_t)63;
+	struct tb_merge *m = aligned_alloc(_Alignof(struct tb_merge), size);
 
 	*mp = NULL;
 	if (!m)
 		return -ENOMEM;
+	memset(m, 0, sizeof(*m));
 	m->r = r;
 	m->rank = rank;
 	m->max_held = max_held ? max_held : 1;
@@ -340,11 +352,15 @@ int tb_merge_new(struct tb_merge **mp, struct tb_reader *r,
 	return 0;
 }
 
-static int push(struct tb_merge *m, const struct tb_rec_hdr *h, uint64_t seq)
+static struct key key_of(const struct tb_merge *m, const struct tb_rec_hdr *h, uint64_t seq)
 {
-	struct key k = { h->ts, seq, m->rank ? m->rank(h->type) : 0 };
-	struct run *r = pick_run(m, &k);
-	int err = r ? run_append(m, r, &k, h) : loose_push(m, &k, h);
+	return (struct key){ h->ts, seq, m->rank ? m->rank(h->type) : 0 };
+}
+
+static int push(struct tb_merge *m, const struct tb_rec_hdr *h, const struct key *k)
+{
+	struct run *r = pick_run(m, k);
+	int err = r ? run_append(m, r, k, h) : loose_push(m, k, h);
 
 	if (err)
 		return err;
@@ -420,9 +436,11 @@ static void time_read(struct tb_merge *m, uint64_t low)
 	}
 }
 
-int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
+/* tb_merge_next without reading ahead. */
+static int merge_step(struct tb_merge *m, const struct tb_rec_hdr **rec)
 {
 	const struct tb_rec_hdr *h;
+	struct key k;
 	uint64_t low, pos;
 	int ret;
 
@@ -435,8 +453,10 @@ int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 		if (ret < 0)
 			return ret;
 		if (ret > 0 && tb_reader_time_pos(m->r, &low, &pos)) {
+			k = key_of(m, h, pos);   /* pos: its place in the file */
+
 			time_read(m, low);
-			ret = push(m, h, pos);   /* pos: its place in the file */
+			ret = push(m, h, &k);
 			if (ret)
 				return ret;
 			continue;
@@ -450,7 +470,8 @@ int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 		if (!m->have_cur || h->ts > m->cur_max)
 			m->cur_max = h->ts;
 		m->have_cur = true;
-		ret = push(m, h, m->seq++);
+		k = key_of(m, h, m->seq++);
+		ret = push(m, h, &k);
 		if (ret)
 			return ret;
 	}
@@ -459,6 +480,86 @@ int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
 		m->forced++;
 	*rec = pop(m);
 	return 1;
+}
+
+/* ------------------------------------------------------ reading ahead -- */
+
+void tb_merge_ahead(struct tb_merge *m)
+{
+	m->f.ahead_wanted = true;
+}
+
+/* The thread: every record the merge releases, copied into the batches. */
+static int produce(void *ctx, struct tb_outq *q)
+{
+	struct tb_merge *m = ctx;
+	const struct tb_rec_hdr *h;
+	int ret;
+
+	while ((ret = merge_step(m, &h)) > 0) {
+		void *p = tb_outq_reserve(q, h->size);
+
+		if (!p)
+			return 0;   /* the consumer has quit */
+		memcpy(p, h, h->size);
+		tb_outq_commit(q, h->size);
+	}
+	return ret;
+}
+
+/* Before the first record: reads ahead on a thread if the reader reads a
+ * finished file in time order (else, or without a thread, here). */
+static int ahead_start(struct tb_merge *m)
+{
+	int ret = tb_reader_time_ordered(m->r);
+
+	m->f.ahead_wanted = false;
+	if (ret > 0 && tb_outq_ahead(&m->f.q, produce, m))
+		m->f.q = NULL;
+	return ret < 0 ? ret : 0;
+}
+
+/* The next record of the thread's batches. At their end the thread is
+ * joined, so what it wrote into m (counts, the reader's tail) is the
+ * caller's to read. */
+static int ahead_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
+{
+	const struct tb_rec_hdr *h;
+
+	if (m->f.bpos == m->f.bend) {
+		size_t len;
+		const char *b = tb_outq_take(m->f.q, &len);
+
+		if (!b) {
+			m->f.result = tb_outq_result(m->f.q);
+			tb_outq_finish(m->f.q);
+			m->f.q = NULL;
+			m->f.ahead_ended = true;
+			return m->f.result;
+		}
+		m->f.bpos = b;
+		m->f.bend = b + len;
+	}
+	h = (const void *)m->f.bpos;   /* 8-aligned: batch start, record sizes */
+	m->f.bpos += h->size;
+	*rec = h;
+	return 1;
+}
+
+int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec)
+{
+	*rec = NULL;
+	if (m->f.ahead_wanted) {
+		int err = ahead_start(m);
+
+		if (err)
+			return err;
+	}
+	if (m->f.q)
+		return ahead_next(m, rec);
+	if (m->f.ahead_ended)
+		return m->f.result;
+	return merge_step(m, rec);
 }
 
 uint64_t tb_merge_forced(const struct tb_merge *m)
@@ -477,6 +578,7 @@ void tb_merge_free(struct tb_merge *m)
 
 	if (!m)
 		return;
+	tb_outq_finish(m->f.q);   /* first: the thread may be using m */
 	release_out(m);
 	for (i = 0; i < m->nruns; i++) {
 		while (m->runs[i].head) {

@@ -29,11 +29,18 @@ struct tb_merge;
  * for time order (before r's first record is read). */
 int tb_merge_new(struct tb_merge **m, struct tb_reader *r,
 		 uint32_t (*rank)(uint16_t type), size_t max_held);
+/* Before the first record: if r reads a finished file in time order, the
+ * merge runs on a thread of its own, ahead of its caller, and hands over
+ * copies of its records in large batches (about 4 MiB in all). Then r,
+ * and the counts below, are the thread's until tb_merge_next has returned
+ * 0 or an error, or tb_merge_free. The records are the same either way. */
+void tb_merge_ahead(struct tb_merge *m);
 /* 1 and *rec (owned by the merge, valid until the next call), 0 at the
  * end, -errno on a read error. */
 int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec);
 /* Records released out of time order because max_held was reached. */
 uint64_t tb_merge_forced(const struct tb_merge *m);
+/* The most records held at once. */
 size_t tb_merge_peak(const struct tb_merge *m);
 void tb_merge_free(struct tb_merge *m);
 

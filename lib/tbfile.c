@@ -859,6 +859,30 @@ static int inflate_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
 	return ret == Z_STREAM_END && r->z.avail_in == 0 && r->z.total_out == ch->raw_len ? 0 : 1;
 }
 
+/* Once, before the first chunk: seeks through the index when it can and
+ * should. 0 or -ENOMEM. */
+static int try_index(struct tb_reader *r)
+{
+	if (r->index_tried)
+		return 0;
+	r->index_tried = true;
+	if (r->use_index && !r->follow && (r->mask != ~0u || r->time_wanted) &&
+	    load_index(r)) {
+		r->ipos = 0;
+		r->hold = false;   /* finished: every round is whole */
+		return r->time_wanted ? time_order(r) : 0;
+	}
+	r->use_index = false;
+	return 0;
+}
+
+int tb_reader_time_ordered(struct tb_reader *r)
+{
+	int err = try_index(r);
+
+	return err ? err : r->by_time;
+}
+
 /* Reads the next chunk. 1: records are ready (maybe none), 0: no more
  * data (r->done), -errno: I/O error. */
 static int next_chunk(struct tb_reader *r)
@@ -876,17 +900,9 @@ static int next_chunk(struct tb_reader *r)
 		r->chunk_off = r->bad_off;
 		return stop(r, "bad record");
 	}
-	if (!r->index_tried) {
-		r->index_tried = true;
-		if (r->use_index && !r->follow && (r->mask != ~0u || r->time_wanted) &&
-		    load_index(r)) {
-			r->ipos = 0;
-			r->hold = false;   /* finished: every round is whole */
-			if (r->time_wanted && (err = time_order(r)))
-				return err;
-		} else
-			r->use_index = false;
-	}
+	err = try_index(r);
+	if (err)
+		return err;
 	if (r->use_index) {
 		err = index_skip(r);
 		if (err <= 0)

@@ -171,6 +171,11 @@ void tb_reader_use_index(struct tb_reader *r, int use);
  * through its index, its chunks in the order of their first_ts (then file
  * order), not in file order. Before the first tb_reader_next. */
 void tb_reader_time_order(struct tb_reader *r);
+/* After tb_reader_time_order, before the first tb_reader_next: 1 if the
+ * records will come in that order (the index was read), 0 if in file
+ * order, -ENOMEM. Reading in time order, r only preads: another thread
+ * may read it (one at a time). */
+int tb_reader_time_ordered(struct tb_reader *r);
 /* 1 while reading in that order: *low is at most the ts of every record
  * not yet handed out (the first_ts of the chunk being read: a record
  * outside its chunk's range ends the data as a bad record does), *pos

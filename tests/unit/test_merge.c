@@ -7,7 +7,8 @@
  * "release the oldest held" does. The expected order is computed here by
  * a naive reference from the records as the reader returns them. A
  * finished file is read through its index in the chunks' time order: the
- * same order, holding about a chunk per stream, never forced.
+ * same order, holding about a chunk per stream, never forced, and the
+ * same again when the merge reads ahead on a thread of its own.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -155,8 +156,9 @@ static void expected(const struct recs *file, size_t max_held, struct recs *out)
 }
 
 /* Merges the file (in_index: through its index, in time order, else in
- * file order) and compares with the reference; returns the peak held. */
-static size_t check_merge_as(size_t max_held, bool want_forced, bool in_index)
+ * file order; ahead: tb_merge_ahead) and compares with the reference;
+ * returns the peak held. */
+static size_t check_merge_ahead(size_t max_held, bool want_forced, bool in_index, bool ahead)
 {
 	struct recs file = { 0 }, want = { 0 };
 	struct tb_reader *r;
@@ -170,6 +172,8 @@ static size_t check_merge_as(size_t max_held, bool want_forced, bool in_index)
 	assert_int_equal(tb_reader_open(&r, path), 0);
 	tb_reader_use_index(r, in_index);
 	assert_int_equal(tb_merge_new(&m, r, rank, max_held), 0);
+	if (ahead)
+		tb_merge_ahead(m);
 	while ((ret = tb_merge_next(m, &h)) == 1) {
 		assert_true(k < want.n);
 		if (h->size != want.v[k]->size || memcmp(h, want.v[k], h->size)) {
@@ -189,6 +193,11 @@ static size_t check_merge_as(size_t max_held, bool want_forced, bool in_index)
 	recs_free(&file);
 	recs_free(&want);
 	return peak;
+}
+
+static size_t check_merge_as(size_t max_held, bool want_forced, bool in_index)
+{
+	return check_merge_ahead(max_held, want_forced, in_index, false);
 }
 
 static void check_merge(size_t max_held, bool want_forced)
@@ -233,6 +242,76 @@ static void test_time_order(void **state)
 	assert_int_equal(whole, 6000);
 	if (peak > 600)
 		fail_msg("time order held %zu records at once", peak);
+	/* on a thread: the same records, counts, and peak */
+	assert_int_equal(check_merge_ahead(1000, false, true, true), peak);
+	/* in file order it does not read ahead, but gives the same records */
+	assert_int_equal(check_merge_ahead(1u << 20, false, false, true), whole);
+}
+
+/* Reading ahead, the caller may stop at any record: tb_merge_free ends
+ * the thread wherever it is (waiting for room, or reading). */
+static void test_ahead_stop_early(void **state)
+{
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+	struct tb_merge *m;
+
+	(void)state;
+	write_file_with(60000, ts_local, 4096);   /* more than its batches hold */
+	for (unsigned stop_at = 0; stop_at < 3000; stop_at += 997) {
+		assert_int_equal(tb_reader_open(&r, path), 0);
+		assert_int_equal(tb_merge_new(&m, r, rank, 1u << 20), 0);
+		tb_merge_ahead(m);
+		for (unsigned k = 0; k < stop_at; k++)
+			assert_int_equal(tb_merge_next(m, &h), 1);
+		tb_merge_free(m);
+		tb_reader_close(r);
+	}
+}
+
+/* A corrupt chunk ends the data: reading ahead, the records before it,
+ * the error's place and its reason are the same as without. */
+static void test_ahead_corrupt(void **state)
+{
+	const struct tb_rec_hdr *h;
+	const char *reason[2];
+	size_t n[2];
+	FILE *f;
+	long mid;
+	int c;
+
+	(void)state;
+	write_file_with(6000, ts_local, 4096);
+	f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	mid = ftell(f) / 2;   /* inside a chunk (they are small) */
+	assert_int_equal(fseek(f, mid, SEEK_SET), 0);
+	c = fgetc(f);
+	assert_int_equal(fseek(f, mid, SEEK_SET), 0);
+	fputc(c ^ 0x5a, f);
+	fclose(f);
+	for (int ahead = 0; ahead < 2; ahead++) {
+		struct tb_reader *r;
+		struct tb_merge *m;
+		int ret;
+
+		assert_int_equal(tb_reader_open(&r, path), 0);
+		assert_int_equal(tb_merge_new(&m, r, rank, 1u << 20), 0);
+		if (ahead)
+			tb_merge_ahead(m);
+		n[ahead] = 0;
+		while ((ret = tb_merge_next(m, &h)) == 1)
+			n[ahead]++;
+		assert_int_equal(ret, 0);
+		reason[ahead] = tb_reader_tail_reason(r);
+		assert_non_null(reason[ahead]);
+		tb_merge_free(m);
+		tb_reader_close(r);
+	}
+	assert_int_equal(n[0], n[1]);
+	assert_true(n[0] > 100 && n[0] < 5900);
+	assert_string_equal(reason[0], reason[1]);
 }
 
 static int setup(void **state)
@@ -254,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_sorted_whole),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_time_order),
+		cmocka_unit_test(test_ahead_stop_early),
+		cmocka_unit_test(test_ahead_corrupt),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
