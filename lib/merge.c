@@ -456,6 +456,10 @@ static int merge_step(struct tb_merge *m, const struct tb_rec_hdr **rec)
 			k = key_of(m, h, pos);   /* pos: its place in the file */
 
 			time_read(m, low);
+			if (h->ts < low && (!m->n || less(&k, oldest(m)))) {
+				*rec = h;   /* before all held and all to come: not held */
+				return 1;
+			}
 			ret = push(m, h, &k);
 			if (ret)
 				return ret;

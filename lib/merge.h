@@ -11,9 +11,10 @@
  * Files without rounds (format 1.x) are held whole up to `max_held`
  * records, then released oldest first (time order may then break).
  * A finished file is read in the time order of its chunks instead
- * (tb_reader_time_order): once a chunk's first record is read, what is
- * older than its first_ts is released. Memory then holds the chunks that
- * overlap in time, whatever the rounds.
+ * (tb_reader_time_order): after each record, what is older than every
+ * record still to come (tb_reader_time_pos) is released, and a record
+ * older than those and than every held one is not held at all. Memory
+ * then holds the chunks that overlap in time, whatever the rounds.
  */
 #ifndef TRACEBPF_MERGE_H
 #define TRACEBPF_MERGE_H

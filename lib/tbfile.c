@@ -284,6 +284,10 @@ struct tb_reader {
 	struct by_time *order;
 	size_t norder;
 	uint64_t chunk_low, chunk_high, last_pos;
+	uint64_t next_low;        /* the next chunk's first_ts (or ~0) */
+	uint64_t low;             /* tb_reader_time_pos's */
+	uint64_t *smin;           /* suffix_min's */
+	size_t smin_cap, nth;     /* nth: the next record's index in the chunk */
 	z_stream z;               /* raw inflate (inflate_chunk) */
 	bool z_ready;
 };
@@ -491,7 +495,7 @@ int tb_reader_time_pos(const struct tb_reader *r, uint64_t *low, uint64_t *pos)
 {
 	if (!r->by_time)
 		return 0;
-	*low = r->chunk_low;
+	*low = r->low;
 	*pos = r->last_pos;
 	return 1;
 }
@@ -792,6 +796,7 @@ static int time_skip(struct tb_reader *r)
 	r->seq = e->seq;
 	r->chunk_low = e->first_ts;
 	r->chunk_high = e->last_ts;
+	r->next_low = r->ipos < r->norder ? r->order[r->ipos].first_ts : UINT64_MAX;
 	return 1;
 }
 
@@ -857,6 +862,34 @@ static int inflate_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
 	r->z.avail_out = ch->raw_len;
 	ret = inflate(&r->z, Z_FINISH);
 	return ret == Z_STREAM_END && r->z.avail_in == 0 && r->z.total_out == ch->raw_len ? 0 : 1;
+}
+
+/* Time order: smin[k] is the least ts of the chunk's records from the kth
+ * on (the nth: ~0), so what is still to come is known to be at least
+ * that. Stops at a bad record size (tb_reader_next stops there). 0 or
+ * -ENOMEM. */
+static int suffix_min(struct tb_reader *r)
+{
+	size_t pos = 0, n = 0, k;
+	int err = tb_grow_buf((unsigned char **)&r->smin, &r->smin_cap,
+			      (r->rlen / sizeof(struct tb_rec_hdr) + 1) * sizeof(*r->smin));
+
+	if (err)
+		return err;
+	while (r->rlen - pos >= sizeof(struct tb_rec_hdr)) {
+		const struct tb_rec_hdr *h = (const void *)(r->recs + pos);
+
+		if (h->size < sizeof(*h) || h->size % 8 || h->size > r->rlen - pos)
+			break;
+		r->smin[n++] = h->ts;
+		pos += h->size;
+	}
+	r->smin[n] = UINT64_MAX;
+	for (k = n; k-- > 0;)
+		if (r->smin[k + 1] < r->smin[k])
+			r->smin[k] = r->smin[k + 1];
+	r->nth = 0;
+	return 0;
 }
 
 /* Once, before the first chunk: seeks through the index when it can and
@@ -997,6 +1030,8 @@ again:
 		r->recs = r->ubuf;
 		r->rlen = (size_t)n;
 	}
+	if (r->by_time && (err = suffix_min(r)))
+		return err;
 	return r->hold ? hold_chunk(r, &ch, true) : 1;
 }
 
@@ -1018,6 +1053,7 @@ int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec)
 			if (size < sizeof(*h) || size % 8 || size > left)
 				return stop(r, "bad record");
 			r->rpos += size;
+			r->nth++;
 			/* Unknown types (a newer minor) and records shorter than
 			 * their type's fixed part are skipped. */
 			if (size < tb_rec_min_size(h->type) || !tb_rec_min_size(h->type))
@@ -1028,6 +1064,10 @@ int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec)
 					return stop(r, "record outside its chunk's time range");
 				/* r->seq moved past the chunk once it was read */
 				r->last_pos = (uint64_t)(r->seq - 1) << 32 | (r->rpos - size);
+				/* what is to come: the rest of this chunk, then
+				 * chunks that start later */
+				r->low = r->smin[r->nth] < r->next_low ? r->smin[r->nth]
+								      : r->next_low;
 			}
 			*rec = h;
 			return 1;
@@ -1069,6 +1109,7 @@ void tb_reader_close(struct tb_reader *r)
 	free(r->qbuf);
 	free(r->idx);
 	free(r->order);
+	free(r->smin);
 	if (r->z_ready)
 		inflateEnd(&r->z);
 	free(r);

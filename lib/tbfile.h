@@ -177,8 +177,9 @@ void tb_reader_time_order(struct tb_reader *r);
  * may read it (one at a time). */
 int tb_reader_time_ordered(struct tb_reader *r);
 /* 1 while reading in that order: *low is at most the ts of every record
- * not yet handed out (the first_ts of the chunk being read: a record
- * outside its chunk's range ends the data as a bad record does), *pos
+ * not yet handed out (the least of the rest of the chunk being read, or
+ * the next chunk's first_ts: a record outside its chunk's range ends the
+ * data as a bad record does), *pos
  * the place of the record handed out last ((chunk seq << 32) | its offset
  * in the chunk's records: file order). 0: reading in file order. */
 int tb_reader_time_pos(const struct tb_reader *r, uint64_t *low, uint64_t *pos);
