@@ -82,7 +82,8 @@ TRACEBPF_API void tracebpf_get_info(const struct tracebpf_trace *t,
  * the tail was read. */
 TRACEBPF_API const char *tracebpf_tail_reason(const struct tracebpf_trace *t);
 TRACEBPF_API uint64_t tracebpf_tail_bytes(const struct tracebpf_trace *t);
-/* Whether the recorder closed the file (its chunk index was read). */
+/* Once reading ended: whether the recorder closed the file (its chunk
+ * index was read). */
 TRACEBPF_API bool tracebpf_finished(const struct tracebpf_trace *t);
 
 /* ---- records in time order --------------------------------------- */
@@ -118,7 +119,9 @@ struct tracebpf_record {
 /* The next record in time order (equal times: as convert orders them),
  * in memory that stays about two recorder flushes however long the
  * trace. 1 and *rec (valid until the next call), 0 at the end, -errno on
- * a read error. Do not mix with tracebpf_model_run on one trace. */
+ * a read error. Do not mix with tracebpf_model_run on one trace. A
+ * finished file is read on a second thread, ahead of the caller, until
+ * the end or tracebpf_close. */
 TRACEBPF_API int tracebpf_next_record(struct tracebpf_trace *t,
 				      const struct tracebpf_record **rec);
 
@@ -210,7 +213,8 @@ struct tracebpf_model_ops {
 };
 /* Reads the whole trace through the model (begin/end pairing, pid reuse,
  * ghost slices after fork, exec and exit, ctl stop/start windows, gaps).
- * Memory stays bounded in the trace's length. */
+ * Memory stays bounded in the trace's length. ops' functions run in the
+ * caller's thread; a finished file is read on a second one meanwhile. */
 TRACEBPF_API int tracebpf_model_run(struct tracebpf_trace *t,
 				    const struct tracebpf_model_ops *ops);
 
