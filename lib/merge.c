@@ -518,8 +518,8 @@ static int ahead_start(struct tb_merge *m)
 	int ret = tb_reader_time_ordered(m->r);
 
 	m->f.ahead_wanted = false;
-	if (ret > 0 && tb_outq_ahead(&m->f.q, produce, m))
-		m->f.q = NULL;
+	if (ret > 0)
+		tb_outq_ahead(&m->f.q, produce, m);   /* on failure q is NULL */
 	return ret < 0 ? ret : 0;
 }
 

@@ -173,15 +173,16 @@ void tb_reader_use_index(struct tb_reader *r, int use);
 void tb_reader_time_order(struct tb_reader *r);
 /* After tb_reader_time_order, before the first tb_reader_next: 1 if the
  * records will come in that order (the index was read), 0 if in file
- * order, -ENOMEM. Reading in time order, r only preads: another thread
- * may read it (one at a time). */
+ * order, -ENOMEM. In time order a regular file is read, never followed,
+ * so no read blocks: another thread may then read r, one thread at a
+ * time. */
 int tb_reader_time_ordered(struct tb_reader *r);
 /* 1 while reading in that order: *low is at most the ts of every record
  * not yet handed out (the least of the rest of the chunk being read, or
  * the next chunk's first_ts: a record outside its chunk's range ends the
- * data as a bad record does), *pos
- * the place of the record handed out last ((chunk seq << 32) | its offset
- * in the chunk's records: file order). 0: reading in file order. */
+ * data as a bad record does), *pos the place of the record handed out
+ * last ((chunk seq << 32) | its offset in the chunk's records: file
+ * order). 0: reading in file order. */
 int tb_reader_time_pos(const struct tb_reader *r, uint64_t *low, uint64_t *pos);
 /* TB_CHUNK_ROUND_END chunks passed so far (read or skipped): records read
  * after round n was counted come from a later recorder flush. */
