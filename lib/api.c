@@ -147,7 +147,7 @@ TRACEBPF_API int tracebpf_next_record(struct tracebpf_trace *t,
 		ret = tb_merge_new(&t->merge, t->r, tb_model_rank, MERGE_MAX);
 		if (ret)
 			return ret;
-		tb_merge_ahead(t->merge);
+		tb_merge_ahead(t->merge, TB_AHEAD_MERGE);
 	}
 	ret = tb_merge_next(t->merge, &h);
 	*rec = ret > 0 ? (const struct tracebpf_record *)h : NULL;

@@ -3257,8 +3257,10 @@ static int model_open(struct conv *c, struct tb_reader *r, const struct tb_model
 
 	if (!err)
 		err = tb_merge_new(&c->merge, r, tb_model_rank, MERGE_MAX);
+	/* a second core reads and merges for the output queue and its
+	 * heap, and only decodes for an any-order sink, which does less */
 	if (!err)
-		tb_merge_ahead(c->merge);   /* read and merge on a second core */
+		tb_merge_ahead(c->merge, sink->any_order ? TB_AHEAD_DECODE : TB_AHEAD_MERGE);
 	c->sink = sink;
 	return err;
 }

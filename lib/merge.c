@@ -62,6 +62,7 @@ struct tb_merge {
 	 * apart from the thread's (the rest). */
 	struct {
 		bool ahead_wanted, ahead_ended;
+		enum tb_ahead how;
 		struct tb_outq *q;
 		const char *bpos, *bend;  /* what is left of the batch taken last */
 		int result;               /* the thread's last tb_merge_next */
@@ -488,9 +489,10 @@ static int merge_step(struct tb_merge *m, const struct tb_rec_hdr **rec)
 
 /* ------------------------------------------------------ reading ahead -- */
 
-void tb_merge_ahead(struct tb_merge *m)
+void tb_merge_ahead(struct tb_merge *m, enum tb_ahead how)
 {
 	m->f.ahead_wanted = true;
+	m->f.how = how;
 }
 
 /* The thread: every record the merge releases, copied into the batches. */
@@ -511,14 +513,17 @@ static int produce(void *ctx, struct tb_outq *q)
 	return ret;
 }
 
-/* Before the first record: reads ahead on a thread if the reader reads a
- * finished file in time order (else, or without a thread, here). */
+/* Before the first record: if the reader reads a finished file in time
+ * order, a thread reads ahead as tb_merge_ahead was asked (else, or
+ * without a thread, all is done here). */
 static int ahead_start(struct tb_merge *m)
 {
 	int ret = tb_reader_time_ordered(m->r);
 
 	m->f.ahead_wanted = false;
-	if (ret > 0)
+	if (ret > 0 && m->f.how == TB_AHEAD_DECODE)
+		tb_reader_decode_ahead(m->r);
+	else if (ret > 0)
 		tb_outq_ahead(&m->f.q, produce, m);   /* on failure q is NULL */
 	return ret < 0 ? ret : 0;
 }

@@ -30,12 +30,25 @@ struct tb_merge;
  * for time order (before r's first record is read). */
 int tb_merge_new(struct tb_merge **m, struct tb_reader *r,
 		 uint32_t (*rank)(uint16_t type), size_t max_held);
-/* Before the first record: if r reads a finished file in time order, the
- * merge runs on a thread of its own, ahead of its caller, and hands over
- * copies of its records in large batches (about 4 MiB in all). Then r,
- * and the counts below, are the thread's until tb_merge_next has returned
- * 0 or an error, or tb_merge_free. The records are the same either way. */
-void tb_merge_ahead(struct tb_merge *m);
+/* How tb_merge_ahead shares the work with a second thread. */
+enum tb_ahead {
+	/* The merge runs on the thread and hands over copies of its records
+	 * in large batches (about 4 MiB in all): for a caller that does much
+	 * with each record (convert). */
+	TB_AHEAD_MERGE,
+	/* The thread reads and decodes the chunks ahead of the merge
+	 * (tb_reader_decode_ahead), the caller merges: for a caller that does
+	 * little with each record (report), since unpacked records are the
+	 * least that must pass between the two. */
+	TB_AHEAD_DECODE,
+};
+
+/* Before the first record: if r reads a finished file in time order, a
+ * second thread works ahead of the caller, as how says. With
+ * TB_AHEAD_MERGE, r and the counts below are the thread's until
+ * tb_merge_next has returned 0 or an error, or tb_merge_free. The records
+ * are the same either way. */
+void tb_merge_ahead(struct tb_merge *m, enum tb_ahead how);
 /* 1 and *rec (owned by the merge, valid until the next call), 0 at the
  * end, -errno on a read error. */
 int tb_merge_next(struct tb_merge *m, const struct tb_rec_hdr **rec);

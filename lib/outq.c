@@ -115,24 +115,33 @@ static struct tb_outq *alloc_q(void *ctx)
 	return q;
 }
 
-/* Runs fn (consumer or producer) on a thread of its own, with every
- * signal blocked there: they go to the caller's threads. Frees q if it
- * cannot. */
-static int run(struct tb_outq **qp, struct tb_outq *q, int (*fn)(void *))
+int tb_thread_start(thrd_t *t, thrd_start_t fn, void *arg)
 {
 	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = thrd_create(t, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err != thrd_success)
+		return err == thrd_nomem ? -ENOMEM : -EAGAIN;
+	return 0;
+}
+
+/* Runs fn (consumer or producer) on a thread of its own (tb_thread_start).
+ * Frees q if it cannot. */
+static int run(struct tb_outq **qp, struct tb_outq *q, int (*fn)(void *))
+{
 	int err;
 
 	*qp = NULL;
 	if (!q)
 		return -ENOMEM;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = thrd_create(&q->thread, fn, q);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err != thrd_success) {
+	err = tb_thread_start(&q->thread, fn, q);
+	if (err) {
 		destroy(q);
-		return err == thrd_nomem ? -ENOMEM : -EAGAIN;
+		return err;
 	}
 	*qp = q;
 	return 0;

@@ -15,11 +15,17 @@
 #define TRACEBPF_OUTQ_H
 
 #include <stddef.h>
+/* C11 threads: <pthread.h> would find user/sched.h for <sched.h> */
+#include <threads.h>
 
 /* The largest reservation. */
 #define TB_OUTQ_MAX (256 * 1024)
 
 struct tb_outq;
+
+/* Runs fn(arg) on a new thread with every signal blocked there: they go
+ * to the caller's threads. 0 or -errno. */
+int tb_thread_start(thrd_t *t, thrd_start_t fn, void *arg);
 
 /* Starts the consumer thread, which calls consume(ctx, data, len) for
  * each batch. 0 or -errno (then no thread runs). */

@@ -23,12 +23,15 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
+/* C11 threads: <pthread.h> would find user/sched.h for <sched.h> */
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "chunk.h"
+#include "outq.h"
 #include "tbfile.h"
-#include "tbpack.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the trace file is little endian and this code stores native layouts"
@@ -231,6 +234,35 @@ struct by_time {
 	uint32_t seq, i;
 };
 
+/* A chunk read in time order (load_chunk), by the reader or ahead of it. */
+struct loaded {
+	struct tb_chunk_hdr ch;
+	uint64_t got;             /* its bytes read */
+	int err;                  /* -errno: reading or decoding failed */
+	const char *reason;       /* the data stops at this chunk */
+	bool eof;                 /* the input ends before it */
+	bool passed;              /* its header and payload are valid */
+	bool wanted;              /* and its records are read (want_chunk) */
+	const unsigned char *recs;
+	size_t rlen;
+	struct tb_chunk_dec d;
+};
+
+/* tb_reader_decode_ahead: a thread loads the chunks of the time order
+ * into the slots, NAHEAD positions at most past the reader's. */
+#define NAHEAD 3
+struct ahead {
+	thrd_t thread;
+	mtx_t lock;
+	cnd_t cond;               /* a slot was loaded or released, or quit */
+	const struct tb_reader *r;
+	size_t loaded;            /* positions below are in their slots */
+	size_t released;          /* positions below the reader is done with */
+	bool quit;                /* the reader's: stop */
+	bool ended;               /* the thread's: it loads no more */
+	struct loaded slot[NAHEAD];   /* position p in slot[p % NAHEAD] */
+};
+
 struct tb_reader {
 	int fd;
 	bool own_fd;
@@ -239,12 +271,7 @@ struct tb_reader {
 	uint64_t off;             /* input bytes consumed so far */
 	uint64_t chunk_off;       /* where the current chunk started */
 	uint32_t seq;             /* next expected chunk number */
-	unsigned char *sbuf;      /* stored payload */
-	size_t scap;
-	unsigned char *rbuf;      /* decompressed payload */
-	size_t rcap;
-	unsigned char *ubuf;      /* unpacked records */
-	size_t ucap;
+	struct loaded ld;         /* the chunk read (its buffers in file order) */
 	const unsigned char *recs;
 	size_t rlen, rpos;
 	bool done;
@@ -286,10 +313,10 @@ struct tb_reader {
 	uint64_t chunk_low, chunk_high, last_pos;
 	uint64_t next_low;        /* the next chunk's first_ts (or ~0) */
 	uint64_t low;             /* tb_reader_time_pos's */
-	uint64_t *smin;           /* suffix_min's */
-	size_t smin_cap, nth;     /* nth: the next record's index in the chunk */
-	z_stream z;               /* raw inflate (inflate_chunk) */
-	bool z_ready;
+	const uint64_t *smin;     /* the chunk's tb_chunk_suffix_min */
+	size_t nth;               /* the next record's index in the chunk */
+	bool ahead_wanted;        /* tb_reader_decode_ahead */
+	struct ahead *ahead;      /* its thread, once started */
 };
 
 static uint16_t get_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -491,6 +518,11 @@ void tb_reader_time_order(struct tb_reader *r)
 	r->time_wanted = true;
 }
 
+void tb_reader_decode_ahead(struct tb_reader *r)
+{
+	r->ahead_wanted = true;
+}
+
 int tb_reader_time_pos(const struct tb_reader *r, uint64_t *low, uint64_t *pos)
 {
 	if (!r->by_time)
@@ -554,6 +586,10 @@ static void drop_open_round(struct tb_reader *r)
 /* The readable data ends at the chunk that started at r->chunk_off. */
 static int stop(struct tb_reader *r, const char *reason)
 {
+	/* time order reads with pread: the tail is counted from where reading
+	 * in file order would have left the input */
+	if (r->by_time)
+		lseek(r->fd, (off_t)r->off, SEEK_SET);
 	r->done = true;
 	r->reason = reason;
 	r->tail = r->off - r->chunk_off + rest_of_input(r->fd);
@@ -779,7 +815,7 @@ static int time_order(struct tb_reader *r)
 	return 0;
 }
 
-/* Time order: seeks to the next chunk. */
+/* Time order: moves to the next chunk (read with pread: no seek). */
 static int time_skip(struct tb_reader *r)
 {
 	const struct tb_index_entry *e;
@@ -790,8 +826,6 @@ static int time_skip(struct tb_reader *r)
 		return 0;
 	}
 	e = &r->idx[r->order[r->ipos++].i];
-	if (lseek(r->fd, (off_t)e->off, SEEK_SET) < 0)
-		return -errno;
 	r->off = e->off;
 	r->seq = e->seq;
 	r->chunk_low = e->first_ts;
@@ -827,71 +861,6 @@ static int index_skip(struct tb_reader *r)
 	return 0;
 }
 
-/* zlib's own check of a zlib stream: the 2-byte header says deflate, no
- * preset dictionary. */
-static bool zlib_header(const unsigned char *p, size_t n)
-{
-	return n >= 6 && (p[0] & 0x0f) == 8 && (p[0] >> 4) <= 7 && !(p[1] & 0x20) &&
-	       ((unsigned)p[0] << 8 | p[1]) % 31 == 0;
-}
-
-/* Inflates the payload of ch (r->sbuf) into r->rbuf. The payload CRC,
- * checked already, covers every stored byte, so the stream's own Adler-32
- * (a few per cent of reading) is not computed: its deflate data is
- * inflated raw, and must end exactly before the 4 trailer bytes with
- * raw_len bytes out (an empty or unusual stream goes to zlib whole). 0,
- * 1 (not a valid stream) or -ENOMEM. */
-static int inflate_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
-{
-	uLongf dlen = ch->raw_len;
-	int ret;
-
-	if (!ch->raw_len || !zlib_header(r->sbuf, ch->stored_len))   /* as zlib checks it */
-		return uncompress(r->rbuf, &dlen, r->sbuf, ch->stored_len) != Z_OK ||
-		       dlen != ch->raw_len;
-	if (!r->z_ready) {
-		if (inflateInit2(&r->z, -MAX_WBITS) != Z_OK)
-			return -ENOMEM;
-		r->z_ready = true;
-	} else if (inflateReset(&r->z) != Z_OK) {
-		return 1;
-	}
-	r->z.next_in = r->sbuf + 2;
-	r->z.avail_in = ch->stored_len - 6;
-	r->z.next_out = r->rbuf;
-	r->z.avail_out = ch->raw_len;
-	ret = inflate(&r->z, Z_FINISH);
-	return ret == Z_STREAM_END && r->z.avail_in == 0 && r->z.total_out == ch->raw_len ? 0 : 1;
-}
-
-/* Time order: smin[k] is the least ts of the chunk's records from the kth
- * on (the nth: ~0), so what is still to come is known to be at least
- * that. Stops at a bad record size (tb_reader_next stops there). 0 or
- * -ENOMEM. */
-static int suffix_min(struct tb_reader *r)
-{
-	size_t pos = 0, n = 0, k;
-	int err = tb_grow_buf((unsigned char **)&r->smin, &r->smin_cap,
-			      (r->rlen / sizeof(struct tb_rec_hdr) + 1) * sizeof(*r->smin));
-
-	if (err)
-		return err;
-	while (r->rlen - pos >= sizeof(struct tb_rec_hdr)) {
-		const struct tb_rec_hdr *h = (const void *)(r->recs + pos);
-
-		if (h->size < sizeof(*h) || h->size % 8 || h->size > r->rlen - pos)
-			break;
-		r->smin[n++] = h->ts;
-		pos += h->size;
-	}
-	r->smin[n] = UINT64_MAX;
-	for (k = n; k-- > 0;)
-		if (r->smin[k + 1] < r->smin[k])
-			r->smin[k] = r->smin[k + 1];
-	r->nth = 0;
-	return 0;
-}
-
 /* Once, before the first chunk: seeks through the index when it can and
  * should. 0 or -ENOMEM. */
 static int try_index(struct tb_reader *r)
@@ -916,31 +885,45 @@ int tb_reader_time_ordered(struct tb_reader *r)
 	return err ? err : r->by_time;
 }
 
-/* Reads the next chunk. 1: records are ready (maybe none), 0: no more
- * data (r->done), -errno: I/O error. */
-static int next_chunk(struct tb_reader *r)
+/* What is wrong with a whole chunk header expected as chunk seq, or NULL;
+ * *torn: maybe only not yet whole (a follower reads it again). */
+static const char *hdr_problem(const struct tb_chunk_hdr *ch, uint32_t seq, bool *torn)
+{
+	*torn = true;
+	if (ch->magic != TB_CHUNK_MAGIC)
+		return "bad chunk magic";
+	if (ch->hdr_crc != crc(ch, offsetof(struct tb_chunk_hdr, hdr_crc)))
+		return "chunk header CRC mismatch";
+	*torn = false;
+	if (ch->seq != seq)
+		return "chunk out of sequence";
+	if (ch->raw_len > TB_CHUNK_MAX_BYTES || ch->stored_len > TB_CHUNK_MAX_BYTES)
+		return "chunk too large";
+	if (!(ch->flags & TB_CHUNK_ZLIB) && ch->raw_len != ch->stored_len)
+		return "chunk length mismatch";
+	return NULL;
+}
+
+/* A valid chunk (header and payload) is behind the reader. */
+static void pass_chunk(struct tb_reader *r, const struct tb_chunk_hdr *ch)
+{
+	r->seq++;
+	r->retries = 0;
+	if (ch->stream == TB_STREAM_INDEX && r->info.major >= 2)
+		r->finished = true;   /* written last, at close */
+	count_chunk(r, ch);
+}
+
+/* Reads the next chunk in file order. 1: records are ready (maybe none),
+ * 0: no more data (r->done), -errno: I/O error. */
+static int next_in_file(struct tb_reader *r)
 {
 	struct tb_chunk_hdr ch;
+	const char *reason;
 	size_t got;
+	bool torn;
 	int err;
 
-	if (r->round_pending) {
-		r->rounds++;
-		r->round_pending = false;
-	}
-	if (r->bad_pending) {
-		r->bad_pending = false;
-		r->chunk_off = r->bad_off;
-		return stop(r, "bad record");
-	}
-	err = try_index(r);
-	if (err)
-		return err;
-	if (r->use_index) {
-		err = index_skip(r);
-		if (err <= 0)
-			return err;
-	}
 again:
 	r->chunk_off = r->off;
 	err = rd(r, &ch, sizeof(ch), &got);
@@ -959,30 +942,20 @@ again:
 			goto again;
 		return stop(r, "short chunk header");
 	}
-	if (ch.magic != TB_CHUNK_MAGIC) {
-		if (wait_more(r, true))
+	reason = hdr_problem(&ch, r->seq, &torn);
+	if (reason) {
+		if (torn && wait_more(r, true))
 			goto again;
-		return stop(r, "bad chunk magic");
+		return stop(r, reason);
 	}
-	if (ch.hdr_crc != crc(&ch, offsetof(struct tb_chunk_hdr, hdr_crc))) {
-		if (wait_more(r, true))
-			goto again;
-		return stop(r, "chunk header CRC mismatch");
-	}
-	if (ch.seq != r->seq)
-		return stop(r, "chunk out of sequence");
-	if (ch.raw_len > TB_CHUNK_MAX_BYTES || ch.stored_len > TB_CHUNK_MAX_BYTES)
-		return stop(r, "chunk too large");
-	if (!(ch.flags & TB_CHUNK_ZLIB) && ch.raw_len != ch.stored_len)
-		return stop(r, "chunk length mismatch");
 
 	/* Even a chunk we skip is read and checked: its bytes are consumed
 	 * anyway (no seeking on pipes), and a corrupt one ends the data the
 	 * same way whatever the stream mask. */
-	err = tb_grow_buf(&r->sbuf, &r->scap, ch.stored_len ? ch.stored_len : 1);
+	err = tb_chunk_room(&r->ld.d, &ch);
 	if (err)
 		return err;
-	err = rd(r, r->sbuf, ch.stored_len, &got);
+	err = rd(r, r->ld.d.sbuf, ch.stored_len, &got);
 	if (err)
 		return err;
 	r->off += got;
@@ -991,48 +964,246 @@ again:
 			goto again;
 		return stop(r, "truncated payload");
 	}
-	if (ch.payload_crc != crc(r->sbuf, ch.stored_len)) {
+	if (ch.payload_crc != crc(r->ld.d.sbuf, ch.stored_len)) {
 		if (wait_more(r, true))
 			goto again;
 		return stop(r, "payload CRC mismatch");
 	}
-	r->seq++;
-	r->retries = 0;
-	if (ch.stream == TB_STREAM_INDEX && r->info.major >= 2)
-		r->finished = true;   /* written last, at close */
-	count_chunk(r, &ch);
+	pass_chunk(r, &ch);
 
 	r->recs = NULL;
 	r->rlen = r->rpos = 0;
 	if (!want_chunk(r, &ch))
 		return r->hold ? hold_chunk(r, &ch, false) : 1;
-	if (ch.flags & TB_CHUNK_ZLIB) {
-		err = tb_grow_buf(&r->rbuf, &r->rcap, ch.raw_len ? ch.raw_len : 1);
-		if (err)
-			return err;
-		err = inflate_chunk(r, &ch);
-		if (err)
-			return err < 0 ? err : stop(r, "decompression failed");
-		r->recs = r->rbuf;
-	} else {
-		r->recs = r->sbuf;
+	err = tb_chunk_decode(&r->ld.d, &ch, &r->recs, &r->rlen, &reason);
+	if (err) {
+		r->recs = NULL;
+		r->rlen = 0;
+		return err < 0 ? err : stop(r, reason);
 	}
-	r->rlen = ch.raw_len;
-	if (ch.flags & TB_CHUNK_PACKED) {
-		long n = tb_unpack(r->recs, r->rlen, ch.first_ts,
-				   ch.flags & TB_CHUNK_KPACK ? TB_PACK_KERNEL : 0, ch.nrec,
-				   &r->ubuf, &r->ucap, TB_CHUNK_MAX_BYTES);
-
-		if (n == -ENOMEM)
-			return -ENOMEM;
-		if (n < 0)
-			return stop(r, "bad packed records");
-		r->recs = r->ubuf;
-		r->rlen = (size_t)n;
-	}
-	if (r->by_time && (err = suffix_min(r)))
-		return err;
 	return r->hold ? hold_chunk(r, &ch, true) : 1;
+}
+
+static int pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got)
+{
+	*got = 0;
+	while (*got < n) {
+		ssize_t k = pread(fd, (char *)buf + *got, n - *got, (off_t)(off + *got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		*got += (size_t)k;
+	}
+	return 0;
+}
+
+/* Time order: reads, checks and decodes the chunk of index entry e into
+ * l, as next_in_file would, reading nothing but r's file, index and mask
+ * (so the ahead thread can). */
+static void load_chunk(const struct tb_reader *r, const struct tb_index_entry *e,
+		       struct loaded *l)
+{
+	size_t got;
+	bool torn;
+	int err;
+
+	*l = (struct loaded){ .d = l->d };
+	l->err = pread_full(r->fd, &l->ch, sizeof(l->ch), e->off, &got);
+	l->got = got;
+	l->eof = !l->err && !got;
+	if (l->err || l->eof)
+		return;
+	l->reason = got < sizeof(l->ch) ? "short chunk header" : hdr_problem(&l->ch, e->seq, &torn);
+	if (l->reason)
+		return;
+	l->err = tb_chunk_room(&l->d, &l->ch);
+	if (!l->err)
+		l->err = pread_full(r->fd, l->d.sbuf, l->ch.stored_len, e->off + l->got, &got);
+	if (l->err)
+		return;
+	l->got += got;
+	if (got < l->ch.stored_len)
+		l->reason = "truncated payload";
+	else if (l->ch.payload_crc != crc(l->d.sbuf, l->ch.stored_len))
+		l->reason = "payload CRC mismatch";
+	l->passed = !l->reason;
+	l->wanted = l->passed && want_chunk(r, &l->ch);
+	if (!l->wanted)
+		return;
+	err = tb_chunk_decode(&l->d, &l->ch, &l->recs, &l->rlen, &l->reason);
+	if (!err)
+		err = tb_chunk_suffix_min(&l->d, l->recs, l->rlen);
+	if (err < 0)
+		l->err = err;
+}
+
+/* The reader moves onto the chunk in l. As next_chunk. */
+static int take_loaded(struct tb_reader *r, const struct loaded *l)
+{
+	r->chunk_off = r->off;
+	r->off += l->got;
+	r->recs = NULL;
+	r->rlen = r->rpos = 0;
+	if (l->eof) {
+		r->done = true;
+		drop_open_round(r);
+		return 0;
+	}
+	if (!l->passed)
+		return l->err ? l->err : stop(r, l->reason);
+	pass_chunk(r, &l->ch);
+	if (!l->wanted)
+		return 1;
+	if (l->err || l->reason)
+		return l->err ? l->err : stop(r, l->reason);
+	r->recs = l->recs;
+	r->rlen = l->rlen;
+	r->smin = l->d.smin;
+	r->nth = 0;
+	return 1;
+}
+
+/* The ahead thread: loads the chunks in time order, until the one the
+ * data ends at, or until told to quit. */
+static int ahead_run(void *arg)
+{
+	struct ahead *a = arg;
+	const struct tb_reader *r = a->r;
+	size_t pos;
+
+	for (pos = 0; pos < r->norder; pos++) {
+		struct loaded *l = &a->slot[pos % NAHEAD];
+		bool quit;
+
+		mtx_lock(&a->lock);
+		while (!a->quit && pos >= a->released + NAHEAD)
+			cnd_wait(&a->cond, &a->lock);
+		quit = a->quit;
+		mtx_unlock(&a->lock);
+		if (quit)
+			break;
+		load_chunk(r, &r->idx[r->order[pos].i], l);
+		mtx_lock(&a->lock);
+		a->loaded = pos + 1;
+		cnd_broadcast(&a->cond);
+		mtx_unlock(&a->lock);
+		if (l->eof || l->err || l->reason)
+			break;   /* the reader stops there */
+	}
+	mtx_lock(&a->lock);
+	a->ended = true;
+	cnd_broadcast(&a->cond);
+	mtx_unlock(&a->lock);
+	return 0;
+}
+
+/* Starts the ahead thread; without it (no memory, no thread) the reader
+ * loads each chunk itself. */
+static void ahead_start(struct tb_reader *r)
+{
+	struct ahead *a = calloc(1, sizeof(*a));
+
+	r->ahead_wanted = false;
+	if (!a)
+		return;
+	a->r = r;
+	if (mtx_init(&a->lock, mtx_plain) != thrd_success)
+		goto no_lock;
+	if (cnd_init(&a->cond) != thrd_success)
+		goto no_cond;
+	if (tb_thread_start(&a->thread, ahead_run, a))
+		goto no_thread;
+	r->ahead = a;
+	return;
+no_thread:
+	cnd_destroy(&a->cond);
+no_cond:
+	mtx_destroy(&a->lock);
+no_lock:
+	free(a);
+}
+
+/* The chunk at position pos of the time order, once loaded (the ones
+ * before it are given back), or NULL if the thread has ended before it
+ * (a reader asked on after an error). */
+static const struct loaded *ahead_take(struct ahead *a, size_t pos)
+{
+	bool have;
+
+	mtx_lock(&a->lock);
+	a->released = pos;
+	cnd_broadcast(&a->cond);
+	while (a->loaded <= pos && !a->ended)
+		cnd_wait(&a->cond, &a->lock);
+	have = a->loaded > pos;
+	mtx_unlock(&a->lock);
+	return have ? &a->slot[pos % NAHEAD] : NULL;
+}
+
+static void ahead_stop(struct ahead *a)
+{
+	if (!a)
+		return;
+	mtx_lock(&a->lock);
+	a->quit = true;
+	cnd_broadcast(&a->cond);
+	mtx_unlock(&a->lock);
+	thrd_join(a->thread, NULL);
+	for (size_t i = 0; i < NAHEAD; i++)
+		tb_chunk_dec_free(&a->slot[i].d);
+	cnd_destroy(&a->cond);
+	mtx_destroy(&a->lock);
+	free(a);
+}
+
+/* Time order: the chunk time_skip moved to. As next_in_file. */
+static int next_in_time(struct tb_reader *r)
+{
+	const size_t pos = r->ipos - 1;
+
+	const struct loaded *l = NULL;
+
+	if (r->ahead_wanted)
+		ahead_start(r);
+	if (r->ahead)
+		l = ahead_take(r->ahead, pos);
+	if (!l) {
+		load_chunk(r, &r->idx[r->order[pos].i], &r->ld);
+		l = &r->ld;
+	}
+	return take_loaded(r, l);
+}
+
+/* Reads the next chunk. 1: records are ready (maybe none), 0: no more
+ * data (r->done), -errno: I/O error. */
+static int next_chunk(struct tb_reader *r)
+{
+	int err;
+
+	if (r->round_pending) {
+		r->rounds++;
+		r->round_pending = false;
+	}
+	if (r->bad_pending) {
+		r->bad_pending = false;
+		r->chunk_off = r->bad_off;
+		return stop(r, "bad record");
+	}
+	err = try_index(r);
+	if (err)
+		return err;
+	if (r->use_index) {
+		err = index_skip(r);
+		if (err <= 0)
+			return err;
+		if (r->by_time)
+			return next_in_time(r);
+	}
+	return next_in_file(r);
 }
 
 int tb_reader_next(struct tb_reader *r, const struct tb_rec_hdr **rec)
@@ -1100,17 +1271,13 @@ void tb_reader_close(struct tb_reader *r)
 {
 	if (!r)
 		return;
+	ahead_stop(r->ahead);   /* first: the thread reads r->fd */
 	if (r->own_fd)
 		close(r->fd);
-	free(r->sbuf);
-	free(r->rbuf);
-	free(r->ubuf);
+	tb_chunk_dec_free(&r->ld.d);
 	free(r->pbuf);
 	free(r->qbuf);
 	free(r->idx);
 	free(r->order);
-	free(r->smin);
-	if (r->z_ready)
-		inflateEnd(&r->z);
 	free(r);
 }

@@ -177,6 +177,11 @@ void tb_reader_time_order(struct tb_reader *r);
  * so no read blocks: another thread may then read r, one thread at a
  * time. */
 int tb_reader_time_ordered(struct tb_reader *r);
+/* Before the first tb_reader_next: in time order, a thread of its own
+ * reads, checks and decodes the next chunks (two at most) while the
+ * caller takes the records of one. The records, counts and stops are
+ * the same; tb_reader_close ends the thread. */
+void tb_reader_decode_ahead(struct tb_reader *r);
 /* 1 while reading in that order: *low is at most the ts of every record
  * not yet handed out (the least of the rest of the chunk being read, or
  * the next chunk's first_ts: a record outside its chunk's range ends the

@@ -155,10 +155,12 @@ static void expected(const struct recs *file, size_t max_held, struct recs *out)
 	free(gone);
 }
 
+#define NO_AHEAD (-1)   /* or an enum tb_ahead */
+
 /* Merges the file (in_index: through its index, in time order, else in
- * file order; ahead: tb_merge_ahead) and compares with the reference;
- * returns the peak held. */
-static size_t check_merge_ahead(size_t max_held, bool want_forced, bool in_index, bool ahead)
+ * file order; ahead: tb_merge_ahead's how, or NO_AHEAD) and compares with
+ * the reference; returns the peak held. */
+static size_t check_merge_ahead(size_t max_held, bool want_forced, bool in_index, int ahead)
 {
 	struct recs file = { 0 }, want = { 0 };
 	struct tb_reader *r;
@@ -172,8 +174,8 @@ static size_t check_merge_ahead(size_t max_held, bool want_forced, bool in_index
 	assert_int_equal(tb_reader_open(&r, path), 0);
 	tb_reader_use_index(r, in_index);
 	assert_int_equal(tb_merge_new(&m, r, rank, max_held), 0);
-	if (ahead)
-		tb_merge_ahead(m);
+	if (ahead != NO_AHEAD)
+		tb_merge_ahead(m, (enum tb_ahead)ahead);
 	while ((ret = tb_merge_next(m, &h)) == 1) {
 		assert_true(k < want.n);
 		if (h->size != want.v[k]->size || memcmp(h, want.v[k], h->size)) {
@@ -197,7 +199,7 @@ static size_t check_merge_ahead(size_t max_held, bool want_forced, bool in_index
 
 static size_t check_merge_as(size_t max_held, bool want_forced, bool in_index)
 {
-	return check_merge_ahead(max_held, want_forced, in_index, false);
+	return check_merge_ahead(max_held, want_forced, in_index, NO_AHEAD);
 }
 
 static void check_merge(size_t max_held, bool want_forced)
@@ -242,10 +244,12 @@ static void test_time_order(void **state)
 	assert_int_equal(whole, 6000);
 	if (peak > 600)
 		fail_msg("time order held %zu records at once", peak);
-	/* on a thread: the same records, counts, and peak */
-	assert_int_equal(check_merge_ahead(1000, false, true, true), peak);
+	/* with a thread, either way: the same records, counts, and peak */
+	assert_int_equal(check_merge_ahead(1000, false, true, TB_AHEAD_MERGE), peak);
+	assert_int_equal(check_merge_ahead(1000, false, true, TB_AHEAD_DECODE), peak);
 	/* in file order it does not read ahead, but gives the same records */
-	assert_int_equal(check_merge_ahead(1u << 20, false, false, true), whole);
+	assert_int_equal(check_merge_ahead(1u << 20, false, false, TB_AHEAD_MERGE), whole);
+	assert_int_equal(check_merge_ahead(1u << 20, false, false, TB_AHEAD_DECODE), whole);
 }
 
 /* Two streams ascending in steps of 10, with outliers: every 500th record
@@ -276,15 +280,17 @@ static void test_time_order_outliers(void **state)
 	(void)state;
 	write_file_with(8000, ts_outliers, 2048);
 	peak = check_merge_as(1u << 20, false, true);
-	assert_int_equal(check_merge_ahead(1u << 20, false, true, true), peak);
+	assert_int_equal(check_merge_ahead(1u << 20, false, true, TB_AHEAD_MERGE), peak);
+	assert_int_equal(check_merge_ahead(1u << 20, false, true, TB_AHEAD_DECODE), peak);
 	/* mostly ascending: about a chunk is held, not the stretch an early
 	 * outlier spans */
 	if (peak > 400)
 		fail_msg("time order held %zu records at once", peak);
 }
 
-/* Reading ahead, the caller may stop at any record: tb_merge_free ends
- * the thread wherever it is (waiting for room, or reading). */
+/* Reading ahead, the caller may stop at any record: tb_merge_free and
+ * tb_reader_close end the thread wherever it is (waiting for room, or
+ * reading). */
 static void test_ahead_stop_early(void **state)
 {
 	const struct tb_rec_hdr *h;
@@ -293,10 +299,10 @@ static void test_ahead_stop_early(void **state)
 
 	(void)state;
 	write_file_with(60000, ts_local, 4096);   /* more than its batches hold */
-	for (unsigned stop_at = 0; stop_at < 3000; stop_at += 997) {
+	for (unsigned stop_at = 0; stop_at < 6000; stop_at += 997) {
 		assert_int_equal(tb_reader_open(&r, path), 0);
 		assert_int_equal(tb_merge_new(&m, r, rank, 1u << 20), 0);
-		tb_merge_ahead(m);
+		tb_merge_ahead(m, stop_at % 2 ? TB_AHEAD_DECODE : TB_AHEAD_MERGE);
 		for (unsigned k = 0; k < stop_at; k++)
 			assert_int_equal(tb_merge_next(m, &h), 1);
 		tb_merge_free(m);
@@ -309,8 +315,8 @@ static void test_ahead_stop_early(void **state)
 static void test_ahead_corrupt(void **state)
 {
 	const struct tb_rec_hdr *h;
-	const char *reason[2];
-	size_t n[2];
+	const char *reason[3];
+	size_t n[3];
 	FILE *f;
 	long mid;
 	int c;
@@ -326,7 +332,7 @@ static void test_ahead_corrupt(void **state)
 	assert_int_equal(fseek(f, mid, SEEK_SET), 0);
 	fputc(c ^ 0x5a, f);
 	fclose(f);
-	for (int ahead = 0; ahead < 2; ahead++) {
+	for (int ahead = 0; ahead < 3; ahead++) {   /* none, merge, decode */
 		struct tb_reader *r;
 		struct tb_merge *m;
 		int ret;
@@ -334,7 +340,7 @@ static void test_ahead_corrupt(void **state)
 		assert_int_equal(tb_reader_open(&r, path), 0);
 		assert_int_equal(tb_merge_new(&m, r, rank, 1u << 20), 0);
 		if (ahead)
-			tb_merge_ahead(m);
+			tb_merge_ahead(m, ahead == 1 ? TB_AHEAD_MERGE : TB_AHEAD_DECODE);
 		n[ahead] = 0;
 		while ((ret = tb_merge_next(m, &h)) == 1)
 			n[ahead]++;
@@ -345,8 +351,10 @@ static void test_ahead_corrupt(void **state)
 		tb_reader_close(r);
 	}
 	assert_int_equal(n[0], n[1]);
+	assert_int_equal(n[0], n[2]);
 	assert_true(n[0] > 100 && n[0] < 5900);
 	assert_string_equal(reason[0], reason[1]);
+	assert_string_equal(reason[0], reason[2]);
 }
 
 static int setup(void **state)

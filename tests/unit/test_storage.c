@@ -445,6 +445,136 @@ static void test_time_order_untrusted(void **state)
 	free(all);
 }
 
+/* What one reading in time order gave: every record and its low and pos,
+ * and what the reader said at the end. */
+struct time_read {
+	unsigned char *recs;
+	size_t len, n;
+	uint64_t *lp;                 /* low, pos of each record */
+	const char *reason;
+	uint64_t tail, off, input;
+	struct tb_stream_stats st[TB_NSTREAMS];
+	int ret;
+};
+
+/* ahead: -1 in file order, 0 in time order, 1 decoding ahead too. */
+static void read_in_time(int ahead, size_t max, struct time_read *t)
+{
+	const struct tb_rec_hdr *h;
+	struct tb_reader *r;
+
+	*t = (struct time_read){ .recs = malloc(max * 512), .lp = malloc(max * 16) };
+	assert_true(t->recs && t->lp);
+	assert_int_equal(tb_reader_open(&r, path), 0);
+	if (ahead >= 0)
+		tb_reader_time_order(r);
+	if (ahead > 0)
+		tb_reader_decode_ahead(r);
+	while ((t->ret = tb_reader_next(r, &h)) == 1) {
+		assert_true(t->n < max);
+		if (ahead >= 0)
+			assert_int_equal(tb_reader_time_pos(r, &t->lp[2 * t->n],
+							    &t->lp[2 * t->n + 1]), 1);
+		memcpy(t->recs + t->len, h, h->size);
+		t->len += h->size;
+		t->n++;
+	}
+	t->reason = tb_reader_tail_reason(r);
+	t->tail = tb_reader_tail_bytes(r);
+	t->off = tb_reader_offset(r);
+	t->input = tb_reader_input_bytes(r);
+	for (unsigned k = 0; k < TB_NSTREAMS; k++)
+		t->st[k] = *tb_reader_stream_stats(r, k);
+	assert_int_equal(tb_reader_next(r, &h), t->ret);   /* asked again: the same */
+	tb_reader_close(r);
+}
+
+static void same_time_read(const struct time_read *a, const struct time_read *b)
+{
+	assert_int_equal(a->ret, b->ret);
+	assert_int_equal(a->n, b->n);
+	assert_int_equal(a->len, b->len);
+	assert_memory_equal(a->recs, b->recs, a->len);
+	assert_memory_equal(a->lp, b->lp, a->n * 16);
+	assert_true(!a->reason == !b->reason);
+	if (a->reason)
+		assert_string_equal(a->reason, b->reason);
+	assert_int_equal(a->tail, b->tail);
+	assert_int_equal(a->off, b->off);
+	assert_int_equal(a->input, b->input);
+	assert_memory_equal(a->st, b->st, sizeof(a->st));
+}
+
+static void time_read_free(struct time_read *t)
+{
+	free(t->recs);
+	free(t->lp);
+}
+
+/* Decoding ahead on a thread (tb_reader_decode_ahead) changes nothing the
+ * reader gives: records, bounds, counts, and where and why a corrupt file
+ * stops, whichever chunk the damage is in and whether the reader's own
+ * thread or the one ahead meets it first. */
+static void test_decode_ahead(void **state)
+{
+	static const struct { unsigned n; int z; size_t chunk; } files[] = {
+		{ 5000, 1, 2048 }, { 5000, 0, 4096 }, { 300, 6, 1 << 20 },
+	};
+	unsigned char *all;
+	size_t len;
+	unsigned stopped = 0;
+
+	(void)state;
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		unsigned char *b;
+		struct stat st;
+		size_t flen;
+		int fd;
+
+		write_file(files[f].n, files[f].z, files[f].chunk, true, &all, &len);
+		assert_int_equal(stat(path, &st), 0);
+		flen = (size_t)st.st_size;
+		b = malloc(flen);
+		fd = open(path, O_RDWR);
+		assert_true(b && fd >= 0);
+		assert_int_equal(read(fd, b, flen), (ssize_t)flen);
+		/* clean, then a byte flipped at 1/8, 2/8 .. 7/8 of the file */
+		for (unsigned k = 0; k < 8; k++) {
+			struct time_read plain, ahead, file;
+			size_t at = flen * k / 8;
+
+			if (k)
+				assert_int_equal(pwrite(fd, &(unsigned char){ b[at] ^ 0x5a }, 1, (off_t)at), 1);
+			read_in_time(0, files[f].n + 10, &plain);
+			read_in_time(1, files[f].n + 10, &ahead);
+			read_in_time(-1, files[f].n + 10, &file);
+			if (!k) {
+				assert_int_equal(plain.n, files[f].n);
+				assert_null(plain.reason);
+			}
+			same_time_read(&plain, &ahead);
+			/* the damaged chunk ends either order, for the same
+			 * reason, and the tail runs from its start to the end */
+			assert_true(!plain.reason == !file.reason);
+			if (plain.reason) {
+				assert_string_equal(plain.reason, file.reason);
+				assert_true(plain.tail >= flen - at);
+				assert_true(plain.tail - (flen - at) < files[f].chunk + 4096);
+				stopped++;
+			}
+			time_read_free(&plain);
+			time_read_free(&ahead);
+			time_read_free(&file);
+			if (k)
+				assert_int_equal(pwrite(fd, &b[at], 1, (off_t)at), 1);
+		}
+		close(fd);
+		free(b);
+		free(all);
+	}
+	assert_true(stopped >= 12);   /* most flips hit a chunk */
+}
+
 /* Every prefix of a packed, indexed file: the records of the whole rounds. */
 static void test_packed_prefixes(void **state)
 {
@@ -869,6 +999,7 @@ int main(void)
 		cmocka_unit_test(test_packed_file),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_time_order_untrusted),
+		cmocka_unit_test(test_decode_ahead),
 		cmocka_unit_test(test_packed_prefixes),
 		cmocka_unit_test(test_round_cut),
 		cmocka_unit_test(test_golden_v1_0),
