@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "chain.h"
+#include "hmap.h"
 #include "convert.h"
 #include "ftrace.h"
 #include "json.h"
@@ -47,78 +48,6 @@
 #define PFX "tracebpf: convert: "
 #define STR_(x) #x
 #define STR(x) STR_(x)
-
-/* ------------------------------------------------------- u64 hash map -- */
-
-struct hmap {
-	uint64_t *keys;
-	void **vals;      /* NULL = empty slot: values are never NULL */
-	size_t cap, n;
-};
-
-static void *hmap_get(const struct hmap *m, uint64_t k)
-{
-	size_t i;
-
-	if (!m->cap)
-		return NULL;
-	for (i = tb_hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == k)
-			return m->vals[i];
-	return NULL;
-}
-
-static int hmap_put(struct hmap *m, uint64_t k, void *v);
-
-static int hmap_grow(struct hmap *m)
-{
-	struct hmap nm = { .cap = m->cap ? m->cap * 2 : 16 };
-	size_t i;
-
-	nm.keys = calloc(nm.cap, sizeof(*nm.keys));
-	nm.vals = calloc(nm.cap, sizeof(*nm.vals));
-	if (!nm.keys || !nm.vals) {
-		free(nm.keys);
-		free(nm.vals);
-		return -ENOMEM;
-	}
-	for (i = 0; i < m->cap; i++)
-		if (m->vals[i])
-			hmap_put(&nm, m->keys[i], m->vals[i]);   /* cannot grow */
-	free(m->keys);
-	free(m->vals);
-	*m = nm;
-	return 0;
-}
-
-static int hmap_put(struct hmap *m, uint64_t k, void *v)
-{
-	size_t i;
-	int err;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		err = hmap_grow(m);
-		if (err)
-			return err;
-	}
-	for (i = tb_hash64(k) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == k) {
-			m->vals[i] = v;
-			return 0;
-		}
-	}
-	m->keys[i] = k;
-	m->vals[i] = v;
-	m->n++;
-	return 0;
-}
-
-static void hmap_free(struct hmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
-}
 
 /* -------------------------------------------------------------- model -- */
 
@@ -141,7 +70,7 @@ struct proc {
 	bool has_sort;
 	int64_t sort_index;
 	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
-	struct hmap sites;          /* site address -> struct site * */
+	struct tb_hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
 	 * since: the parent's sites hold here too. */
@@ -215,7 +144,7 @@ struct part {
 	struct tb_json j;           /* the writer's state after its events */
 	uint64_t from, to;          /* its span: from its first event's ts */
 	uint64_t kbytes0;           /* systemTraceEvents bytes when it began */
-	struct hmap pids, tasks;    /* what its events name: pid, (pid, tid) */
+	struct tb_hmap pids, tasks;    /* what its events name: pid, (pid, tid) */
 	uint64_t last_task;         /* key of the last event's (pid, tid) + 1 */
 	uint64_t bytes;             /* its size, once finished */
 	/* Pairs that began in it and have not ended: a part after which the
@@ -265,8 +194,8 @@ struct conv {
 
 	void **sites;               /* struct site + its record, never moved */
 	size_t nsites, sites_cap;
-	struct hmap procs;          /* pid -> struct proc * */
-	struct hmap threads;        /* tid -> struct thread * */
+	struct tb_hmap procs;          /* pid -> struct proc * */
+	struct tb_hmap threads;        /* tid -> struct thread * */
 	struct proc *last_proc;     /* the latest get_proc() found */
 	struct thread *last_thread; /* the latest get_thread() found */
 	struct thread *tcache[THREAD_CACHE];   /* by tid: what get_thread found */
@@ -374,7 +303,7 @@ static struct proc *get_proc(struct conv *c, uint32_t pid)
 	 * none is freed before the end */
 	if (p && p->pid == pid && !p->dead)
 		return p;
-	p = hmap_get(&c->procs, pid);
+	p = tb_hmap_get(&c->procs, pid);
 	if (p && !p->dead)
 		return c->last_proc = p;
 	if (p) {
@@ -391,7 +320,7 @@ static struct proc *get_proc(struct conv *c, uint32_t pid)
 	p->pid = pid;
 	p->incarnation = old ? old->incarnation + 1 : 0;
 	p->out_pid = pid + p->incarnation * TB_PID_SPAN;
-	if (hmap_put(&c->procs, pid, p)) {
+	if (tb_hmap_put(&c->procs, pid, p)) {
 		free(p);
 		return NULL;
 	}
@@ -422,7 +351,7 @@ static struct thread *new_thread(struct conv *c, uint32_t tid, struct thread *ol
 	/* it may have run, and lost events, in a gap of every thread */
 	t->lost = c->gap.all;
 	t->gap_until = c->gap.all_until;
-	if (hmap_put(&c->threads, tid, t)) {
+	if (tb_hmap_put(&c->threads, tid, t)) {
 		free(t);
 		return NULL;
 	}
@@ -441,7 +370,7 @@ static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 
 		t = *slot;
 		if (!t || t->tid != tid || t->dead) {
-			t = hmap_get(&c->threads, tid);
+			t = tb_hmap_get(&c->threads, tid);
 			if (!t || t->dead)
 				t = new_thread(c, tid, t);
 			if (!t)
@@ -697,8 +626,8 @@ static int note_task(struct part *p, const struct oev *e)
 	if (key + 1 == p->last_task)
 		return 0;
 	p->last_task = key + 1;
-	err = hmap_put(&p->pids, e->pid, (void *)1);
-	return err ? err : hmap_put(&p->tasks, key, (void *)1);
+	err = tb_hmap_put(&p->pids, e->pid, (void *)1);
+	return err ? err : tb_hmap_put(&p->tasks, key, (void *)1);
 }
 
 /* Kernel text grew to `bytes` with a line at ts (marked every 4 KiB). */
@@ -1146,19 +1075,19 @@ static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *
  * describes the child's image, so the lookup falls back to them. */
 static struct site *lookup_site(struct conv *c, uint32_t pid, uint64_t addr)
 {
-	struct proc *p = hmap_get(&c->procs, pid);
+	struct proc *p = tb_hmap_get(&c->procs, pid);
 	struct site *s;
 	int depth;
 
 	for (depth = 0; p && depth < 64; depth++) {
 		struct proc *parent;
 
-		s = hmap_get(&p->sites, addr);
+		s = tb_hmap_get(&p->sites, addr);
 		if (s && s->valid)
 			return s;
 		if (!p->forked)
 			break;
-		parent = hmap_get(&c->procs, p->parent);
+		parent = tb_hmap_get(&c->procs, p->parent);
 		if (!parent || parent->image != p->parent_image)
 			break;
 		p = parent;
@@ -1612,7 +1541,7 @@ static int gap_thread(struct conv *c, struct thread *t, const struct lost *l, ui
  * gaps so far (its first record gives it its process). */
 static struct thread *gap_tid(struct conv *c, uint32_t tid)
 {
-	struct thread *t = hmap_get(&c->threads, tid);
+	struct thread *t = tb_hmap_get(&c->threads, tid);
 
 	if (t && !t->dead)
 		return t;
@@ -1806,16 +1735,16 @@ static int on_site(struct conv *c, const struct tb_rec_site *orig)
 	parse_site(rec, s);
 	/* Latest wins, except that a descriptor the BPF side failed to read
 	 * does not hide a good one for the same image. */
-	old = hmap_get(&p->sites, rec->site);
+	old = tb_hmap_get(&p->sites, rec->site);
 	if (!s->valid && old && old->valid)
 		return 0;
-	return hmap_put(&p->sites, rec->site, s);
+	return tb_hmap_put(&p->sites, rec->site, s);
 }
 
 /* The child's main thread inherits the forking thread's open slices. */
 static int inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
 {
-	struct thread *pt = hmap_get(&c->threads, f->hdr.tid);
+	struct thread *pt = tb_hmap_get(&c->threads, f->hdr.tid);
 	struct thread *ct = get_thread(c, f->child_tid, f->child_pid);
 
 	size_t i;
@@ -1871,14 +1800,14 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	err = inherit_ghosts(c, f);
 	if (err)
 		return err;
-	hmap_free(&child->sites);
+	tb_hmap_free(&child->sites);
 	child->forked = child->pid != parent->pid;
 	child->parent = parent->pid;
 	child->parent_image = parent->image;
 	for (i = 0; i < parent->sites.cap; i++) {
 		if (!parent->sites.vals[i])
 			continue;
-		err = hmap_put(&child->sites, parent->sites.keys[i],
+		err = tb_hmap_put(&child->sites, parent->sites.keys[i],
 			       parent->sites.vals[i]);
 		if (err)
 			return err;
@@ -1888,7 +1817,7 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 
 static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 {
-	struct thread *old = hmap_get(&c->threads, x->old_tid);
+	struct thread *old = tb_hmap_get(&c->threads, x->old_tid);
 	struct proc *p = get_proc(c, x->hdr.pid);
 	int err;
 
@@ -1902,9 +1831,9 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 	err = close_process(c, x->hdr.pid, x->hdr.ts, "process exec'd");
 	if (err)
 		return err;
-	hmap_free(&p->sites);   /* a new image: its sites are new */
+	tb_hmap_free(&p->sites);   /* a new image: its sites are new */
 	{
-		struct thread *t = hmap_get(&c->threads, x->hdr.tid);
+		struct thread *t = tb_hmap_get(&c->threads, x->hdr.tid);
 
 		if (t)
 			drop_ghosts(t, 0);   /* never ended: dropped */
@@ -1918,7 +1847,7 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
  * belongs to a new thread (process): get_thread()/get_proc() start one. */
 static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
 {
-	struct thread *t = hmap_get(&c->threads, x->hdr.tid);
+	struct thread *t = tb_hmap_get(&c->threads, x->hdr.tid);
 	struct proc *p;
 	size_t i;
 
@@ -1928,7 +1857,7 @@ static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
 	}
 	if (!(x->flags & TB_EXITF_PROCESS))
 		return;
-	p = hmap_get(&c->procs, x->hdr.pid);
+	p = tb_hmap_get(&c->procs, x->hdr.pid);
 	if (p)
 		p->dead = true;
 	for (i = 0; i < c->threads.cap; i++) {
@@ -2721,7 +2650,7 @@ static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
 }
 
 /* The values of m and the `nold` of `old`, to be sorted by the caller. */
-static void **sorted_vals(const struct hmap *m, void *old, size_t nold)
+static void **sorted_vals(const struct tb_hmap *m, void *old, size_t nold)
 {
 	void **v = calloc(m->n + nold + 1, sizeof(*v));
 	size_t i, n = 0;
@@ -2804,7 +2733,7 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 		const struct proc *p = procs[i];
 		char name[96];
 
-		if (part && !hmap_get(&part->pids, p->out_pid))
+		if (part && !tb_hmap_get(&part->pids, p->out_pid))
 			continue;   /* none of the part's events is of it */
 		proc_label(p, name);
 		if (p->app_name)
@@ -2825,7 +2754,7 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 
 		if (t->placeholder)
 			continue;   /* named by a gap only: no record of it */
-		if (part && !hmap_get(&part->tasks, t->out_pid << 22 | t->tid))
+		if (part && !tb_hmap_get(&part->tasks, t->out_pid << 22 | t->tid))
 			continue;
 		if (!t->has_name)
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
@@ -3170,15 +3099,15 @@ static void free_parts(struct conv *c)
 			unlink(p->tmp);
 		free(p->tmp);
 		free(p->name);
-		hmap_free(&p->pids);
-		hmap_free(&p->tasks);
+		tb_hmap_free(&p->pids);
+		tb_hmap_free(&p->tasks);
 	}
 	free(c->parts);
 }
 
 static void free_proc(struct proc *p)
 {
-	hmap_free(&p->sites);
+	tb_hmap_free(&p->sites);
 	free(p->app_name);
 	free(p->cmdline);
 	free(p);
@@ -3211,8 +3140,8 @@ static void conv_free(struct conv *c)
 		free_thread(c->old_threads[i]);
 	free(c->old_procs);
 	free(c->old_threads);
-	hmap_free(&c->procs);
-	hmap_free(&c->threads);
+	tb_hmap_free(&c->procs);
+	tb_hmap_free(&c->threads);
 	for (i = 0; i < c->nsites; i++)
 		free(c->sites[i]);
 	free(c->sites);
@@ -3530,7 +3459,7 @@ void tb_model_counts(const struct tb_model *m, struct tb_model_counts *o)
 /* The incarnation of a process whose events carry out_pid. */
 static const struct proc *proc_of(const struct conv *c, uint64_t out_pid)
 {
-	const struct proc *p = hmap_get(&c->procs, out_pid % TB_PID_SPAN);
+	const struct proc *p = tb_hmap_get(&c->procs, out_pid % TB_PID_SPAN);
 
 	for (size_t i = 0; i < c->nold_procs && (!p || p->out_pid != out_pid); i++)
 		p = c->old_procs[i];

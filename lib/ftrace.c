@@ -27,18 +27,16 @@
 #include <event-parse.h>
 
 #include "ftrace.h"
+#include "hmap.h"
 #include "json.h"
 
 struct task_info {
-	uint32_t tid, tgid;
+	uint32_t tgid;
 	char comm[16];
-	bool used;
 };
 
 struct tb_ftrace {
-	/* tid -> last known comm and tgid (open addressing) */
-	struct task_info *tasks;
-	size_t cap, n;
+	struct tb_hmap tasks;         /* tid -> struct task_info: last comm, tgid */
 	struct tep_handle *tep;
 	unsigned char *tpbuf;         /* zero-padded copy of a raw entry */
 	size_t tpbuf_dirty;
@@ -88,7 +86,9 @@ void tb_ftrace_free(struct tb_ftrace *f)
 	if (f->tep)
 		tep_free(f->tep);
 	free(f->tpbuf);
-	free(f->tasks);
+	for (size_t i = 0; i < f->tasks.cap; i++)
+		free(f->tasks.vals[i]);
+	tb_hmap_free(&f->tasks);
 	free(f->text);
 	if (f->spill)
 		fclose(f->spill);
@@ -99,45 +99,18 @@ void tb_ftrace_free(struct tb_ftrace *f)
 
 /* ------------------------------------------------------------- names -- */
 
-static size_t hash32(uint32_t k)
-{
-	return (size_t)(k * 0x9e3779b1u);
-}
-
 static struct task_info *task_get(struct tb_ftrace *f, uint32_t tid, bool create)
 {
-	size_t i;
+	struct task_info *t = tb_hmap_get(&f->tasks, tid);
 
-	if (f->cap) {
-		for (i = hash32(tid) & (f->cap - 1); f->tasks[i].used; i = (i + 1) & (f->cap - 1))
-			if (f->tasks[i].tid == tid)
-				return &f->tasks[i];
+	if (t || !create)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (t && tb_hmap_put(&f->tasks, tid, t)) {
+		free(t);
+		t = NULL;
 	}
-	if (!create)
-		return NULL;
-	if ((f->n + 1) * 2 > f->cap) {
-		size_t ncap = f->cap ? f->cap * 2 : 256;
-		struct task_info *nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt)
-			return NULL;
-		for (size_t j = 0; j < f->cap; j++) {
-			if (!f->tasks[j].used)
-				continue;
-			for (i = hash32(f->tasks[j].tid) & (ncap - 1); nt[i].used; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = f->tasks[j];
-		}
-		free(f->tasks);
-		f->tasks = nt;
-		f->cap = ncap;
-	}
-	for (i = hash32(tid) & (f->cap - 1); f->tasks[i].used; i = (i + 1) & (f->cap - 1))
-		;
-	f->tasks[i].used = true;
-	f->tasks[i].tid = tid;
-	f->n++;
-	return &f->tasks[i];
+	return t;
 }
 
 static void learn(struct tb_ftrace *f, uint32_t tid, uint32_t tgid, const char *comm)

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "ftrace.h"
+#include "hmap.h"
 #include "tbio.h"
 
 struct dsite {
@@ -26,15 +27,13 @@ struct dsite {
 	struct dsite *next;
 };
 
-#define NBUCKET 4096
 /* Descriptors read so far, and (a file) all of the file's, read first:
  * a site's SITE record can come later in file order than events of it
- * (streams and CPUs are written in separate chunks). */
-static struct dsite *sites[NBUCKET], *later[NBUCKET];
+ * (streams and CPUs are written in separate chunks). Address -> the
+ * latest descriptor at that address, ->next the earlier ones. */
+static struct tb_hmap sites, later;
 
-static unsigned bucket(uint64_t addr) { return (unsigned)((addr >> 3) * 2654435761u) % NBUCKET; }
-
-static void add_site(struct dsite **table, const struct tb_rec_site *rec)
+static void add_site(struct tb_hmap *table, const struct tb_rec_site *rec)
 {
 	const unsigned char *d = (const unsigned char *)(rec + 1);
 	char *dst[5];
@@ -75,16 +74,15 @@ static void add_site(struct dsite **table, const struct tb_rec_site *rec)
 		snprintf(dst[i], dsz[i], "%.*s", (int)n, (const char *)d + off);
 		off += n + 1;
 	}
-	s->next = table[bucket(s->addr)];
-	table[bucket(s->addr)] = s;
+	s->next = tb_hmap_get(table, s->addr);
+	if (tb_hmap_put(table, s->addr, s))
+		free(s);   /* no memory: dump shows the address, as for no descriptor */
 }
 
-static const struct dsite *lookup(struct dsite **table, uint32_t pid, uint64_t addr,
+static const struct dsite *lookup(const struct tb_hmap *table, uint32_t pid, uint64_t addr,
 				  const struct dsite **any)
 {
-	for (const struct dsite *s = table[bucket(addr)]; s; s = s->next) {
-		if (s->addr != addr)
-			continue;
+	for (const struct dsite *s = tb_hmap_get(table, addr); s; s = s->next) {
 		if (s->pid == pid)
 			return s;
 		if (!*any)
@@ -99,28 +97,27 @@ static const struct dsite *find(uint32_t pid, uint64_t addr)
 {
 	const struct dsite *s, *any = NULL, *any_later = NULL;
 
-	s = lookup(sites, pid, addr, &any);
+	s = lookup(&sites, pid, addr, &any);
 	if (!s)
-		s = lookup(later, pid, addr, &any_later);
+		s = lookup(&later, pid, addr, &any_later);
 	return s ? s : any ? any : any_later;
 }
 
-static void free_table(struct dsite **table)
+static void free_table(struct tb_hmap *table)
 {
-	for (unsigned i = 0; i < NBUCKET; i++) {
-		while (table[i]) {
-			struct dsite *n = table[i]->next;
-
-			free(table[i]);
-			table[i] = n;
+	for (size_t i = 0; i < table->cap; i++) {
+		for (struct dsite *s = table->vals[i], *n; s; s = n) {
+			n = s->next;
+			free(s);
 		}
 	}
+	tb_hmap_free(table);
 }
 
 static void free_sites(void)
 {
-	free_table(sites);
-	free_table(later);
+	free_table(&sites);
+	free_table(&later);
 }
 
 static void put_str(FILE *f, const char *p, size_t n)
@@ -245,7 +242,7 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		const struct tb_rec_site *s = (const void *)h;
 		const struct dsite *d;
 
-		add_site(sites, s);
+		add_site(&sites, s);
 		d = find(h->pid, s->site);
 		fprintf(f, "SITE 0x%" PRIx64 " %s%s%s", (uint64_t)s->site,
 			d ? d->cat : "<invalid>", d ? ":" : "", d ? d->name : "");
@@ -324,7 +321,7 @@ static void read_sites_first(struct tb_io_source *a)
 		return;
 	while (tb_reader_next(r, &h) > 0)
 		if (h->type == TB_REC_SITE)
-			add_site(later, (const void *)h);
+			add_site(&later, (const void *)h);
 	tb_reader_close(r);
 }
 
