@@ -466,9 +466,8 @@ static void *copy_rec(const void *rec)
 
 /* ---------------------------------------------------------- processing -- */
 
-/* Parses a site descriptor; s->valid tells whether it can be used. Every
- * offset is checked: the bytes come from the traced application. */
-static void parse_site(const struct tb_rec_site *rec, struct site *s)
+/* Every offset is checked: the bytes come from the traced application. */
+void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 {
 	const char *desc = (const char *)(rec + 1);
 	struct tracebpf_site d;
@@ -1732,7 +1731,7 @@ static int on_site(struct conv *c, const struct tb_rec_site *orig)
 	memcpy(s + 1, orig, orig->hdr.size);
 	rec = (const void *)(s + 1);
 	c->sites[c->nsites++] = s;
-	parse_site(rec, s);
+	tb_site_parse(rec, s);
 	/* Latest wins, except that a descriptor the BPF side failed to read
 	 * does not hide a good one for the same image. */
 	old = tb_hmap_get(&p->sites, rec->site);

@@ -33,6 +33,10 @@ struct site {
 	const char *step;           /* TB_SITE_STEP: async step / flow step */
 };
 
+/* Parses the descriptor of a SITE record; s->valid tells whether it can
+ * be used (else s is all zero). s's strings point into rec. */
+void tb_site_parse(const struct tb_rec_site *rec, struct site *s);
+
 /* A gap, as the args of what it cut or left unpaired show it. */
 struct lost {
 	uint64_t ts;                /* its first lost record's time */

@@ -2,9 +2,10 @@
 /*
  * dump.c - `tracebpf dump FILE`: one readable line per record, in file
  * order (records appear as soon as their round is on disk: with --follow or
- * --connect it keeps up with a recording). Site descriptors are resolved
- * with a small parser of its own, by (pid, address), falling back to the
- * address alone (a forked child runs its parent's sites).
+ * --connect it keeps up with a recording). Site descriptors are parsed as
+ * the model parses them (tb_site_parse) and resolved by (pid, address),
+ * falling back to the address alone (a forked child runs its parent's
+ * sites).
  */
 #include <argp.h>
 #include <ctype.h>
@@ -16,15 +17,17 @@
 
 #include "ftrace.h"
 #include "hmap.h"
+#include "model.h"
 #include "tbio.h"
 
+/* A SITE record read, and its descriptor as the model parses it (the
+ * strings point into the copy of the record). */
 struct dsite {
 	uint32_t pid;
 	uint64_t addr;
-	char phase;
-	uint8_t nargs, type[2], flags;
-	char cat[64], name[128], step[64], arg[2][64];
+	struct site s;
 	struct dsite *next;
+	_Alignas(8) unsigned char rec[];
 };
 
 /* Descriptors read so far, and (a file) all of the file's, read first:
@@ -35,48 +38,21 @@ static struct tb_hmap sites, later;
 
 static void add_site(struct tb_hmap *table, const struct tb_rec_site *rec)
 {
-	const unsigned char *d = (const unsigned char *)(rec + 1);
-	char *dst[5];
-	size_t dsz[5], off = sizeof(struct tracebpf_site), i, k = 0, nstr, size,
-	       max = rec->hdr.size - sizeof(*rec);
-	struct dsite *s;
-	struct tracebpf_site h;
+	struct dsite *s = malloc(sizeof(*s) + rec->hdr.size);
 
-	if (rec->flags & TB_SITEF_FAULT || rec->len < sizeof(h) || rec->len > max)
-		return;
-	memcpy(&h, d, sizeof(h));
-	if (h.magic != TRACEBPF_SITE_MAGIC || h.size < sizeof(h) || h.size > rec->len ||
-	    h.nargs > TRACEBPF_MAX_ARGS)
-		return;
-	s = calloc(1, sizeof(*s));
 	if (!s)
+		return;   /* no memory: dump shows the address, as for no descriptor */
+	memcpy(s->rec, rec, rec->hdr.size);
+	tb_site_parse((const void *)s->rec, &s->s);
+	if (!s->s.valid) {
+		free(s);
 		return;
+	}
 	s->pid = rec->hdr.pid;
 	s->addr = rec->site;
-	s->phase = (char)h.phase;
-	s->nargs = h.nargs;
-	s->type[0] = h.arg_type[0];
-	s->type[1] = h.arg_type[1];
-	s->flags = h.flags;
-	dst[k] = s->cat; dsz[k++] = sizeof(s->cat);
-	dst[k] = s->name; dsz[k++] = sizeof(s->name);
-	if (s->flags & TB_SITE_STEP) {
-		dst[k] = s->step; dsz[k++] = sizeof(s->step);
-	}
-	dst[k] = s->arg[0]; dsz[k++] = sizeof(s->arg[0]);
-	dst[k] = s->arg[1]; dsz[k++] = sizeof(s->arg[1]);
-	nstr = k - 2 + s->nargs;
-	size = h.size;
-	for (i = 0; i < nstr && off < size; i++) {
-		const unsigned char *nul = memchr(d + off, 0, size - off);
-		size_t n = nul ? (size_t)(nul - (d + off)) : size - off;
-
-		snprintf(dst[i], dsz[i], "%.*s", (int)n, (const char *)d + off);
-		off += n + 1;
-	}
 	s->next = tb_hmap_get(table, s->addr);
 	if (tb_hmap_put(table, s->addr, s))
-		free(s);   /* no memory: dump shows the address, as for no descriptor */
+		free(s);
 }
 
 static const struct dsite *lookup(const struct tb_hmap *table, uint32_t pid, uint64_t addr,
@@ -154,17 +130,17 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 			(uint64_t)e->site, (uint64_t)e->args[0], (uint64_t)e->args[1]);
 		return;
 	}
-	fprintf(f, "%c %s:%s", s->phase, s->cat, s->name);
-	if (s->flags & TB_SITE_STEP)
-		fprintf(f, " step=%s", s->step);
+	fprintf(f, "%c %s:%s", s->s.phase, s->s.cat, s->s.name);
+	if (s->s.flags & TB_SITE_STEP)
+		fprintf(f, " step=%s", s->s.step);
 	if (with_id)
 		fprintf(f, " id=0x%" PRIx64, (uint64_t)x->id);
-	for (i = 0; i < s->nargs; i++) {
+	for (i = 0; i < s->s.nargs; i++) {
 		uint64_t v = e->args[i];
 		double d;
 
-		fprintf(f, " %s=", s->arg[i]);
-		switch (s->type[i]) {
+		fprintf(f, " %s=", s->s.argname[i]);
+		switch (s->s.arg_type[i]) {
 		case TB_ARG_INT: fprintf(f, "%" PRId64, (int64_t)v); break;
 		case TB_ARG_UINT: fprintf(f, "%" PRIu64, v); break;
 		case TB_ARG_DOUBLE: memcpy(&d, &v, 8); fprintf(f, "%g", d); break;
@@ -179,7 +155,7 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 		default: fprintf(f, "0x%" PRIx64, v); break;
 		}
 	}
-	if (with_id && (s->flags & TB_SITE_COPY_NAME)) {
+	if (with_id && (s->s.flags & TB_SITE_COPY_NAME)) {
 		/* the runtime name follows the string arguments */
 		fputs(" name=", f);
 		if (x->name_len && soff <= e->hdr.size && x->name_len <= e->hdr.size - soff)
@@ -245,7 +221,7 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		add_site(&sites, s);
 		d = find(h->pid, s->site);
 		fprintf(f, "SITE 0x%" PRIx64 " %s%s%s", (uint64_t)s->site,
-			d ? d->cat : "<invalid>", d ? ":" : "", d ? d->name : "");
+			d ? d->s.cat : "<invalid>", d ? ":" : "", d ? d->s.name : "");
 		break;
 	}
 	case TB_REC_FORK: {

@@ -361,6 +361,13 @@ def test_golden_files_convert(tmp_path):
         t = load(out)
         if version != "2.4":   # recorded through 4 KiB rings: most of it lost
             assert len(t.named("work", "X")) == 40
+        # dump resolves every event with the model's own site parser: the
+        # same (category, name) pairs as the JSON, none left as an address
+        d = run("dump", g)
+        assert d.returncode == 0 and " EVENT site=" not in d.stdout, d.stdout[-2000:]
+        dumped = set(re.findall(r"^\S+ \[...\] \d+/\d+ [BEIC] ([^: ]+):(\S+)", d.stdout, re.M))
+        shown = {(e["cat"], e["name"]) for e in t.events if e["ph"] in "XIC"}
+        assert dumped and dumped == shown, (dumped, shown)
         info = run("info", g)
         assert info.returncode == 0 and f"format:         {version}" in info.stdout
         if version == "2.2":   # recorded --paused, then tracebpf ctl start
