@@ -22,18 +22,22 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "chain.h"
+#include "hmap.h"
 #include "merge.h"
+#include "model.h"
 #include "tbio.h"
 
+/* A SITE record kept, by (pid, address, epoch, CRC and length of its
+ * bytes). */
 struct seen {
+	struct tb_chain_link l;
 	uint32_t pid, epoch, crc, len;
 	uint64_t addr;
 	uint64_t ts;        /* the earliest kept copy's */
-	struct seen *next;
 };
 
-#define NB 65536
-static struct seen *tab[NB];
+static struct tb_chain seen;
 
 /* A process's site table starts anew at its exec, at a fork that creates
  * it and after its exit (a reused pid): convert clears it there. Those
@@ -42,23 +46,22 @@ struct gen {
 	uint32_t pid, gen;          /* boundaries seen so far (time order) */
 	uint64_t *ts;               /* all of them (first pass), sorted */
 	size_t n, cap;
-	struct gen *next;
 };
-static struct gen *gens[1024];
+static struct tb_hmap gens;   /* pid -> struct gen */
 
 static struct gen *gen_of(uint32_t pid)
 {
-	struct gen *g;
+	struct gen *g = tb_hmap_get(&gens, pid);
 
-	for (g = gens[pid % 1024]; g; g = g->next)
-		if (g->pid == pid)
-			return g;
+	if (g)
+		return g;
 	g = calloc(1, sizeof(*g));
-	if (!g)
+	if (g && tb_hmap_put(&gens, pid, g)) {
+		free(g);
 		return NULL;
-	g->pid = pid;
-	g->next = gens[pid % 1024];
-	gens[pid % 1024] = g;
+	}
+	if (g)
+		g->pid = pid;
 	return g;
 }
 
@@ -88,7 +91,6 @@ static int collect_boundaries(const char *path)
 {
 	struct tb_reader *r;
 	const struct tb_rec_hdr *h;
-	unsigned i;
 	int ret;
 
 	ret = tb_reader_open(&r, path);
@@ -111,12 +113,11 @@ static int collect_boundaries(const char *path)
 		g->ts[g->n++] = h->ts;
 	}
 	tb_reader_close(r);
-	for (i = 0; i < 1024; i++) {
-		struct gen *g;
+	for (size_t i = 0; i < gens.cap; i++) {
+		struct gen *g = gens.vals[i];
 
-		for (g = gens[i]; g; g = g->next)
-			if (g->n > 1)
-				qsort(g->ts, g->n, sizeof(*g->ts), cmp_u64);
+		if (g && g->n > 1)
+			qsort(g->ts, g->n, sizeof(*g->ts), cmp_u64);
 	}
 	return ret < 0 ? ret : 0;
 }
@@ -143,57 +144,47 @@ static int duplicate_site(const struct tb_rec_site *s, bool all)
 	struct gen *g = gen_of(s->hdr.pid);
 	size_t len = s->hdr.size - sizeof(*s);
 	uint32_t c, epoch;
-	unsigned b;
+	uint64_t h;
 	struct seen *e;
 
 	if (!g)
 		return -ENOMEM;
 	epoch = epoch_of(g, s->hdr.ts, all);
 	c = (uint32_t)crc32(0, (const void *)&s->len, (uInt)(8 + len));
-	b = (unsigned)((s->site ^ s->hdr.pid * 2654435761u ^ c) % NB);
-	for (e = tab[b]; e; e = e->next)
-		if (e->pid == s->hdr.pid && e->addr == s->site && e->epoch == epoch &&
-		    e->crc == c && e->len == len) {
+	h = tb_hash64(s->site ^ (uint64_t)s->hdr.pid << 32 ^ (uint64_t)c << 16 ^ epoch);
+	for (struct tb_chain_link *x = tb_chain_first(&seen, h); x; x = x->next) {
+		e = (struct seen *)x;
+		if (x->h == h && e->pid == s->hdr.pid && e->addr == s->site &&
+		    e->epoch == epoch && e->crc == c && e->len == len) {
 			if (e->ts <= s->hdr.ts)
 				return 1;
 			e->ts = s->hdr.ts;
 			return 0;
 		}
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	*e = (struct seen){ s->hdr.pid, epoch, c, (uint32_t)len, s->site, s->hdr.ts, tab[b] };
-	tab[b] = e;
+	*e = (struct seen){ { NULL, h }, s->hdr.pid, epoch, c, (uint32_t)len, s->site, s->hdr.ts };
+	if (tb_chain_add(&seen, &e->l)) {
+		free(e);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 static void free_tabs(void)
 {
-	unsigned i;
+	tb_chain_free(&seen, free);
+	for (size_t i = 0; i < gens.cap; i++) {
+		struct gen *g = gens.vals[i];
 
-	for (i = 0; i < NB; i++)
-		while (tab[i]) {
-			struct seen *n = tab[i]->next;
-
-			free(tab[i]);
-			tab[i] = n;
+		if (g) {
+			free(g->ts);
+			free(g);
 		}
-	for (i = 0; i < 1024; i++)
-		while (gens[i]) {
-			struct gen *n = gens[i]->next;
-
-			free(gens[i]->ts);
-			free(gens[i]);
-			gens[i] = n;
-		}
-}
-
-static uint32_t rank(uint16_t type)
-{
-	/* as convert: sites, then process changes, events, exits */
-	return type == TB_REC_SITE ? 0 :
-	       type == TB_REC_EVENT || type == TB_REC_EVENT_ID ? 2 :
-	       type == TB_REC_EXIT ? 3 : type == TB_REC_STATS ? 4 : 1;
+	}
+	tb_hmap_free(&gens);
 }
 
 /* Output records per round at least (input rounds are merged up to it). */
@@ -307,7 +298,7 @@ static int pack_open(struct pack *k)
 		err = 0;
 	}
 	if (!k->file_order)
-		err = tb_merge_new(&k->m, k->r, rank, 4u << 20);
+		err = tb_merge_new(&k->m, k->r, tb_model_rank, 4u << 20);
 	if (!err) {
 		err = tb_writer_open(&k->w, k->a.out, &wo);
 		if (err)
