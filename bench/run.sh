@@ -9,6 +9,8 @@
 #   bench/sched.sh   scheduler events against trace-cmd
 #   bench/convert.sh convert's events/s and memory: instants and slices,
 #                    1 M to 23 M events, and record -o - | convert -
+#   bench/report.sh  report's events/s and memory on 10 M instants and
+#                    10 M nested slices, beside convert -o /dev/null
 # Numbers vary with the machine's load, ratios less so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,3 +62,4 @@ python3 bench/sites.py
 bash bench/rate.sh
 bash bench/sched.sh
 bash bench/convert.sh
+bash bench/report.sh
