@@ -1164,7 +1164,6 @@ static void ahead_stop(struct ahead *a)
 static int next_in_time(struct tb_reader *r)
 {
 	const size_t pos = r->ipos - 1;
-
 	const struct loaded *l = NULL;
 
 	if (r->ahead_wanted)
