@@ -9,6 +9,8 @@
 #   bench/sched.sh   scheduler events against trace-cmd
 #   bench/convert.sh convert's events/s and memory: instants and slices,
 #                    1 M to 23 M events, and record -o - | convert -
+#   bench/busy.sh    one thread at 1.5 M events/s: the share of its events
+#                    on the fast path, default ring against a 64M one
 #   bench/report.sh  report's events/s and memory on 10 M instants and
 #                    10 M nested slices, beside convert -o /dev/null
 # Numbers vary with the machine's load, ratios less so.
@@ -61,5 +63,6 @@ bash bench/lttng.sh || echo "LTTng-UST enabled, recording            : skipped: 
 python3 bench/sites.py
 bash bench/rate.sh
 bash bench/sched.sh
+bash bench/busy.sh
 bash bench/convert.sh
 bash bench/report.sh

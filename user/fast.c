@@ -95,6 +95,7 @@ struct tb_fast {
 	struct req *reqs;
 	size_t nreqs, creqs;
 	uint64_t round, lost;
+	unsigned fill;             /* tb_fast_fill's */
 	struct lost *lost_v;       /* not yet marked in the trace */
 	size_t nlost;
 	bool said_full, said_err;
@@ -812,6 +813,17 @@ static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 	unmap_ring(r);
 }
 
+/* Per mille of r's bytes that its thread has written and the drain not
+ * yet taken. */
+static unsigned ring_fill(const struct tb_fast *f, const struct fring *r)
+{
+	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
+	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
+	unsigned long used = prod - cons;
+
+	return used >= f->o.ring_size ? 1000 : (unsigned)(used * 1000 / f->o.ring_size);
+}
+
 /* Every ring into the recorder's rings; consume(ctx) empties those when
  * they fill up, and the drain goes on. */
 void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx)
@@ -819,12 +831,17 @@ void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx)
 	if (!f)
 		return;
 	f->round++;
+	f->fill = 0;
 	for (__u32 i = 0; i < f->o.max_rings; i++) {
 		struct fring *r = &f->rings[i];
+		unsigned fill;
 		int err;
 
 		if (r->fd < 0)
 			continue;
+		fill = ring_fill(f, r);
+		if (fill > f->fill)
+			f->fill = fill;
 		while ((err = drain_ring(f, i, r)) == 1)
 			consume(ctx);
 		if (err && !f->said_err) {
@@ -865,6 +882,11 @@ void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx)
 			f->rings[i].dead_ts = now;
 		}
 	tb_fast_drain_all(f, consume, ctx);
+}
+
+unsigned tb_fast_fill(const struct tb_fast *f)
+{
+	return f ? f->fill : 0;
 }
 
 uint64_t tb_fast_lost(const struct tb_fast *f)

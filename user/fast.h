@@ -42,6 +42,28 @@ void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);
 void tb_fast_round_end(struct tb_fast *f);
 /* The session is over: no thread writes again; the rings drained. */
 void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx);
+/* How full the fullest ring was when tb_fast_drain_all last took it, per
+ * mille of its size (1000: full, its thread's events went to the probes
+ * meanwhile). */
+unsigned tb_fast_fill(const struct tb_fast *f);
+/* The fill a recorder's rounds aim at, per mille of a thread's ring. */
+#define TB_FAST_FILL_AIM 250u
+
+/* How long a recorder's next round waits, given the last round's wait and
+ * the fill tb_fast_fill found at its drain: most (the flush interval)
+ * while rings fill slowly, else the last wait scaled by
+ * TB_FAST_FILL_AIM / fill, so that rounds come as often as it takes for
+ * the fullest ring to be drained at about a quarter full and never fill
+ * (a full ring sends its thread's events to the probes, at 20 times the
+ * cost, until the next drain). From 0, it grows again by at least 1 ms. */
+static inline unsigned tb_fast_round_wait(unsigned last, unsigned fill, unsigned most)
+{
+	unsigned long w = last ? last : 1;
+
+	w = fill ? w * TB_FAST_FILL_AIM / fill : most;
+	return w < most ? (unsigned)w : most;
+}
+
 /* Events lost in the rings: a thread killed in the middle of a write. */
 uint64_t tb_fast_lost(const struct tb_fast *f);
 /* A TB_REC_GAP (one record, the thread named) in w for each such event not

@@ -57,7 +57,8 @@ static const struct argp_option record_options[] = {
 	{ "max-fast-rings", OPT_FAST_RINGS, "N", 0, "At most N fast-path rings at once (default "
 						    "1024); other threads take the probes", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
-						 "milliseconds (default 50)", 0 },
+						 "milliseconds (default 50; sooner while a thread's fast-path "
+						 "ring fills faster)", 0 },
 	{ "compress-level", 'z', "N", 0, "zlib level for trace chunks, 0 (store) to 9 (default 1)", 0 },
 	{ "btf", OPT_BTF, "PATH", 0, "Kernel BTF to require (default /sys/kernel/btf/vmlinux)", 0 },
 	{ "no-json", OPT_NO_JSON, NULL, 0, "Only write the .tbt file (convert it later)", 0 },

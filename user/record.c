@@ -88,6 +88,7 @@ struct recorder {
 	int ncpus;
 	__u64 events;          /* records received */
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
+	unsigned wait_ms;      /* the last round's wait (tb_fast_round_wait) */
 	__u64 stats_drops;     /* drops_total of the last STATS record written */
 	__u64 stats_lost;      /* lost_procs of the last STATS record written */
 	int write_err;         /* first writer error */
@@ -1432,8 +1433,10 @@ static int poll_round(struct recorder *r)
 	__u64 now;
 
 	/* Records are submitted without wakeups below the threshold, so poll
-	 * wakes on the timeout: that bounds the delivery latency. */
-	err = ring_buffer__poll(r->rb, o->flush_ms);
+	 * wakes on the timeout: that bounds the delivery latency. A thread
+	 * that fills its fast-path ring faster shortens it. */
+	r->wait_ms = tb_fast_round_wait(r->wait_ms, tb_fast_fill(r->fast), o->flush_ms);
+	err = ring_buffer__poll(r->rb, (int)r->wait_ms);
 	if (err == -EINTR)
 		return 0;
 	if (err < 0) {
