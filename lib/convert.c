@@ -2835,6 +2835,10 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	tb_json_kuint(j, "ends_after_gaps", c->gap.ends_after);
 	tb_json_kuint(j, "events_in_gaps", c->gap.inside);
 	tb_json_kuint(j, "flow_events_left_out", c->gap.flows_left_out);
+	/* written before a slice open for very long (out_flush): only when
+	 * there are some, so that other files render as they did */
+	if (c->forced)
+		tb_json_kuint(j, "events_out_of_order", c->forced);
 	if (c->nstopped) {
 		tb_json_key(j, "recording_stopped");   /* tracebpf ctl stop..start */
 		tb_json_begin_array(j);

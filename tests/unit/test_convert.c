@@ -617,6 +617,60 @@ static void test_equal_timestamps(void **state)
 	free(err);
 }
 
+/* A slice open from the start while n instants follow, never ended. */
+static void write_long_open_slice(unsigned n)
+{
+	struct tb_writer *w = open_trace(0);
+
+	site(w, 100, 1, 0xa, 'B', 0, "c", "outer", 0, NULL, NULL, SITE_OK);
+	site(w, 100, 1, 0xc, 'I', 't', "c", "tick", 0, NULL, NULL, SITE_OK);
+	EV(w, 100, 1, 1, 0xa, 0, 0);
+	for (unsigned i = 0; i < n; i++)
+		EV(w, 200 + i, 1, 1, 0xc, 0, 0);
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+/* Events wait behind the begin of a slice still open (its X is written
+ * when it ends, at its begin's ts). Up to 1 M of them (OUT_MAX) the
+ * output stays in time order; past that the oldest are written first,
+ * and exactly those are counted in metadata.events_out_of_order and said
+ * (docs/output.md). */
+static void test_long_open_slice(void **state)
+{
+	unsigned long long forced, before = 0;
+	char *err, *out, *p, *outer, said[128];
+
+	(void)state;
+	write_long_open_slice(1000);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	out = slurp(out_path);
+	assert_null(strstr(out, "events_out_of_order"));
+	assert_null(strstr(err, "out of time order"));
+	assert_int_equal(py_check(out, "ts = [e['ts'] for e in ev if e['ph'] != 'M']\n"
+				       "assert ts == sorted(ts) and len(ts) == 1001\n"), 0);
+	free(out);
+	free(err);
+
+	write_long_open_slice((1u << 20) + 20000);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	out = slurp(out_path);
+	p = strstr(out, "\"events_out_of_order\":");
+	assert_non_null(p);
+	forced = strtoull(p + strlen("\"events_out_of_order\":"), NULL, 10);
+	assert_true(forced > 0 && forced <= 20000);
+	/* the ones written before the slice they follow, and no others */
+	outer = strstr(out, "\"name\":\"outer\"");
+	assert_non_null(outer);
+	for (p = out; (p = strstr(p, "\"name\":\"tick\"")) && p < outer; p++)
+		before++;
+	assert_int_equal(before, forced);
+	snprintf(said, sizeof(said), "%llu trace events and 0 records were released out of "
+		 "time order", forced);
+	assert_non_null(strstr(err, said));
+	free(out);
+	free(err);
+}
+
 /* --split SIZE: every part but the last holds about SIZE bytes of events
  * (what the JSON writer still buffers counted: its buffer, 64 KiB, is
  * larger than a small SIZE), plus its names and metadata. */
@@ -1431,6 +1485,7 @@ int main(void)
 		cmocka_unit_test(test_scenario),
 		cmocka_unit_test(test_convert_file),
 		cmocka_unit_test(test_equal_timestamps),
+		cmocka_unit_test(test_long_open_slice),
 		cmocka_unit_test(test_stopped_windows),
 		cmocka_unit_test(test_ends_before_recording),
 		cmocka_unit_test(test_gaps),
