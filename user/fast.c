@@ -793,14 +793,20 @@ static void unmap_ring(struct fring *r)
 	r->fd = -1;
 }
 
-/* A ring whose thread is gone: anything left in it is the one sample the
- * thread was writing when it died (BUSY forever), lost. */
-static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
+/* Bytes of r its thread has written and the drain not yet taken. */
+static unsigned long ring_used(const struct fring *r)
 {
 	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
 	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
 
-	if (prod != cons) {
+	return prod - cons;
+}
+
+/* A ring whose thread is gone: anything left in it is the one sample the
+ * thread was writing when it died (BUSY forever), lost. */
+static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
+{
+	if (ring_used(r)) {
 		struct lost *nv = realloc(f->lost_v, (f->nlost + 1) * sizeof(*nv));
 
 		f->lost++;
@@ -813,13 +819,10 @@ static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 	unmap_ring(r);
 }
 
-/* Per mille of r's bytes that its thread has written and the drain not
- * yet taken. */
+/* ring_used, per mille of the ring's size. */
 static unsigned ring_fill(const struct tb_fast *f, const struct fring *r)
 {
-	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
-	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
-	unsigned long used = prod - cons;
+	unsigned long used = ring_used(r);
 
 	return used >= f->o.ring_size ? 1000 : (unsigned)(used * 1000 / f->o.ring_size);
 }
