@@ -3,7 +3,8 @@
 #   make            build build/tracebpf and everything the tests need
 #   make deps       install the Debian 12 packages tracebpf needs (root)
 #   make demo       record the bundled demo app -> build/demo.json
-#   make test       unit tests (no root) + integration tests (root, real BPF)
+#   make test       header, unit and integration tests (root, real BPF), < 5 min
+#   make test-full  the same with the big-scale cases, 10 min of chaos and fuzz
 #   make bench      probe-cost and drop benchmarks
 #   make clean
 #   V=1             show full command lines
@@ -76,7 +77,7 @@ BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/
 LIBBPF_MIN := 1.3
 LIBBPF_VER := $(shell pkg-config --modversion libbpf 2>/dev/null)
 # (test, demo and bench install the deps first, then build in a fresh make)
-ifneq ($(filter-out deps clean test demo bench uninstall,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out deps clean test test-full demo bench uninstall,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(LIBBPF_VER),)
 ifneq ($(shell printf '%s\n%s\n' $(LIBBPF_MIN) $(LIBBPF_VER) | sort -V | head -1),$(LIBBPF_MIN))
 $(error tracebpf needs libbpf >= $(LIBBPF_MIN), found $(LIBBPF_VER): run 'sudo make deps' (Debian 12: libbpf-dev from bookworm-backports))
@@ -87,7 +88,7 @@ endif
 # keep the BPF objects (bpftool can inspect them)
 .SECONDARY:
 
-.PHONY: all deps demo test test-unit test-header test-integration bench clean
+.PHONY: all deps demo test test-full test-unit test-header test-integration bench clean
 
 all: $(OUT)/tracebpf $(OUT)/libtracebpf.so $(OUT)/libtracebpf.so.$(LIB_SOMAJOR) $(OUT)/demo $(PROG_BINS) $(UNIT_TESTS) $(BENCH_BINS) $(OUT)/fuzz/fuzz_reader
 
@@ -159,8 +160,10 @@ $(OUT)/progs/lib_user: tests/progs/lib_user.c $(OUT)/progs/libtbtest.so
 	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUT)/progs -ltbtest -Wl,-rpath,'$$ORIGIN' -o $@
 
 # 2,000 sites in an executable and 2,000 in a library it links (generated).
+# One run of the generator writes both files: a grouped target (&:), so a
+# parallel make runs it once.
 MANY_SITES := 2000
-$(OUT)/gen/many_sites.c $(OUT)/gen/libmany_sites.c: tests/progs/gen_many_sites.py
+$(OUT)/gen/many_sites.c $(OUT)/gen/libmany_sites.c &: tests/progs/gen_many_sites.py
 	$(call msg,GEN,$(OUT)/gen/many_sites.c)
 	$(Q)python3 $< $(MANY_SITES) $(OUT)/gen
 
@@ -228,6 +231,11 @@ test:
 	$(Q)bash tools/deps.sh
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash tests/run.sh
+
+test-full:
+	$(Q)bash tools/deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash tests/run.sh full
 
 test-unit: all
 	$(Q)bash tests/run.sh unit

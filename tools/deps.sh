@@ -36,7 +36,7 @@ bpf_ok() {
 # (man -l, lexgrog) and pkg-config are what tests/integration/test_install.py
 # checks the installed pages and tracebpf.pc with.
 pkgs=(make gcc g++ clang llvm libelf-dev zlib1g-dev libdeflate-dev pkg-config
-      binutils libcmocka-dev libtraceevent-dev python3 python3-pytest procps util-linux
+      binutils libcmocka-dev libtraceevent-dev python3 python3-pytest python3-pytest-xdist procps util-linux
       libclang-rt-14-dev lowdown man-db)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The chaos run: `make chaos DURATION=600` (tests/run.sh runs 60 s).
+"""The chaos run: `make chaos DURATION=600` (make test runs 20 s, make test-full 600 s).
 
 Rounds of a few seconds each. A round starts chaos_app processes
 (tests/progs/chaos_app.c: threads that churn, children that fork and exec,
