@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, TRACEBPF, fd_infos, load, possible_cpus, prog
+from conftest import BUILD, ROOT, TRACEBPF, fd_infos, kill_group, load, possible_cpus, prog
 
 
 def run(*args, user=None, wrap=(), timeout=60):
@@ -144,6 +144,7 @@ def test_output_in_use(tmp_path):
     touches the file: the first recording stays whole."""
     out = tmp_path / "busy.json"
     first = subprocess.Popen([TRACEBPF, "record", "-q", "-o", str(out), "--", prog("quiet_thread")],
+                             start_new_session=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert first.stdout.readline().strip() == "ready"
@@ -158,7 +159,7 @@ def test_output_in_use(tmp_path):
         first.send_signal(signal.SIGINT)
         first.wait(timeout=60)
         # record leaves its command running, and it holds our stdout pipe
-        subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
+        kill_group(first)
         _, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     t = load(out, consumer=False)

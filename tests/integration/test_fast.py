@@ -166,7 +166,9 @@ def test_unprivileged_process_and_other_users(recorder, spawn):
     shared = tempfile.TemporaryDirectory(prefix="tb-fast-")
     os.chmod(shared.name, 0o777)
     countfile = os.path.join(shared.name, "count")
-    rec = recorder("--no-sched", "--", *NOBODY, prog("fast_seq"), "kill", 1, 0,
+    # a sleep every 20 events: the test needs the thread alive, not its
+    # millions of events (converting those took minutes)
+    rec = recorder("--no-sched", "--", *NOBODY, prog("fast_seq"), "kill", 1, 20,
                    countfile)
     # fast_seq prints this one line once its thread has tried the fast
     # path: read it once (waiting for a second line would block for ever)

@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from conftest import (BUILD, ROOT, TRACEBPF, Trace, check_chrome_rules, devtools_check,
-                      load, prog, wait_for)
+                      kill_group, load, prog, scale, wait_for)
 
 
 def run(*args, **kw):
@@ -74,13 +74,14 @@ def start_seq(tmp_path, name, *extra):
     return p, child, countfile, tbt
 
 
-def test_sigkill_recorder_20_times(tmp_path):
-    """SIGKILL the recorder at random moments of a high-rate recording, 20
-    times: every file reads, converts to valid JSON, and holds exactly
-    events 0..k-1 of the thread's sequence (a prefix, no gap)."""
+def test_sigkill_recorder_many_times(tmp_path):
+    """SIGKILL the recorder at random moments of a high-rate recording, 6
+    times (20 under make test-full): every file reads, converts to valid
+    JSON, and holds exactly events 0..k-1 of the thread's sequence (a
+    prefix, no gap)."""
     rnd = random.Random(1234)
     prefixes = []
-    for i in range(20):
+    for i in range(scale(6, 20)):
         p, child, countfile, tbt = start_seq(tmp_path, f"k{i}")
         try:
             wait_for(lambda: count_of(countfile) >= 1000, what="events flowing")
@@ -103,7 +104,7 @@ def test_sigkill_recorder_20_times(tmp_path):
         prefixes.append((len(s), emitted, "truncated tail" in info.stdout))
         os.unlink(tbt)
     # the kills landed at different moments: not all the same prefix
-    assert len({n for n, _, _ in prefixes}) > 10, prefixes
+    assert len({n for n, _, _ in prefixes}) > len(prefixes) // 2, prefixes
     print("kills (events kept, events emitted, torn tail):", prefixes)
 
 
@@ -426,7 +427,7 @@ def test_follow_ends_when_the_recorder_is_killed(tmp_path):
     tbt = tmp_path / "k.tbt"
     rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt), "--",
                             prog("quiet_thread")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+                           text=True, start_new_session=True)
     assert rec.stdout.readline().strip() == "ready"
     conv = subprocess.Popen([TRACEBPF, "convert", "--follow", str(tbt), "-o",
                              str(tmp_path / "k.json")], stdout=subprocess.PIPE,
@@ -440,7 +441,7 @@ def test_follow_ends_when_the_recorder_is_killed(tmp_path):
     wait_for(quiet_in_file, what="the quiet thread's event in the file")
     rec.kill()
     rec.wait(timeout=60)
-    subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
+    kill_group(rec)
     rec.communicate(timeout=60)
     try:
         _, err = conv.communicate(timeout=60)   # it used to wait for ever
@@ -457,7 +458,7 @@ def test_follow_a_redirected_stdout(tmp_path):
     tbt = tmp_path / "r.tbt"
     with open(tbt, "wb") as f:
         rec = subprocess.Popen([TRACEBPF, "record", "-q", "-o", "-", "--", prog("quiet_thread")],
-                               stdout=f, stderr=subprocess.PIPE, text=True)
+                               stdout=f, stderr=subprocess.PIPE, text=True, start_new_session=True)
     wait_for(lambda: tbt.stat().st_size > 0, what="the trace on stdout")
     conv = subprocess.Popen([TRACEBPF, "convert", "--follow", str(tbt), "-o",
                              str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True)
@@ -465,7 +466,7 @@ def test_follow_a_redirected_stdout(tmp_path):
     alive = conv.poll() is None
     rec.send_signal(signal.SIGINT)
     rec.wait(timeout=60)
-    subprocess.run(["pkill", "-KILL", "-f", prog("quiet_thread")])
+    kill_group(rec)
     rec.communicate(timeout=60)
     try:
         _, err = conv.communicate(timeout=60)

@@ -18,7 +18,7 @@
  *          must not find its parent's ring);
  *   kill   one thread that, once its ring is mapped, emits "seq" forever,
  *          storing seq + 1 in COUNTFILE (mapped shared) after each event,
- *          100 us of sleep every 1000 events;
+ *          100 us of sleep every N events (every 1000 if N is 0);
  *   attach THREADS threads emit "seq" (t, seq) from the start, untraced
  *          or not, 100 us of sleep every 100 events, N events each; a
  *          thread prints "thread T fast_from=S" when its ring is mapped
@@ -146,7 +146,7 @@ static int run_threads(int n, void *(*fn)(void *))
 	return 0;
 }
 
-static int run_kill(const char *path)
+static int run_kill(const char *path, uint64_t every)
 {
 	const struct timespec pause = { 0, 100 * 1000 };
 	int fd = open(path, O_RDWR | O_CREAT, 0644);
@@ -163,7 +163,7 @@ static int run_kill(const char *path)
 		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", (int64_t)0,
 				     "seq", (int64_t)i);
 		__atomic_store_n(counter, i + 1, __ATOMIC_RELEASE);
-		if ((i + 1) % 1000 == 0)   /* leave the recorder a CPU */
+		if ((i + 1) % every == 0)   /* leave the recorder a CPU */
 			nanosleep(&pause, NULL);
 	}
 }
@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 	if (threads < 1 || threads > 64)
 		return 2;
 	if (!strcmp(argv[1], "kill"))
-		return argc > 4 ? run_kill(argv[4]) : 2;
+		return argc > 4 ? run_kill(argv[4], n_events > 0 ? (uint64_t)n_events : 1000) : 2;
 	if (!strcmp(argv[1], "attach"))
 		return run_threads(threads, attach_worker);
 	if (strcmp(argv[1], "fork"))
