@@ -79,6 +79,28 @@ int tb_hist_add(struct tb_hist *h, uint64_t v)
 	return 0;
 }
 
+int tb_hist_merge(struct tb_hist *dst, const struct tb_hist *src)
+{
+	size_t off, n = (size_t)src->nblocks * TB_HIST_SUB;
+	int err;
+
+	if (!src->count)
+		return 0;
+	err = cover(dst, src->lo, src->lo + src->nblocks - 1);
+	if (err)
+		return err;
+	off = (size_t)(src->lo - dst->lo) * TB_HIST_SUB;
+	for (size_t i = 0; i < n; i++)
+		dst->b[off + i] += src->b[i];
+	if (!dst->count || src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	dst->count += src->count;
+	dst->sum += src->sum;
+	return 0;
+}
+
 uint64_t tb_hist_quantile(const struct tb_hist *h, double q)
 {
 	double want = q * (double)h->count;

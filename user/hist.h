@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * hist.h - a streaming histogram of durations (ns) in bounded memory, for
- * percentiles over any number of values (tracebpf report).
+ * percentiles over any number of values (tracebpf report), and merged
+ * exactly (a thread's into its process's, a process's into the trace's).
  *
  * Log-linear buckets, as HdrHistogram's: values below 128 each have their
  * own bucket; above, every power of two [2^b, 2^(b+1)) is split into 64
@@ -39,6 +40,11 @@ struct tb_hist {
 
 /* A zeroed struct tb_hist is empty. 0 or -ENOMEM (v not counted). */
 int tb_hist_add(struct tb_hist *h, uint64_t v);
+/* Adds src's values to dst: dst is then what adding each of them to it
+ * would have made (the same buckets, count, min, max and sum), so the
+ * quantiles of a merge are those of all the values, never an average of
+ * the parts'. 0 or -ENOMEM (dst unchanged). */
+int tb_hist_merge(struct tb_hist *dst, const struct tb_hist *src);
 /* The value of rank ceil(q * count) (q in [0, 1]; q = 0: the min), within
  * TB_HIST_REL_ERROR of it; 0 for an empty histogram. */
 uint64_t tb_hist_quantile(const struct tb_hist *h, double q);
