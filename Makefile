@@ -49,7 +49,8 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 LIB_SRCS  := $(wildcard lib/*.c)
 LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h bpf/record.h
 # What the unit tests, the fuzz target and the model bench build from source.
-CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/tbwriter.c user/tbio.c \
+CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
+             user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
              user/convert_cmd.c user/filter_args.c
 LOAD_SRCS := user/record.c user/fast.c user/probes.c user/main.c user/sched.c user/rings.c user/gaps.c user/slots.c user/info.c user/dump.c \
              user/pack.c user/serve.c user/ctl.c

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * report_internal.h - the parts of `tracebpf report` (report.h) and what
+ * each owns:
+ *
+ *   report.c            the command: options, running the parts in turn
+ *   report_collect.c    the model's sink: per thread, the names' counts,
+ *                       self times and histograms, the counter series
+ *   report_aggregate.c  the tables in the order shown
+ *   report_text.c       the report on the terminal
+ *   report_json.c       the report as one JSON document
+ *
+ * Only report.c's functions are outside report; these are shared by its
+ * parts alone.
+ */
+#ifndef TRACEBPF_REPORT_INTERNAL_H
+#define TRACEBPF_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "chain.h"
+#include "filter_args.h"
+#include "hist.h"
+#include "model.h"
+
+enum sort_key { SORT_TOTAL, SORT_SELF, SORT_COUNT, SORT_MAX, SORT_MEAN, NSORT };
+
+/* The --sort keys by enum sort_key (report.c). */
+extern const char *const report_sort_names[NSORT];
+
+struct report_opts {
+	const char *in;             /* trace file, "-" = stdin */
+	enum sort_key sort;
+	long top;                   /* rows per table; 0: all, -1: default */
+	bool json;
+	FILE *out;                  /* where the report goes */
+	struct tb_filter_args filter;   /* --pid, --tid, --cat, --name, --time */
+};
+
+/* What the slices (or instants) of one name on one thread add up to. */
+struct key {
+	struct tb_chain_link l;
+	char *cat, *name;           /* owned; name may hold any byte */
+	size_t name_len;
+	bool instant;               /* instants: count only */
+	struct tb_hist hist;        /* complete slices' durations: count, sum, max */
+	uint64_t self;              /* of the complete slices */
+	uint64_t instants;
+	uint64_t incomplete, incomplete_total;   /* left open, or cut at a gap */
+	uint64_t unpaired;          /* a begin or an end without its other half */
+};
+
+/* A site the thread has seen, and its key (sites of one name share it). */
+struct site_key {
+	struct tb_chain_link l;
+	const struct site *site;
+	struct key *key;
+};
+
+struct rthread {
+	struct tb_chain_link l;
+	uint64_t pid;               /* the process incarnation's, as events carry it */
+	uint32_t tid;
+	char *name, *process;       /* convert's names, set at the end */
+	size_t name_len, process_len;   /* (an app-set name may hold a NUL) */
+	struct tb_chain keys;            /* struct key by (kind, cat, name) */
+	struct tb_chain sites;           /* struct site_key by site */
+	uint64_t slices, incomplete, instants, counters, async, flows;
+};
+
+/* One series of a counter of a process. */
+struct series {
+	struct tb_chain_link l;
+	uint64_t pid, id;
+	bool has_id;
+	char *cat, *name, *series;
+	size_t name_len;
+	double min, max, last;
+	uint64_t samples;
+};
+
+/* Why slices were incomplete, as the model says it (oev.unfinished, or
+ * cut at a gap). */
+#define NREASONS 8
+struct reason {
+	const char *why;
+	uint64_t n;
+};
+
+/* The events the filters left out, by kind (as report_event counts them:
+ * unpaired begins and ends with the instants). */
+struct left_out {
+	uint64_t events, slices, instants, counters, async, flows, other;
+};
+
+struct report {
+	const struct report_opts *o;
+	int err;
+	struct tb_chain threads;         /* struct rthread by (pid, tid) */
+	struct rthread *last;       /* the thread of the previous event */
+	struct tb_chain counters;        /* struct series */
+	struct tb_model_counts counts;
+	struct tb_rec_stats *stats; /* a copy of counts.stats */
+	struct reason reasons[NREASONS];
+	uint64_t slices, incomplete, unpaired, instants, counter_samples, async, flows;
+	uint64_t other;
+	uint64_t kept;              /* trace events handed to report_event */
+	struct left_out left_out;   /* by the filters */
+};
+
+/* report_collect.c */
+/* Runs the model of rd into r (r->o set, the rest zeroed); on failure
+ * *read_failed says whether reading rd failed. 0 or -errno. */
+int report_collect(struct report *r, struct tb_reader *rd, bool *read_failed);
+/* Whether the trace is whole: nothing lost, nothing unreadable. */
+bool report_complete(const struct report *r, struct tb_reader *rd);
+void report_free(struct report *r);
+
+/* report_aggregate.c */
+/* qsort_r's order of keys: largest first by *(enum sort_key *)by, then
+ * incomplete ones, then by name. */
+int report_cmp_keys(const void *a, const void *b, void *by);
+/* t's keys of one kind, sorted by `by`; *n of them. NULL: no memory. */
+struct key **report_sorted_keys(const struct rthread *t, bool instant, enum sort_key by,
+				size_t *n);
+/* The threads with something to show, sorted by (pid, tid). */
+struct rthread **report_sorted_threads(const struct report *r, size_t *n);
+/* The counter series by (pid, cat, name, id, series). */
+struct series **report_sorted_series(const struct report *r, size_t *n);
+
+/* report_text.c, report_json.c: r on r->o->out. 0 or -errno. */
+int report_print_text(const struct report *r, struct tb_reader *rd);
+int report_print_json(const struct report *r, struct tb_reader *rd);
+
+#endif /* TRACEBPF_REPORT_INTERNAL_H */
