@@ -5,11 +5,13 @@
  *
  * It is a sink of the model convert builds (model.h): the same slices,
  * matched and cut the same way, never re-derived. What was lost comes
- * first. Then, per process and thread, the slices by name with count,
- * total and self time (total minus the slices directly inside, on the same
- * thread), mean, p50, p99 and max; percentiles come from a log-linear
- * histogram per name (hist.h: within 0.79 %), so memory grows with the
- * distinct (thread, category, name) keys, never with the events. Slices
+ * first. Then, for the whole trace, per process and (--per-thread) per
+ * thread, the slices by name with count, total and self time (total minus
+ * the slices directly inside, on the same thread), mean, p50, p99 and max;
+ * percentiles come from a log-linear histogram per name (hist.h: within
+ * 0.79 %), kept per thread and merged exactly into the process's and the
+ * trace's at the end, so memory grows with the distinct (thread, category,
+ * name) keys, never with the events. Slices
  * left open or cut at a gap are counted apart, never mixed with complete
  * ones. Then the counters: min, max and last value per series.
  * With filters (filter.h, the options convert takes) the model hands on
@@ -29,6 +31,8 @@
 
 #define PFX "tracebpf: report: "
 
+enum { OPT_PER_THREAD = 0x100 };   /* long options only */
+
 const char *const report_sort_names[NSORT] = {
 	[SORT_TOTAL] = "total", [SORT_SELF] = "self", [SORT_COUNT] = "count",
 	[SORT_MAX] = "max", [SORT_MEAN] = "mean",
@@ -38,6 +42,8 @@ static const struct argp_option report_options[] = {
 	{ "sort", 's', "KEY", 0, "Order slices by total (default), self, count, max or mean", 0 },
 	{ "top", 'n', "N", 0, "Show N names per table (default 10 on the terminal, all in "
 			      "--json; 0: all)", 0 },
+	{ "per-thread", OPT_PER_THREAD, NULL, 0, "Each thread's tables too, under its process's",
+	  0 },
 	{ "json", 'j', NULL, 0, "Write one JSON document (docs/tracebpf-report.md) instead", 0 },
 	{ 0 },
 };
@@ -63,6 +69,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'n':
 		o->top = tb_io_arg_range(state, arg, 0, 1000000000, "--top", NULL);
+		break;
+	case OPT_PER_THREAD:
+		o->per_thread = true;
 		break;
 	case 'j':
 		o->json = true;
@@ -90,6 +99,8 @@ static int report_run(const struct report_opts *o, struct tb_reader *rd, const c
 	bool read_failed = false;
 	int err = report_collect(&r, rd, &read_failed);
 
+	if (!err)
+		err = report_aggregate(&r);
 	if (err)
 		*verb = read_failed ? "read" : "summarize";
 	else if ((err = o->json ? report_print_json(&r, rd) : report_print_text(&r, rd)))
@@ -98,9 +109,11 @@ static int report_run(const struct report_opts *o, struct tb_reader *rd, const c
 	return err;
 }
 
-int tb_report_file(struct tb_reader *r, FILE *out, bool json, const struct tb_filter *filter)
+int tb_report_file(struct tb_reader *r, FILE *out, bool json, bool per_thread,
+		   const struct tb_filter *filter)
 {
-	struct report_opts o = { .in = "-", .top = -1, .json = json, .out = out };
+	struct report_opts o = { .in = "-", .top = -1, .json = json, .per_thread = per_thread,
+				 .out = out };
 	const char *verb;
 
 	if (filter)
@@ -113,9 +126,10 @@ int tb_cmd_report(int argc, char **argv)
 {
 	static const struct argp_child children[] = { { &tb_filter_argp, 0, NULL, 1 }, { 0 } };
 	static const struct argp argp = { report_options, report_parse, "FILE.tbt",
-					  "Summarize a trace: what was lost, then per process and "
-					  "thread the slices by total and self time with "
-					  "percentiles, and the counters.", children, NULL, NULL };
+					  "Summarize a trace: what was lost, then for the whole "
+					  "trace and per process (and thread: --per-thread) the "
+					  "slices by total and self time with percentiles, and "
+					  "the counters.", children, NULL, NULL };
 	struct report_opts o = { .sort = SORT_TOTAL, .top = -1, .out = stdout };
 	struct tb_reader *rd = NULL;
 	const char *verb;

@@ -17,8 +17,10 @@ int tb_cmd_report(int argc, char **argv);
 struct tb_filter;
 
 /* The report of the events of r that filter keeps (NULL or nothing
- * given: every event), as text or JSON, on out (default sort and rows).
- * Returns 0 or -errno and prints no error message. */
-int tb_report_file(struct tb_reader *r, FILE *out, bool json, const struct tb_filter *filter);
+ * given: every event), as text or JSON, on out (default sort and rows),
+ * with each thread's tables too when per_thread. Returns 0 or -errno and
+ * prints no error message. */
+int tb_report_file(struct tb_reader *r, FILE *out, bool json, bool per_thread,
+		   const struct tb_filter *filter);
 
 #endif

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * report_aggregate.c - tracebpf report's tables in the order shown:
- * names by the --sort key, threads by (pid, tid), counter series.
+ * report_aggregate.c - tracebpf report's levels above the thread, and
+ * its tables in the order shown.
+ *
+ * Once the model has run: each process's names are its threads' merged,
+ * and the whole trace's the processes' merged. Counts, totals, self times
+ * and incomplete ones add up; the histograms merge bucket by bucket
+ * (tb_hist_merge), so a process's or the trace's percentiles are those of
+ * all its slices, never an average of its threads'. This costs one pass
+ * over the threads' keys, nothing per event. Then names sort by the
+ * --sort key, threads by (pid, tid), counter series by process.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +63,11 @@ int report_cmp_keys(const void *a, const void *b, void *by)
 	return cmp_names(x, y);
 }
 
-struct key **report_sorted_keys(const struct rthread *t, bool instant, enum sort_key by,
-			       size_t *n)
+struct key **report_sorted_keys(const struct level *lv, bool instant, enum sort_key by,
+				size_t *n)
 {
 	size_t all, i;
-	struct key **v = (struct key **)tb_chain_list(&t->keys, &all);
+	struct key **v = (struct key **)tb_chain_list(&lv->keys, &all);
 
 	*n = 0;
 	if (!v)
@@ -96,27 +105,120 @@ static int cmp_series(const void *a, const void *b)
 	return strcmp(x->series, y->series);
 }
 
-struct rthread **report_sorted_threads(const struct report *r, size_t *n)
+static bool has_events(const struct level *lv)
+{
+	return lv->slices || lv->instants || lv->counters || lv->async || lv->flows || lv->keys.n;
+}
+
+/* r->shown: the threads with something to show, sorted by (pid, tid). */
+static int sort_threads(struct report *r)
 {
 	size_t all, i;
 	struct rthread **v = (struct rthread **)tb_chain_list(&r->threads, &all);
 
-	*n = 0;
 	if (!v)
-		return NULL;
+		return -ENOMEM;
 	for (i = 0; i < all; i++)
-		if (v[i]->slices || v[i]->instants || v[i]->counters || v[i]->async ||
-		    v[i]->flows || v[i]->keys.n)
-			v[(*n)++] = v[i];
-	qsort(v, *n, sizeof(*v), cmp_threads);
-	return v;
+		if (has_events(&v[i]->lv))
+			v[r->nshown++] = v[i];
+	qsort(v, r->nshown, sizeof(*v), cmp_threads);
+	r->shown = v;
+	return 0;
 }
 
-struct series **report_sorted_series(const struct report *r, size_t *n)
+static int sort_series(struct report *r)
 {
-	struct series **v = (struct series **)tb_chain_list(&r->counters, n);
+	r->series = (struct series **)tb_chain_list(&r->counters, &r->nseries);
+	if (!r->series)
+		return -ENOMEM;
+	qsort(r->series, r->nseries, sizeof(*r->series), cmp_series);
+	return 0;
+}
 
-	if (v)
-		qsort(v, *n, sizeof(*v), cmp_series);
-	return v;
+/* ------------------------------------------------------------ merging -- */
+
+/* Adds k's numbers to the key of its name in keys. */
+static int merge_key(struct tb_chain *keys, const struct key *k)
+{
+	struct key *d = report_key(keys, k->cat, k->name, k->name_len, k->instant);
+
+	if (!d)
+		return -ENOMEM;
+	d->self += k->self;
+	d->instants += k->instants;
+	d->incomplete += k->incomplete;
+	d->incomplete_total += k->incomplete_total;
+	d->unpaired += k->unpaired;
+	return tb_hist_merge(&d->hist, &k->hist);
+}
+
+/* Adds src's names and counts to dst. */
+static int merge_level(struct level *dst, const struct level *src)
+{
+	size_t n;
+	struct key **k = (struct key **)tb_chain_list(&src->keys, &n);
+	int err = k ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++)
+		err = merge_key(&dst->keys, k[i]);
+	free(k);
+	dst->slices += src->slices;
+	dst->incomplete += src->incomplete;
+	dst->instants += src->instants;
+	dst->counters += src->counters;
+	dst->async += src->async;
+	dst->flows += src->flows;
+	return err;
+}
+
+/* The process of the n threads t[0..n), all of one pid. */
+static int merge_process(struct rprocess *p, struct rthread **t, size_t n)
+{
+	int err = 0;
+
+	*p = (struct rprocess){ .pid = t[0]->pid, .name = t[0]->process,
+				.name_len = t[0]->process_len, .threads = t, .nthreads = n };
+	for (size_t i = 0; !err && i < n; i++)
+		err = merge_level(&p->lv, &t[i]->lv);
+	return err;
+}
+
+/* The threads of r->shown[i..] with r->shown[i]'s pid. */
+static size_t threads_of_pid(const struct report *r, size_t i)
+{
+	size_t n = 1;
+
+	while (i + n < r->nshown && r->shown[i + n]->pid == r->shown[i]->pid)
+		n++;
+	return n;
+}
+
+/* Each process from its threads, the whole trace from the processes. */
+static int merge_processes(struct report *r)
+{
+	int err = 0;
+
+	r->procs = calloc(r->nshown ? r->nshown : 1, sizeof(*r->procs));
+	if (!r->procs)
+		return -ENOMEM;
+	for (size_t i = 0, n; !err && i < r->nshown; i += n) {
+		struct rprocess *p = &r->procs[r->nprocs++];
+
+		n = threads_of_pid(r, i);
+		err = merge_process(p, r->shown + i, n);
+		if (!err)
+			err = merge_level(&r->whole, &p->lv);
+	}
+	return err;
+}
+
+int report_aggregate(struct report *r)
+{
+	int err = sort_threads(r);
+
+	if (!err)
+		err = sort_series(r);
+	if (!err)
+		err = merge_processes(r);
+	return err;
 }

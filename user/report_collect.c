@@ -68,20 +68,19 @@ static struct key *new_key(struct tb_chain *keys, uint64_t h, const char *cat, c
 	return k;
 }
 
-/* The key of (kind, cat, name) on t. */
-static struct key *key_by_name(struct rthread *t, const char *cat, const char *name,
-			       size_t n, bool instant)
+struct key *report_key(struct tb_chain *keys, const char *cat, const char *name, size_t n,
+		       bool instant)
 {
 	uint64_t h = str_hash(str_hash(instant, cat, strlen(cat) + 1), name, n);
 
-	for (struct tb_chain_link *x = tb_chain_first(&t->keys, h); x; x = x->next) {
+	for (struct tb_chain_link *x = tb_chain_first(keys, h); x; x = x->next) {
 		struct key *k = (struct key *)x;
 
 		if (x->h == h && k->instant == instant && k->name_len == n &&
 		    !memcmp(k->name, name, n) && !strcmp(k->cat, cat))
 			return k;
 	}
-	return new_key(&t->keys, h, cat, name, n, instant);
+	return new_key(keys, h, cat, name, n, instant);
 }
 
 /* The key of e's name on t: by site first (a site's name is fixed, except
@@ -105,7 +104,7 @@ static struct key *key_of(struct rthread *t, const struct oev *e, bool instant)
 		name = "<unreadable>";
 		n = strlen(name);
 	}
-	k = key_by_name(t, e->site->cat, name, n, instant);
+	k = report_key(&t->lv.keys, e->site->cat, name, n, instant);
 	if (!k || !by_site)
 		return k;
 	sk = calloc(1, sizeof(*sk));
@@ -141,8 +140,7 @@ static int on_slice(struct report *r, const struct oev *e)
 
 	if (!k)
 		return -ENOMEM;
-	t->slices++;
-	r->slices++;
+	t->lv.slices++;
 	if (complete) {
 		/* the model knows what was directly inside it (model.h) */
 		k->self += e->dur - (e->child < e->dur ? e->child : e->dur);
@@ -150,8 +148,7 @@ static int on_slice(struct report *r, const struct oev *e)
 	}
 	k->incomplete++;
 	k->incomplete_total += e->dur;
-	t->incomplete++;
-	r->incomplete++;
+	t->lv.incomplete++;
 	count_reason(r, e->unfinished ? e->unfinished : "cut at a gap (lost events)");
 	return 0;
 }
@@ -171,8 +168,7 @@ static int on_instant(struct report *r, const struct oev *e)
 		r->unpaired++;
 	} else {
 		k->instants++;
-		t->instants++;
-		r->instants++;
+		t->lv.instants++;
 	}
 	return 0;
 }
@@ -221,7 +217,7 @@ static int on_counter(struct report *r, const struct oev *e)
 
 	if (!t)
 		return -ENOMEM;
-	t->counters += n > 0;
+	t->lv.counters += n > 0;
 	if (!name) {
 		name = "<unreadable>";
 		len = strlen(name);
@@ -238,7 +234,6 @@ static int on_counter(struct report *r, const struct oev *e)
 		s->last = v[i].value;
 		s->samples++;
 	}
-	r->counter_samples += n > 0;
 	return 0;
 }
 
@@ -249,15 +244,12 @@ static int count_other(struct report *r, const struct oev *e, char kind)
 
 	if (!t)
 		return -ENOMEM;
-	if (kind == 'a') {
-		r->async++;
-		t->async++;
-	} else if (kind == 'f') {
-		r->flows++;
-		t->flows++;
-	} else {
+	if (kind == 'a')
+		t->lv.async++;
+	else if (kind == 'f')
+		t->lv.flows++;
+	else
 		r->other++;
-	}
 	return 0;
 }
 
@@ -360,11 +352,16 @@ static void free_key(void *p)
 	free(k);
 }
 
+void report_free_level(struct level *lv)
+{
+	tb_chain_free(&lv->keys, free_key);
+}
+
 static void free_thread(void *p)
 {
 	struct rthread *t = p;
 
-	tb_chain_free(&t->keys, free_key);
+	report_free_level(&t->lv);
 	tb_chain_free(&t->sites, free);
 	free(t->name);
 	free(t->process);
@@ -383,6 +380,12 @@ static void free_series(void *p)
 
 void report_free(struct report *r)
 {
+	for (size_t i = 0; i < r->nprocs; i++)
+		report_free_level(&r->procs[i].lv);
+	free(r->procs);
+	free(r->shown);
+	free(r->series);
+	report_free_level(&r->whole);
 	tb_chain_free(&r->threads, free_thread);
 	tb_chain_free(&r->counters, free_series);
 	free(r->stats);

@@ -5,13 +5,18 @@
  *
  *   report.c            the command: options, running the parts in turn
  *   report_collect.c    the model's sink: per thread, the names' counts,
- *                       self times and histograms, the counter series
- *   report_aggregate.c  the tables in the order shown
+ *                       self times and histograms, the counter series;
+ *                       the keys of a level and freeing them
+ *   report_aggregate.c  at the end, from the threads' levels: each
+ *                       process's and the whole trace's, merged (the
+ *                       histograms exactly, tb_hist_merge); the tables
+ *                       in the order shown
  *   report_text.c       the report on the terminal
  *   report_json.c       the report as one JSON document
  *
  * Only report.c's functions are outside report; these are shared by its
- * parts alone.
+ * parts alone. Nothing is added per event for the process and trace
+ * levels: they are built once, from the threads' tables.
  */
 #ifndef TRACEBPF_REPORT_INTERNAL_H
 #define TRACEBPF_REPORT_INTERNAL_H
@@ -35,11 +40,13 @@ struct report_opts {
 	enum sort_key sort;
 	long top;                   /* rows per table; 0: all, -1: default */
 	bool json;
+	bool per_thread;            /* each thread's tables too */
 	FILE *out;                  /* where the report goes */
 	struct tb_filter_args filter;   /* --pid, --tid, --cat, --name, --time */
 };
 
-/* What the slices (or instants) of one name on one thread add up to. */
+/* What the slices (or instants) of one name on one level (a thread, a
+ * process, the whole trace) add up to. */
 struct key {
 	struct tb_chain_link l;
 	char *cat, *name;           /* owned; name may hold any byte */
@@ -59,15 +66,31 @@ struct site_key {
 	struct key *key;
 };
 
+/* The names of a thread, a process or the whole trace, and the number
+ * of its events by kind. */
+struct level {
+	struct tb_chain keys;       /* struct key by (kind, cat, name) */
+	uint64_t slices, incomplete, instants, counters, async, flows;
+};
+
 struct rthread {
 	struct tb_chain_link l;
 	uint64_t pid;               /* the process incarnation's, as events carry it */
 	uint32_t tid;
 	char *name, *process;       /* convert's names, set at the end */
 	size_t name_len, process_len;   /* (an app-set name may hold a NUL) */
-	struct tb_chain keys;            /* struct key by (kind, cat, name) */
-	struct tb_chain sites;           /* struct site_key by site */
-	uint64_t slices, incomplete, instants, counters, async, flows;
+	struct tb_chain sites;      /* struct site_key by site */
+	struct level lv;            /* counted as the events come */
+};
+
+/* A process: its threads shown, and their levels merged. */
+struct rprocess {
+	uint64_t pid;
+	const char *name;           /* its threads' process name (NULL: unknown) */
+	size_t name_len;
+	struct rthread **threads;   /* in report.shown */
+	size_t nthreads;
+	struct level lv;
 };
 
 /* One series of a counter of a process. */
@@ -104,10 +127,17 @@ struct report {
 	struct tb_model_counts counts;
 	struct tb_rec_stats *stats; /* a copy of counts.stats */
 	struct reason reasons[NREASONS];
-	uint64_t slices, incomplete, unpaired, instants, counter_samples, async, flows;
-	uint64_t other;
+	uint64_t unpaired, other;
 	uint64_t kept;              /* trace events handed to report_event */
 	struct left_out left_out;   /* by the filters */
+	/* set by report_aggregate */
+	struct rthread **shown;     /* the threads with something to show, by (pid, tid) */
+	size_t nshown;
+	struct rprocess *procs;     /* by pid */
+	size_t nprocs;
+	struct level whole;         /* the whole trace's */
+	struct series **series;     /* by (pid, cat, name, id, series) */
+	size_t nseries;
 };
 
 /* report_collect.c */
@@ -116,19 +146,22 @@ struct report {
 int report_collect(struct report *r, struct tb_reader *rd, bool *read_failed);
 /* Whether the trace is whole: nothing lost, nothing unreadable. */
 bool report_complete(const struct report *r, struct tb_reader *rd);
+/* The key of (kind, cat, name) in keys, added if new; NULL: no memory. */
+struct key *report_key(struct tb_chain *keys, const char *cat, const char *name, size_t n,
+		       bool instant);
+void report_free_level(struct level *lv);
 void report_free(struct report *r);
 
 /* report_aggregate.c */
+/* Sets r's threads shown, processes, whole trace and series, from the
+ * threads' levels. 0 or -ENOMEM. */
+int report_aggregate(struct report *r);
 /* qsort_r's order of keys: largest first by *(enum sort_key *)by, then
  * incomplete ones, then by name. */
 int report_cmp_keys(const void *a, const void *b, void *by);
-/* t's keys of one kind, sorted by `by`; *n of them. NULL: no memory. */
-struct key **report_sorted_keys(const struct rthread *t, bool instant, enum sort_key by,
+/* lv's keys of one kind, sorted by `by`; *n of them. NULL: no memory. */
+struct key **report_sorted_keys(const struct level *lv, bool instant, enum sort_key by,
 				size_t *n);
-/* The threads with something to show, sorted by (pid, tid). */
-struct rthread **report_sorted_threads(const struct report *r, size_t *n);
-/* The counter series by (pid, cat, name, id, series). */
-struct series **report_sorted_series(const struct report *r, size_t *n);
 
 /* report_text.c, report_json.c: r on r->o->out. 0 or -errno. */
 int report_print_text(const struct report *r, struct tb_reader *rd);

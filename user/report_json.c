@@ -10,6 +10,11 @@
 #include "report_internal.h"
 #include "tbfile.h"
 
+/* The layout of the document (its "tracebpf_report"): 2 added the whole
+ * trace's and each process's tables, and each thread's with --per-thread
+ * only. */
+#define REPORT_JSON_LAYOUT 2
+
 static void json_name(struct tb_json *j, const char *key, const char *s, size_t n)
 {
 	tb_json_key(j, key);
@@ -76,18 +81,18 @@ static void json_filters(struct tb_json *j, const struct report *r)
 static void json_totals(struct tb_json *j, const struct report *r)
 {
 	tb_json_kuint(j, "events", r->counts.events);
-	tb_json_kuint(j, "slices", r->slices);
-	tb_json_kuint(j, "incomplete_slices", r->incomplete);
+	tb_json_kuint(j, "slices", r->whole.slices);
+	tb_json_kuint(j, "incomplete_slices", r->whole.incomplete);
 	tb_json_key(j, "incomplete_by_reason");
 	tb_json_begin_object(j);
 	for (int i = 0; i < NREASONS && r->reasons[i].why; i++)
 		tb_json_kuint(j, r->reasons[i].why, r->reasons[i].n);
 	tb_json_end_object(j);
 	tb_json_kuint(j, "unpaired", r->unpaired);
-	tb_json_kuint(j, "instants", r->instants);
-	tb_json_kuint(j, "counter_samples", r->counter_samples);
-	tb_json_kuint(j, "async_events", r->async);
-	tb_json_kuint(j, "flow_events", r->flows);
+	tb_json_kuint(j, "instants", r->whole.instants);
+	tb_json_kuint(j, "counter_samples", r->whole.counters);
+	tb_json_kuint(j, "async_events", r->whole.async);
+	tb_json_kuint(j, "flow_events", r->whole.flows);
 	tb_json_key(j, "percentile_relative_error");
 	tb_json_double(j, TB_HIST_REL_ERROR);
 }
@@ -129,11 +134,11 @@ static size_t json_rows(const struct report_opts *o, size_t n)
 	return o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
 }
 
-static int json_keys(struct tb_json *j, const struct report_opts *o, const struct rthread *t,
+static int json_keys(struct tb_json *j, const struct report_opts *o, const struct level *lv,
 		     bool instant)
 {
 	size_t n;
-	struct key **k = report_sorted_keys(t, instant, instant ? SORT_COUNT : o->sort, &n);
+	struct key **k = report_sorted_keys(lv, instant, instant ? SORT_COUNT : o->sort, &n);
 
 	if (!k)
 		return -ENOMEM;
@@ -156,6 +161,35 @@ static int json_keys(struct tb_json *j, const struct report_opts *o, const struc
 	return 0;
 }
 
+/* The keys every level has, in every level's order: its counts, then
+ * its tables. */
+static int json_level(struct tb_json *j, const struct report_opts *o, const struct level *lv)
+{
+	int err;
+
+	tb_json_kuint(j, "slice_count", lv->slices);
+	tb_json_kuint(j, "incomplete_slices", lv->incomplete);
+	tb_json_kuint(j, "instant_count", lv->instants);
+	tb_json_kuint(j, "counter_samples", lv->counters);
+	tb_json_kuint(j, "async_events", lv->async);
+	tb_json_kuint(j, "flow_events", lv->flows);
+	err = json_keys(j, o, lv, false);
+	return err ? err : json_keys(j, o, lv, true);
+}
+
+static int json_whole(struct tb_json *j, const struct report *r)
+{
+	int err;
+
+	tb_json_key(j, "whole_trace");
+	tb_json_begin_object(j);
+	tb_json_kuint(j, "process_count", r->nprocs);
+	tb_json_kuint(j, "thread_count", r->nshown);
+	err = json_level(j, r->o, &r->whole);
+	tb_json_end_object(j);
+	return err;
+}
+
 static int json_thread(struct tb_json *j, const struct report_opts *o, const struct rthread *t)
 {
 	int err;
@@ -164,15 +198,7 @@ static int json_thread(struct tb_json *j, const struct report_opts *o, const str
 	tb_json_begin_object(j);
 	tb_json_kuint(j, "tid", t->tid);
 	json_name(j, "name", t->name ? t->name : "?", t->name ? t->name_len : 1);
-	tb_json_kuint(j, "slice_count", t->slices);
-	tb_json_kuint(j, "incomplete_slices", t->incomplete);
-	tb_json_kuint(j, "instant_count", t->instants);
-	tb_json_kuint(j, "counter_samples", t->counters);
-	tb_json_kuint(j, "async_events", t->async);
-	tb_json_kuint(j, "flow_events", t->flows);
-	err = json_keys(j, o, t, false);
-	if (!err)
-		err = json_keys(j, o, t, true);
+	err = json_level(j, o, &t->lv);
 	tb_json_end_object(j);
 	return err;
 }
@@ -208,46 +234,61 @@ static void json_counters(struct tb_json *j, struct series **s, size_t n, size_t
 	tb_json_end_array(j);
 }
 
-/* The processes, each with its threads (t, sorted by pid) and counters. */
-static int json_processes(struct tb_json *j, const struct report *r, struct rthread **t,
-			  size_t nt, struct series **s, size_t ns)
+static int json_threads(struct tb_json *j, const struct report_opts *o,
+			const struct rprocess *p)
 {
-	size_t i = 0, si = 0;
 	int err = 0;
 
+	tb_json_key(j, "threads");
+	tb_json_begin_array(j);
+	for (size_t i = 0; !err && i < p->nthreads; i++)
+		err = json_thread(j, o, p->threads[i]);
+	tb_json_end_array(j);
+	return err;
+}
+
+/* A process: its level and counters, then (--per-thread) its threads;
+ * *si: where its counters start in r->series. */
+static int json_process(struct tb_json *j, const struct report *r, const struct rprocess *p,
+			size_t *si)
+{
+	int err;
+
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	tb_json_kuint(j, "pid", p->pid);
+	json_name(j, "name", p->name ? p->name : "?", p->name ? p->name_len : 1);
+	tb_json_kuint(j, "thread_count", p->nthreads);
+	err = json_level(j, r->o, &p->lv);
+	json_counters(j, r->series, r->nseries, si, p->pid);
+	if (!err && r->o->per_thread)
+		err = json_threads(j, r->o, p);
+	tb_json_end_object(j);
+	return err;
+}
+
+static int json_processes(struct tb_json *j, const struct report *r)
+{
+	size_t si = 0;
+	int err = 0;
+
+	tb_json_newline(j);
 	tb_json_key(j, "processes");
 	tb_json_begin_array(j);
-	while (!err && i < nt) {
-		uint64_t pid = t[i]->pid;
-
-		tb_json_newline(j);
-		tb_json_begin_object(j);
-		tb_json_kuint(j, "pid", pid);
-		json_name(j, "name", t[i]->process ? t[i]->process : "?",
-			  t[i]->process ? t[i]->process_len : 1);
-		tb_json_key(j, "threads");
-		tb_json_begin_array(j);
-		for (; !err && i < nt && t[i]->pid == pid; i++)
-			err = json_thread(j, r->o, t[i]);
-		tb_json_end_array(j);
-		json_counters(j, s, ns, &si, pid);
-		tb_json_end_object(j);
-	}
+	for (size_t i = 0; !err && i < r->nprocs; i++)
+		err = json_process(j, r, &r->procs[i], &si);
 	tb_json_end_array(j);
 	return err;
 }
 
 int report_print_json(const struct report *r, struct tb_reader *rd)
 {
-	size_t nt, ns;
-	struct rthread **t = report_sorted_threads(r, &nt);
-	struct series **s = report_sorted_series(r, &ns);
 	struct tb_json j;
-	int err = t && s ? 0 : -ENOMEM;
+	int err;
 
 	tb_json_init(&j, r->o->out);
 	tb_json_begin_object(&j);
-	tb_json_kuint(&j, "tracebpf_report", 1);
+	tb_json_kuint(&j, "tracebpf_report", REPORT_JSON_LAYOUT);
 	tb_json_kstr(&j, "trace", r->o->in);
 	tb_json_kstr(&j, "sort", report_sort_names[r->o->sort]);
 	tb_json_key(&j, "top");
@@ -255,18 +296,20 @@ int report_print_json(const struct report *r, struct tb_reader *rd)
 		tb_json_uint(&j, (uint64_t)r->o->top);
 	else
 		tb_json_null(&j);
+	tb_json_key(&j, "per_thread");
+	tb_json_bool(&j, r->o->per_thread);
 	tb_json_newline(&j);
 	json_losses(&j, r, rd);
 	tb_json_newline(&j);
 	json_filters(&j, r);
 	tb_json_newline(&j);
 	json_totals(&j, r);
+	tb_json_newline(&j);
+	err = json_whole(&j, r);
 	if (!err)
-		err = json_processes(&j, r, t, nt, s, ns);
+		err = json_processes(&j, r);
 	tb_json_newline(&j);
 	tb_json_end_object(&j);
 	tb_json_newline(&j);
-	free(t);
-	free(s);
 	return err ? err : tb_json_error(&j);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * report_text.c - tracebpf report on the terminal: losses first, the
- * totals, then per process and thread the tables of slices and instants,
- * then the counters (docs/tracebpf-report.md, DESCRIPTION).
+ * totals, then the tables of slices and instants of the whole trace, of
+ * each process and (--per-thread) of each of its threads, then the
+ * counters (docs/tracebpf-report.md, DESCRIPTION).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -93,10 +94,10 @@ static void print_slice_table(const struct report_opts *o, struct key **k, size_
 		print_slice_row(o->out, k[i], w);
 }
 
-static int print_slices(const struct report_opts *o, const struct rthread *t)
+static int print_slices(const struct report_opts *o, const struct level *lv)
 {
 	size_t n;
-	struct key **k = report_sorted_keys(t, false, o->sort, &n), **by_self = NULL;
+	struct key **k = report_sorted_keys(lv, false, o->sort, &n), **by_self = NULL;
 	FILE *f = o->out;
 
 	if (!k)
@@ -118,10 +119,10 @@ static int print_slices(const struct report_opts *o, const struct rthread *t)
 	return 0;
 }
 
-static int print_instants(const struct report_opts *o, const struct rthread *t)
+static int print_instants(const struct report_opts *o, const struct level *lv)
 {
 	size_t n;
-	struct key **k = report_sorted_keys(t, true, SORT_COUNT, &n);
+	struct key **k = report_sorted_keys(lv, true, SORT_COUNT, &n);
 	FILE *f = o->out;
 
 	if (!k)
@@ -138,25 +139,79 @@ static int print_instants(const struct report_opts *o, const struct rthread *t)
 	return 0;
 }
 
-static void print_thread_head(FILE *f, const struct rthread *t, uint64_t *pid_shown)
+/* The rest of a level's header line: ": S slices (I incomplete), ...". */
+static void print_counts(FILE *f, const struct level *lv)
 {
-	if (*pid_shown != t->pid) {
-		fprintf(f, "\nprocess %" PRIu64 " ", t->pid);
-		put_name(f, t->process ? t->process : "?", t->process ? t->process_len : 1, 0, 100);
-		fprintf(f, "\n");
-		*pid_shown = t->pid;
-	}
-	fprintf(f, " thread %" PRIu32 " ", t->tid);
-	put_name(f, t->name ? t->name : "?", t->name ? t->name_len : 1, 0, 100);
 	fprintf(f, ": %" PRIu64 " slices (%" PRIu64 " incomplete), %" PRIu64 " instants",
-	        t->slices, t->incomplete, t->instants);
-	if (t->counters)
-		fprintf(f, ", %" PRIu64 " counter samples", t->counters);
-	if (t->async)
-		fprintf(f, ", %" PRIu64 " async events", t->async);
-	if (t->flows)
-		fprintf(f, ", %" PRIu64 " flow events", t->flows);
+	        lv->slices, lv->incomplete, lv->instants);
+	if (lv->counters)
+		fprintf(f, ", %" PRIu64 " counter samples", lv->counters);
+	if (lv->async)
+		fprintf(f, ", %" PRIu64 " async events", lv->async);
+	if (lv->flows)
+		fprintf(f, ", %" PRIu64 " flow events", lv->flows);
 	fprintf(f, "\n");
+}
+
+/* A level's tables: slices by the sort key and by self, instants. */
+static int print_level(const struct report_opts *o, const struct level *lv)
+{
+	int err = print_slices(o, lv);
+
+	return err ? err : print_instants(o, lv);
+}
+
+/* A level's tables, or a line saying they are its parent's when it is
+ * its parent's only child (the same keys, merged from it alone). */
+static int print_level_of(const struct report_opts *o, const struct level *lv, bool only,
+			  const char *same)
+{
+	if (!only)
+		return print_level(o, lv);
+	if (lv->keys.n)
+		fprintf(o->out, "  %s\n", same);
+	return 0;
+}
+
+static const char *plural(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+static int print_whole(const struct report *r)
+{
+	FILE *f = r->o->out;
+
+	fprintf(f, "\nwhole trace (%zu process%s, %zu thread%s)", r->nprocs,
+	        r->nprocs == 1 ? "" : "es", r->nshown, plural(r->nshown));
+	print_counts(f, &r->whole);
+	return print_level(r->o, &r->whole);
+}
+
+static int print_thread(const struct report_opts *o, const struct rthread *t, bool only)
+{
+	fprintf(o->out, " thread %" PRIu32 " ", t->tid);
+	put_name(o->out, t->name ? t->name : "?", t->name ? t->name_len : 1, 0, 100);
+	print_counts(o->out, &t->lv);
+	return print_level_of(o, &t->lv, only,
+			      "slices and instants: as its process's (its only thread)");
+}
+
+/* A process's header and tables, then (--per-thread) each thread's. */
+static int print_process(const struct report *r, const struct rprocess *p)
+{
+	FILE *f = r->o->out;
+	int err;
+
+	fprintf(f, "\nprocess %" PRIu64 " ", p->pid);
+	put_name(f, p->name ? p->name : "?", p->name ? p->name_len : 1, 0, 100);
+	fprintf(f, " (%zu thread%s)", p->nthreads, plural(p->nthreads));
+	print_counts(f, &p->lv);
+	err = print_level_of(r->o, &p->lv, r->nprocs == 1,
+			     "slices and instants: as the whole trace's (its only process)");
+	for (size_t i = 0; !err && r->o->per_thread && i < p->nthreads; i++)
+		err = print_thread(r->o, p->threads[i], p->nthreads == 1);
+	return err;
 }
 
 static const char *fmt_value(char buf[32], double v)
@@ -192,9 +247,9 @@ static void print_reasons(const struct report *r)
 {
 	FILE *f = r->o->out;
 
-	if (!r->incomplete)
+	if (!r->whole.incomplete)
 		return;
-	fprintf(f, "incomplete slices: %" PRIu64 " (", r->incomplete);
+	fprintf(f, "incomplete slices: %" PRIu64 " (", r->whole.incomplete);
 	for (int i = 0; i < NREASONS && r->reasons[i].why; i++)
 		fprintf(f, "%s%" PRIu64 " %s", i ? ", " : "", r->reasons[i].n, r->reasons[i].why);
 	fprintf(f, "): counted apart, not in count/total/self/percentiles\n");
@@ -264,32 +319,23 @@ static void print_filters(const struct report *r)
 
 int report_print_text(const struct report *r, struct tb_reader *rd)
 {
-	size_t nt, ns;
-	struct rthread **t = report_sorted_threads(r, &nt);
-	struct series **s = report_sorted_series(r, &ns);
-	uint64_t pid_shown = UINT64_MAX;
-	int err = t && s ? 0 : -ENOMEM;
 	FILE *f = r->o->out;
+	int err;
 
 	print_losses(r, rd);
 	print_filters(r);
 	fprintf(f, "events:           %" PRIu64 ": %" PRIu64 " slices (%" PRIu64 " incomplete), %"
 	        PRIu64 " unpaired begins and ends, %" PRIu64 " instants, %" PRIu64
 	        " counter samples, %" PRIu64 " async, %" PRIu64 " flow\n", r->counts.events,
-	        r->slices, r->incomplete, r->unpaired, r->instants, r->counter_samples, r->async,
-	        r->flows);
+	        r->whole.slices, r->whole.incomplete, r->unpaired, r->whole.instants,
+	        r->whole.counters, r->whole.async, r->whole.flows);
 	print_reasons(r);
 	fprintf(f, "percentiles:      within %.2f %% (log-linear histogram)\n",
 	        100 * TB_HIST_REL_ERROR);
-	for (size_t i = 0; !err && i < nt; i++) {
-		print_thread_head(r->o->out, t[i], &pid_shown);
-		err = print_slices(r->o, t[i]);
-		if (!err)
-			err = print_instants(r->o, t[i]);
-	}
+	err = print_whole(r);
+	for (size_t i = 0; !err && i < r->nprocs; i++)
+		err = print_process(r, &r->procs[i]);
 	if (!err)
-		print_counters(r->o->out, s, ns);
-	free(t);
-	free(s);
+		print_counters(f, r->series, r->nseries);
 	return err;
 }

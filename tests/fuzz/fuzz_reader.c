@@ -383,7 +383,7 @@ static int convert_whole(const char *trace)
 	return err;
 }
 
-static void report(const char *trace, bool json, const struct tb_filter *f)
+static void report(const char *trace, bool json, bool per_thread, const struct tb_filter *f)
 {
 	struct tb_reader *r;
 	char *buf = NULL;
@@ -396,7 +396,7 @@ static void report(const char *trace, bool json, const struct tb_filter *f)
 	out = open_memstream(&buf, &len);
 	if (!out)
 		abort();
-	err = tb_report_file(r, out, json, f);
+	err = tb_report_file(r, out, json, per_thread, f);
 	tb_reader_close(r);
 	if (fclose(out))
 		abort();
@@ -523,12 +523,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	trace_path(fd, trace, sizeof(trace));
 	read_indexed(trace);
 	whole = convert_whole(trace);
-	report(trace, false, NULL);
-	report(trace, true, NULL);
+	report(trace, false, true, NULL);
+	report(trace, true, true, NULL);
 	if (tb_filter_active(&s.filter))
 		convert_to(trace, &s.filter, 0, whole);
 	convert_to(trace, &s.filter, s.split, whole);
-	report(trace, s.json, &s.filter);
+	report(trace, s.json, false, &s.filter);
 	close(fd);
 	tb_filter_free(&s.filter);
 	return 0;

@@ -1,8 +1,10 @@
 """tracebpf report: its numbers against a program with known nesting and
-counts, against the converted JSON of the same trace, losses first on a
-recording through 4 KiB rings, --sort/--top, convert's filters, and bad
+counts, against the converted JSON of the same trace at every level (the
+whole trace, each process, each thread with --per-thread), losses first on
+a recording through 4 KiB rings, --sort/--top, convert's filters, and bad
 input."""
 import json
+import math
 import re
 import subprocess
 from collections import Counter, defaultdict
@@ -31,6 +33,13 @@ def report(*args, check=True, **kw):
 
 def report_json(*args):
     return json.loads(report("--json", *args).stdout)
+
+
+PT = "--per-thread"
+LAYOUT = 2   # the JSON's tracebpf_report
+# the counts every level (whole_trace, a process, a thread) has
+LEVEL_COUNTS = ("slice_count", "incomplete_slices", "instant_count", "counter_samples",
+                "async_events", "flow_events")
 
 
 def converted(tbt, tmp_path, *args):
@@ -102,9 +111,108 @@ def self_times(events):
     return self
 
 
+def exact_quantile(durs, q):
+    """The value of rank ceil(q * n) of durs, as tb_hist_quantile ranks."""
+    v = sorted(durs)
+    return v[min(max(math.ceil(q * len(v)), 1), len(v)) - 1]
+
+
+def expected_level(events):
+    """What report says of a level (the whole trace, a process, a thread)
+    whose events, convert's, these are: (counts, slices, instants), each
+    slice name with the durations of its complete slices."""
+    counts = Counter({k: 0 for k in LEVEL_COUNTS})
+    slices = defaultdict(lambda: {"count": 0, "total_ns": 0, "incomplete": 0,
+                                  "incomplete_ns": 0, "unpaired": 0, "durs": []})
+    instants = Counter()
+    for e in events:
+        key, args, kind = (e["cat"], e["name"]), e.get("args", {}), KIND.get(e["ph"])
+        if e["ph"] == "X":
+            w, d = slices[key], dur_ns(e)
+            counts["slice_count"] += 1
+            if any(k in args for k in MARKS):
+                counts["incomplete_slices"] += 1
+                w["incomplete"] += 1
+                w["incomplete_ns"] += d
+            else:
+                w["count"] += 1
+                w["total_ns"] += d
+                w["durs"].append(d)
+        elif e["ph"] == "I" and ("tracebpf_begin_of" in args or "tracebpf_end_of" in args):
+            slices[key]["unpaired"] += 1
+        elif e["ph"] == "I":
+            counts["instant_count"] += 1
+            instants[key] += 1
+        elif kind in ("counter_samples", "async", "flow"):
+            counts[kind if kind == "counter_samples" else kind + "_events"] += 1
+    return counts, slices, instants
+
+
+def check_level(level, events, selfs, what):
+    """A level of report's JSON against convert's events of it: counts,
+    each name's count, total, self, incomplete and unpaired, and min, max,
+    p50 and p99 of all its complete slices (exact merges of its threads':
+    within the histogram's error of the exact value of that rank).
+    selfs: {(cat, name): self time} of the level's slices."""
+    counts, want, instants = expected_level(events)
+    assert {k: level[k] for k in LEVEL_COUNTS} == dict(counts), (what, level, counts)
+    got = {(s["cat"], s["name"]): s for s in level["slices"]}
+    assert sorted(got) == sorted(want), (what, sorted(got), sorted(want))
+    for key, w in want.items():
+        s, durs = got[key], w["durs"]
+        for k in ("count", "total_ns", "incomplete", "incomplete_ns", "unpaired"):
+            assert s[k] == w[k], (what, key, k, s[k], w[k])
+        assert s["self_ns"] == selfs.get(key, 0), (what, key, s["self_ns"], selfs.get(key))
+        if not durs:
+            assert s["p50_ns"] is None and s["min_ns"] is None, (what, s)
+            continue
+        assert (s["min_ns"], s["max_ns"]) == (min(durs), max(durs)), (what, s)
+        assert s["mean_ns"] == s["total_ns"] // s["count"], (what, s)
+        for q, k in ((0.5, "p50_ns"), (0.99, "p99_ns")):
+            exact = exact_quantile(durs, q)
+            assert abs(s[k] - exact) * 128 <= exact, (what, key, k, s[k], exact)
+    assert {(i["cat"], i["name"]): i["count"] for i in level["instants"]} == dict(instants), what
+
+
+def check_levels(rep, doc):
+    """The whole trace, each process and (with --per-thread) each thread
+    of report's JSON, each against convert's events of it alone."""
+    events = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    selfs = self_times(doc["traceEvents"])
+    by_pid, by_thread = defaultdict(list), defaultdict(list)
+    for e in events:
+        by_pid[e["pid"]].append(e)
+        by_thread[(e["pid"], e["tid"])].append(e)
+
+    def check(level, evs, keep, what):
+        """keep(pid, tid): whether a thread is the level's."""
+        sums = defaultdict(int)
+        for (pid, tid, cat, name), v in selfs.items():
+            if keep(pid, tid):
+                sums[(cat, name)] += v
+        check_level(level, evs, sums, what)
+
+    whole = rep["whole_trace"]
+    assert whole["process_count"] == len(by_pid) == len(rep["processes"])
+    assert whole["thread_count"] == len(by_thread)
+    check(whole, events, lambda pid, tid: True, "whole trace")
+    assert [p["pid"] for p in rep["processes"]] == sorted(by_pid)
+    for p in rep["processes"]:
+        pid = p["pid"]
+        assert p["thread_count"] == sum(1 for k in by_thread if k[0] == pid), p
+        check(p, by_pid[pid], lambda a, b, pid=pid: a == pid, f"process {pid}")
+        assert ("threads" in p) == rep["per_thread"], p.keys()
+        for t in p.get("threads", []):
+            pt = (pid, t["tid"])
+            check(t, by_thread[pt], lambda a, b, pt=pt: (a, b) == pt, f"thread {pt}")
+
+
 def cross_check(rep, doc):
     """Everything report says about slices, instants, counters, names and
-    losses, recomputed from convert's JSON of the same trace."""
+    losses, recomputed from convert's JSON of the same trace, at every
+    level (rep is --per-thread's)."""
+    assert rep["tracebpf_report"] == LAYOUT and rep["per_thread"] is True
+    check_levels(rep, doc)
     meta = doc["metadata"]
     for k in LOSS_KEYS:
         assert rep["losses"][k] == meta[k], (k, rep["losses"][k], meta[k])
@@ -113,46 +221,19 @@ def cross_check(rep, doc):
              if e["ph"] == "M" and e["name"] == "thread_name"}
     pnames = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
               if e["ph"] == "M" and e["name"] == "process_name"}
-    want = defaultdict(lambda: {"count": 0, "total_ns": 0, "incomplete": 0,
-                                "incomplete_ns": 0, "unpaired": 0})
-    instants = defaultdict(int)
-    series = {}
-    for e in doc["traceEvents"]:
-        key = (e.get("pid"), e.get("tid"), e.get("cat"), e.get("name"))
-        args = e.get("args", {})
-        if e["ph"] == "X":
-            w = want[key]
-            if any(k in args for k in MARKS):
-                w["incomplete"] += 1
-                w["incomplete_ns"] += dur_ns(e)
-            else:
-                w["count"] += 1
-                w["total_ns"] += dur_ns(e)
-        elif e["ph"] == "I" and ("tracebpf_begin_of" in args or "tracebpf_end_of" in args):
-            want[key]["unpaired"] += 1
-        elif e["ph"] == "I":
-            instants[key] += 1
-        elif e["ph"] == "C":
-            cid = int(e["id"], 16) if "id" in e else None
-            for s, v in args.items():
-                k = (e["pid"], e["cat"], e["name"], cid, s)
-                lo, hi, _, n = series.get(k, (v, v, v, 0))
-                series[k] = (min(lo, v), max(hi, v), v, n + 1)
-    got = {}
-    got_instants = {}
+    for p in rep["processes"]:
+        assert p["name"] == pnames[p["pid"]], p["name"]
     for (pid, tid), t in threads_of(rep).items():
         assert t["name"] == names[(pid, tid)]
         assert t["process"] == pnames[pid]
-        for s in t["slices"]:
-            got[(pid, tid, s["cat"], s["name"])] = {k: s[k] for k in want.default_factory()}
-        for i in t["instants"]:
-            got_instants[(pid, tid, i["cat"], i["name"])] = i["count"]
-    assert got == dict(want)
-    assert got_instants == dict(instants)
-    selfs = self_times(doc["traceEvents"])
-    for (pid, tid), t in threads_of(rep).items():
-        for s in t["slices"]:
-            assert s["self_ns"] == selfs[(pid, tid, s["cat"], s["name"])], s
+    series = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "C":
+            cid = int(e["id"], 16) if "id" in e else None
+            for s, v in e.get("args", {}).items():
+                k = (e["pid"], e["cat"], e["name"], cid, s)
+                lo, hi, _, n = series.get(k, (v, v, v, 0))
+                series[k] = (min(lo, v), max(hi, v), v, n + 1)
     got_series = {}
     for p in rep["processes"]:
         for c in p["counters"]:
@@ -160,15 +241,12 @@ def cross_check(rep, doc):
             got_series[k] = (c["min"], c["max"], c["last"], c["samples"])
     assert got_series == {k: tuple(float(x) for x in v[:3]) + (v[3],)
                           for k, v in series.items()}
+    # the totals before the levels are the whole trace's
+    whole = rep["whole_trace"]
+    assert (rep["slices"], rep["incomplete_slices"], rep["instants"], rep["counter_samples"],
+            rep["async_events"], rep["flow_events"]) == tuple(whole[k] for k in LEVEL_COUNTS)
     kinds = kind_counts(doc)
     assert (rep["async_events"], rep["flow_events"]) == (kinds["async"], kinds["flow"]), kinds
-    per_thread = defaultdict(Counter)
-    for e in doc["traceEvents"]:
-        if e["ph"] != "M":
-            per_thread[(e["pid"], e["tid"])][KIND.get(e["ph"], "other")] += 1
-    for pt, t in threads_of(rep).items():
-        assert (t["async_events"], t["flow_events"]) == (per_thread[pt]["async"],
-                                                         per_thread[pt]["flow"]), (pt, t)
 
 
 # the kinds report counts events by (its filtered_out keys)
@@ -198,7 +276,7 @@ def nest_trace(tmp_path_factory):
 
 
 def test_known_counts_nesting_and_counters(nest_trace):
-    rep = report_json(nest_trace)
+    rep = report_json(PT, nest_trace)
     assert rep["complete"] is True, rep["losses"]
     assert rep["losses"]["drops_total"] == 0
     workers = {t["name"]: t for t in threads_of(rep).values() if t["name"].startswith("nest-")}
@@ -231,6 +309,16 @@ def test_known_counts_nesting_and_counters(nest_trace):
         assert {(i["name"], i["count"]) for i in t["instants"]} == {("mark", N)}
     assert rep["incomplete_slices"] == 2
     assert rep["incomplete_by_reason"] == {"thread exited": 2}
+    # the whole trace and the process: both threads' slices together
+    for level in (rep["whole_trace"], rep["processes"][0]):
+        s = slices_of(level)
+        outer, inner, leaf = s[("rep", "outer")], s[("rep", "inner")], s[("rep", "leaf")]
+        assert (outer["count"], inner["count"], leaf["count"]) == (2 * N, 4 * N, 4 * N)
+        assert outer["self_ns"] == outer["total_ns"] - inner["total_ns"]
+        assert inner["self_ns"] == inner["total_ns"] - leaf["total_ns"]
+        assert (s[("rep", "unclosed")]["count"], s[("rep", "unclosed")]["incomplete"]) == (0, 2)
+        assert {(i["name"], i["count"]) for i in level["instants"]} == {("mark", 2 * N)}
+        assert level["incomplete_slices"] == 2
     counters = {(c["name"], c.get("id")): c for p in rep["processes"] for c in p["counters"]}
     g = counters[("gauge", None)]
     assert (g["min"], g["max"], g["last"], g["samples"]) == (-3, 12, 7, 4)
@@ -244,25 +332,41 @@ def test_text_says_the_same(nest_trace):
     lines = out.splitlines()
     assert lines[0] == "trace: complete (nothing lost)", lines[0]
     assert re.search(r"^incomplete slices: 2 \(2 thread exited\)", out, re.M), out
+    # the whole trace: one process, its main thread (4 gauge samples) and
+    # two workers; the process's tables are the same, and said so
+    whole = (str(10 * N + 2), "2", str(2 * N), str(2 * N + 4))
+    m = re.search(r"^whole trace \(1 process, 3 threads\): (\d+) slices \((\d+) incomplete\), "
+                  r"(\d+) instants, (\d+) counter samples$", out, re.M)
+    assert m and m.groups() == whole, out
+    m = re.search(r"^process \d+ \S+ \(3 threads\): (\d+) slices \((\d+) incomplete\), "
+                  r"(\d+) instants, (\d+) counter samples\n(.*)$", out, re.M)
+    assert m and m.groups() == whole + ("  slices and instants: as the whole trace's (its only "
+                                        "process)",), out
+    rows = re.findall(r"^    (outer|inner|leaf|unclosed) +(\d+) ", out, re.M)
+    assert sorted(set(rows)) == sorted({("outer", str(2 * N)), ("inner", str(4 * N)),
+                                        ("leaf", str(4 * N)), ("unclosed", "0")}), rows
+    assert re.search(r"^ +\d+ gauge +value +-3 +12 +7 +4  rep$", out, re.M), out
+    out = report(PT, nest_trace).stdout
     for k in (1, 2):
         m = re.search(rf"^ thread \d+ nest-{k}: (\d+) slices \((\d+) incomplete\), (\d+) "
                       r"instants, (\d+) counter samples$", out, re.M)
         assert m and m.groups() == (str(5 * N + 1), "1", str(N), str(N)), out
     rows = re.findall(r"^    (outer|inner|leaf|unclosed) +(\d+) ", out, re.M)
     assert sorted(set(rows)) == sorted({("outer", str(N)), ("inner", str(2 * N)),
-                                        ("leaf", str(2 * N)), ("unclosed", "0")}), rows
-    assert re.search(r"^ +\d+ gauge +value +-3 +12 +7 +4  rep$", out, re.M), out
+                                        ("leaf", str(2 * N)), ("unclosed", "0"),
+                                        ("outer", str(2 * N)), ("inner", str(4 * N)),
+                                        ("leaf", str(4 * N))}), rows
 
 
 def test_json_matches_convert(nest_trace, tmp_path):
-    cross_check(report_json(nest_trace), converted(nest_trace, tmp_path))
+    cross_check(report_json(PT, nest_trace), converted(nest_trace, tmp_path))
 
 
 @pytest.mark.parametrize("golden", GOLDEN, ids=[g.name for g in GOLDEN])
 def test_golden_files_match_convert(golden, tmp_path):
     # every format version; 2.2 stopped and started, 2.3 lost a process,
     # 2.4 lost records in gaps and cut a slice there
-    cross_check(report_json(golden), converted(golden, tmp_path))
+    cross_check(report_json(PT, golden), converted(golden, tmp_path))
 
 
 @pytest.mark.parametrize("cmd", [["fork_ghost"], ["pid_reuse"], ["numbered_nest", "2", "50", "3"],
@@ -272,7 +376,7 @@ def test_processes_match_convert(recorder, tmp_path, cmd):
     # names, counters with ids, names set by the application
     rec = recorder("--no-sched", "--", prog(cmd[0]), *cmd[1:]).wait()
     assert rec.rc == 0, rec.stderr
-    cross_check(report_json(rec.tbt), converted(rec.tbt, tmp_path))
+    cross_check(report_json(PT, rec.tbt), converted(rec.tbt, tmp_path))
 
 
 # ---------------------------------------------------------------- losses first --
@@ -302,7 +406,7 @@ def test_drops_and_gaps_come_first(recorder, tmp_path):
     assert f"gaps:             {meta['gaps']} ({meta['gap_records']} application records " \
            "lost)" in head, head
     assert f"at gaps:          {meta['slices_cut_at_gaps']} slices cut" in head, head
-    rep = report_json(rec.tbt)
+    rep = report_json(PT, rec.tbt)
     assert rep["complete"] is False
     cut = sum(1 for e in t.by_ph("X") if "tracebpf_incomplete" in e.get("args", {}))
     assert cut == meta["slices_cut_at_gaps"]
@@ -319,37 +423,47 @@ SORT_FIELD = {"total": "total_ns", "self": "self_ns", "count": "count", "max": "
               "mean": "mean_ns"}
 
 
+def levels_of(rep):
+    """Every level of a report document: the whole trace, the processes,
+    the threads."""
+    return [rep["whole_trace"], *rep["processes"], *threads_of(rep).values()]
+
+
 @pytest.mark.parametrize("by", sorted(SORT_FIELD))
-def test_sort_orders_every_thread(nest_trace, by):
-    rep = report_json("--sort", by, nest_trace)
+def test_sort_orders_every_table(nest_trace, by):
+    rep = report_json(PT, "--sort", by, nest_trace)
     assert rep["sort"] == by
     field = SORT_FIELD[by]
-    for t in threads_of(rep).values():
-        values = [s[field] or 0 for s in t["slices"]]
-        assert values == sorted(values, reverse=True), (by, t["slices"])
-    if by == "count":   # inner and leaf tie at 2N: then by name
-        for t in threads_of(rep).values():
-            if t["slices"]:
-                assert [s["name"] for s in t["slices"][:3]] == ["inner", "leaf", "outer"]
+    levels = levels_of(rep)
+    assert len(levels) == 5   # the trace, its process, 3 threads
+    for level in levels:
+        values = [s[field] or 0 for s in level["slices"]]
+        assert values == sorted(values, reverse=True), (by, level["slices"])
+    if by == "count":   # inner and leaf tie (at 2N a thread, 4N above): then by name
+        for level in levels:
+            if level["slices"]:
+                assert [s["name"] for s in level["slices"][:3]] == ["inner", "leaf", "outer"]
 
 
 def test_top_limits_rows(nest_trace):
-    rep = report_json("--top", 2, "--sort", "count", nest_trace)
+    rep = report_json(PT, "--top", 2, "--sort", "count", nest_trace)
     assert rep["top"] == 2
-    workers = [t for t in threads_of(rep).values() if t["name"].startswith("nest-")]
-    assert workers and all([s["name"] for s in t["slices"]] == ["inner", "leaf"]
-                           for t in workers), workers
-    lines = report("--top", 1, nest_trace).stdout.splitlines()
-    heads = [i for i, l in enumerate(lines) if l == "  slices by total (1 of 4 names)"]
-    assert len(heads) == 2, lines
-    for i in heads:   # the header, one row (outer holds both inners), no more
-        assert lines[i + 1].split()[:2] == ["name", "count"], lines[i:i + 4]
-        assert lines[i + 2].split()[:2] == ["outer", str(N)], lines[i:i + 4]
-        assert not lines[i + 3].startswith("    "), lines[i:i + 4]
-    full = report_json(nest_trace)
+    tables = [l for l in levels_of(rep) if l["slice_count"]]
+    assert len(tables) == 4 and all([s["name"] for s in l["slices"]] == ["inner", "leaf"]
+                                    for l in tables), tables
+    # the whole trace's table (the process's is the same), then each
+    # worker's: the header, one row (outer holds both inners), no more
+    for args, want in (([], [2 * N]), ([PT], [2 * N, N, N])):
+        lines = report("--top", 1, *args, nest_trace).stdout.splitlines()
+        heads = [i for i, l in enumerate(lines) if l == "  slices by total (1 of 4 names)"]
+        assert len(heads) == len(want), lines
+        for i, count in zip(heads, want):
+            assert lines[i + 1].split()[:2] == ["name", "count"], lines[i:i + 4]
+            assert lines[i + 2].split()[:2] == ["outer", str(count)], lines[i:i + 4]
+            assert not lines[i + 3].startswith("    "), lines[i:i + 4]
+    full = report_json(PT, nest_trace)
     assert full["top"] is None
-    assert all(len(t["slices"]) == 4 for t in threads_of(full).values()
-               if t["name"].startswith("nest-"))
+    assert all(len(l["slices"]) == 4 for l in levels_of(full) if l["slice_count"])
 
 
 def test_stdin_reads_the_same(nest_trace):
@@ -419,7 +533,7 @@ def test_filters_match_convert(fe_trace, tmp_path, which):
     the same .tbt says; the losses stay the whole trace's."""
     tbt, full = fe_trace
     args = FILTERS[which](full)
-    rep = report_json(*args, tbt)
+    rep = report_json(PT, *args, tbt)
     doc = converted(tbt, tmp_path, *args)
     cross_check(rep, doc)
     meta = doc["metadata"]
