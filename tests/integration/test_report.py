@@ -474,6 +474,147 @@ def test_stdin_reads_the_same(nest_trace):
     assert piped == direct
 
 
+# ----------------------------------------------------------------- the levels --
+
+def text_tables(out):
+    """{section: {name: count}} of report's text: each section (the whole
+    trace, a process, a thread: its header line up to the first ':') with
+    the rows of its first slice table."""
+    tables, section, rows = {}, None, None
+    for line in out.splitlines():
+        if line.startswith(("whole trace", "process ", " thread ")):
+            section = line.split(":")[0].strip()
+            tables[section], rows = {}, None
+        elif line.startswith("  slices by ") and not line.startswith("  slices by self"):
+            rows = tables[section]
+        elif line.startswith("  "):
+            m = re.match(r"^    (\S+) +(\d+) ", line)
+            if rows is not None and m:
+                rows[m[1]] = int(m[2])
+            elif not line.startswith("    "):
+                rows = None
+        else:
+            rows = None
+    return tables
+
+
+def test_whole_trace_is_the_sum_of_its_threads(nest_trace):
+    """Two worker threads: what the whole trace says of each name is the
+    sum of what --per-thread says of the threads (min and max theirs),
+    in the JSON and on the terminal."""
+    rep = report_json(PT, nest_trace)
+    threads = threads_of(rep).values()
+    workers = [t for t in threads if t["slices"]]
+    assert len(workers) == 2, threads
+    whole = slices_of(rep["whole_trace"])
+    names = set().union(*(slices_of(t) for t in workers))
+    assert set(whole) == names, (whole.keys(), names)
+    for key in names:
+        parts = [slices_of(t)[key] for t in workers if key in slices_of(t)]
+        for k in ("count", "total_ns", "self_ns", "incomplete", "incomplete_ns", "unpaired"):
+            assert whole[key][k] == sum(p[k] for p in parts), (key, k, whole[key], parts)
+        complete = [p for p in parts if p["count"]]
+        if complete:
+            assert whole[key]["min_ns"] == min(p["min_ns"] for p in complete), key
+            assert whole[key]["max_ns"] == max(p["max_ns"] for p in complete), key
+    for k in LEVEL_COUNTS:
+        assert rep["whole_trace"][k] == sum(t[k] for t in threads), k
+    marks = Counter()
+    for t in workers:
+        marks.update({(i["cat"], i["name"]): i["count"] for i in t["instants"]})
+    assert {(i["cat"], i["name"]): i["count"] for i in rep["whole_trace"]["instants"]} == marks
+    # the terminal: the whole trace's rows against the threads' rows
+    tables = text_tables(report(PT, "--top", 0, nest_trace).stdout)
+    whole_rows = tables.pop("whole trace (1 process, 3 threads)")
+    thread_rows = [rows for section, rows in tables.items() if section.startswith("thread ")]
+    assert len(thread_rows) == 3, tables.keys()
+    sums = Counter()
+    for rows in thread_rows:
+        sums.update(rows)
+    assert whole_rows == dict(sums) and whole_rows["outer"] == 2 * N, (whole_rows, thread_rows)
+
+
+def test_processes_have_their_own_tables(fe_trace, tmp_path):
+    """Two processes: each has its counts and tables, on the terminal and
+    in the JSON; they add up to the whole trace's, and each is what
+    convert's JSON says of that pid (and without --per-thread no thread
+    is shown)."""
+    tbt, full = fe_trace
+    rep = report_json(tbt)
+    assert rep["per_thread"] is False
+    procs = rep["processes"]
+    assert len(procs) == 2 and all(p["slice_count"] > 0 and p["slices"] for p in procs), procs
+    assert not any("threads" in p for p in procs), procs[0].keys()
+    check_levels(rep, full)
+    for k in LEVEL_COUNTS:
+        assert rep["whole_trace"][k] == sum(p[k] for p in procs), k
+    total = Counter()
+    for p in procs:
+        total.update({key: s["count"] for key, s in slices_of(p).items()})
+    assert {key: s["count"] for key, s in slices_of(rep["whole_trace"]).items()} == total
+    out = report("--top", 0, tbt).stdout
+    assert not re.search(r"^ thread ", out, re.M), out
+    tables = text_tables(out)
+    for p in procs:
+        head = next(l for l in out.splitlines() if l.startswith(f"process {p['pid']} "))
+        assert head.endswith(f" (2 threads): {p['slice_count']} slices ("
+                             f"{p['incomplete_slices']} incomplete), {p['instant_count']} "
+                             f"instants, {p['counter_samples']} counter samples, "
+                             f"{p['async_events']} async events, {p['flow_events']} flow "
+                             "events"), head
+        rows = tables[head.split(":")[0]]
+        assert rows == {s["name"]: s["count"] for s in p["slices"]}, (rows, p["slices"])
+
+
+def test_per_thread_adds_the_threads(nest_trace):
+    """--per-thread: under each process, each thread's header and tables,
+    the process's and the whole trace's unchanged."""
+    plain, pt = report(nest_trace).stdout, report(PT, nest_trace).stdout
+    assert not re.search(r"^ thread ", plain, re.M), plain
+    heads = re.findall(r"^ thread \d+ (\S+): ", pt, re.M)
+    assert sorted(heads) == ["nest-1", "nest-2", "report_nest"], heads
+    tables = text_tables(pt)
+    workers = {s: rows for s, rows in tables.items() if re.match(r"thread \d+ nest-", s)}
+    assert len(workers) == 2, tables.keys()
+    for rows in workers.values():
+        assert rows == {"outer": N, "inner": 2 * N, "leaf": 2 * N, "unclosed": 0}, rows
+    # the rest is what plain says
+    rest, in_thread = [], False
+    for line in pt.splitlines():
+        in_thread = line.startswith(" thread ") or in_thread and line.startswith("  ")
+        if not in_thread:
+            rest.append(line)
+    assert rest == plain.splitlines()
+
+
+def test_json_has_three_levels(nest_trace):
+    """The layout: whole_trace, then processes, each with its threads
+    under --per-thread only; the levels above the threads do not depend on
+    --per-thread."""
+    plain, pt = report_json(nest_trace), report_json(PT, nest_trace)
+    for rep in (plain, pt):
+        assert rep["tracebpf_report"] == LAYOUT
+        assert list(rep) == ["tracebpf_report", "trace", "sort", "top", "per_thread", "complete",
+                             "losses", "filters", "filtered_out", "kept_trace_events", "events",
+                             "slices", "incomplete_slices", "incomplete_by_reason", "unpaired",
+                             "instants", "counter_samples", "async_events", "flow_events",
+                             "percentile_relative_error", "whole_trace", "processes"], list(rep)
+        level = list(LEVEL_COUNTS) + ["slices", "instants"]
+        assert list(rep["whole_trace"]) == ["process_count", "thread_count"] + level
+        for p in rep["processes"]:
+            assert list(p)[:3 + len(level) + 1] == ["pid", "name", "thread_count"] + level + \
+                ["counters"], list(p)
+    assert plain["per_thread"] is False and pt["per_thread"] is True
+    assert all("threads" not in p for p in plain["processes"])
+    for p in pt["processes"]:
+        assert len(p["threads"]) == p["thread_count"] == 3, p
+        for t in p["threads"]:
+            assert list(t) == ["tid", "name"] + level, list(t)
+        p.pop("threads")
+    pt["per_thread"] = False
+    assert pt == plain
+
+
 # -------------------------------------------------------------------- filters --
 
 FE_ROUNDS = 120
