@@ -3,8 +3,25 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <linux/types.h>
+
+#include "../bpf/record.h"
 #include "chunk.h"
 #include "tbpack.h"
+
+int tb_grow_buf(unsigned char **buf, size_t *cap, size_t need)
+{
+	unsigned char *p;
+
+	if (need <= *cap)
+		return 0;
+	p = realloc(*buf, need);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
 
 int tb_chunk_room(struct tb_chunk_dec *d, const struct tb_chunk_hdr *ch)
 {

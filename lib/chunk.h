@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * chunk.h - a chunk's stored payload into its records (docs/format.md,
- * "Chunks" and "Packed payloads"), with the buffers that takes. The
- * reader decodes with one of these, and each chunk it decodes ahead on
- * another thread has one of its own.
+ * chunk.h - the chunk: its header as stored and its flags, and its stored
+ * payload into its records (docs/format.md, "Chunks" and "Packed
+ * payloads"), with the buffers that takes. The reader decodes with one
+ * of these, and each chunk it decodes ahead on another thread has one of
+ * its own; the writer (user/tbwriter.c) writes the same header.
  */
 #ifndef TRACEBPF_CHUNK_H
 #define TRACEBPF_CHUNK_H
@@ -13,7 +14,39 @@
 #include <stdint.h>
 #include <zlib.h>
 
-#include "tbfile.h"
+#define TB_CHUNK_MAGIC  0x4b434254u  /* "TBCK" little endian */
+
+/* tb_chunk_hdr.flags */
+#define TB_CHUNK_ZLIB      1u /* payload is a zlib stream */
+#define TB_CHUNK_PACKED    2u /* (2.0) records in the compact encoding */
+#define TB_CHUNK_ROUND_END 4u /* (2.0) last chunk of a recorder flush */
+#define TB_CHUNK_KPACK     8u /* (2.1) PACKED with the scheduler field codecs */
+#define TB_CHUNK_KNOWN     (TB_CHUNK_ZLIB | TB_CHUNK_PACKED | TB_CHUNK_ROUND_END | \
+			    TB_CHUNK_KPACK)
+
+/* Chunk header, as stored (docs/format.md). hdr_crc covers the 44 bytes
+ * before it. */
+struct tb_chunk_hdr {
+	uint32_t magic;        /* TB_CHUNK_MAGIC */
+	uint16_t stream;       /* enum tb_stream */
+	uint16_t flags;        /* TB_CHUNK_* */
+	uint32_t raw_len;      /* payload bytes after decompression */
+	uint32_t stored_len;   /* payload bytes in the file */
+	uint64_t first_ts;     /* min hdr.ts of the chunk's records */
+	uint64_t last_ts;      /* max hdr.ts */
+	uint32_t nrec;         /* records in the payload */
+	uint32_t payload_crc;  /* zlib crc32 of the stored payload */
+	uint32_t seq;          /* chunk number in file order, from 0 */
+	uint32_t hdr_crc;      /* zlib crc32 of the 44 bytes above */
+};
+_Static_assert(sizeof(struct tb_chunk_hdr) == 48, "tb_chunk_hdr layout");
+
+/* Largest raw_len or stored_len a reader accepts; the writer never exceeds
+ * it. A chunk header claiming more is treated as corrupt. */
+#define TB_CHUNK_MAX_BYTES (64u << 20)
+
+/* Grows *buf (of *cap bytes) to at least need bytes: 0 or -ENOMEM. */
+int tb_grow_buf(unsigned char **buf, size_t *cap, size_t need);
 
 struct tb_chunk_dec {
 	unsigned char *sbuf;      /* stored payload (the caller reads it here) */

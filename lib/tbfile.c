@@ -211,20 +211,6 @@ static uint64_t rest_of_input(int fd)
 }
 
 /* Grows *buf to at least need bytes. */
-int tb_grow_buf(unsigned char **buf, size_t *cap, size_t need)
-{
-	unsigned char *p;
-
-	if (need <= *cap)
-		return 0;
-	p = realloc(*buf, need);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = need;
-	return 0;
-}
-
 /* ------------------------------------------------------------- reader -- */
 
 /* A chunk to read in time order: by first_ts, then file order; i is its

@@ -14,13 +14,13 @@
 #include <linux/types.h>
 #include "tracebpf/site.h"
 #include "../bpf/record.h"
+#include "chunk.h"
 
 #define TB_FORMAT_MAJOR 2
 #define TB_FORMAT_MINOR 4
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
-#define TB_CHUNK_MAGIC  0x4b434254u  /* "TBCK" little endian */
 
 /* Streams: records are split by type so a reader can skip what it does not
  * need without decompressing it. */
@@ -34,12 +34,6 @@ enum tb_stream {
 };
 #define TB_NSTREAMS 16        /* stream ids a reader keeps statistics for */
 
-#define TB_CHUNK_ZLIB      1u /* payload is a zlib stream */
-#define TB_CHUNK_PACKED    2u /* (2.0) records in the compact encoding */
-#define TB_CHUNK_ROUND_END 4u /* (2.0) last chunk of a recorder flush */
-#define TB_CHUNK_KPACK     8u /* (2.1) PACKED with the scheduler field codecs */
-#define TB_CHUNK_KNOWN     (TB_CHUNK_ZLIB | TB_CHUNK_PACKED | TB_CHUNK_ROUND_END | \
-			    TB_CHUNK_KPACK)
 
 /* The index chunk's payload: one entry per chunk before it, then this
  * 16-byte trailer, so that the last 16 bytes of a finished file locate it. */
@@ -59,26 +53,7 @@ struct tb_index_trailer {
 	uint64_t magic;        /* TB_INDEX_MAGIC */
 };
 
-/* Chunk header, as stored (docs/format.md). hdr_crc covers the 44 bytes
- * before it. */
-struct tb_chunk_hdr {
-	uint32_t magic;        /* TB_CHUNK_MAGIC */
-	uint16_t stream;       /* enum tb_stream */
-	uint16_t flags;        /* TB_CHUNK_* */
-	uint32_t raw_len;      /* payload bytes after decompression */
-	uint32_t stored_len;   /* payload bytes in the file */
-	uint64_t first_ts;     /* min hdr.ts of the chunk's records */
-	uint64_t last_ts;      /* max hdr.ts */
-	uint32_t nrec;         /* records in the payload */
-	uint32_t payload_crc;  /* zlib crc32 of the stored payload */
-	uint32_t seq;          /* chunk number in file order, from 0 */
-	uint32_t hdr_crc;      /* zlib crc32 of the 44 bytes above */
-};
-_Static_assert(sizeof(struct tb_chunk_hdr) == 48, "tb_chunk_hdr layout");
 
-/* Largest raw_len or stored_len a reader accepts; the writer never exceeds
- * it. A chunk header claiming more is treated as corrupt. */
-#define TB_CHUNK_MAX_BYTES (64u << 20)
 /* Largest file header (hdr_size) a reader accepts. */
 #define TB_HDR_MAX_BYTES   (1u << 20)
 
@@ -115,8 +90,6 @@ size_t tb_rec_min_size(uint16_t rec_type);
 #define TB_NRSTREAMS   (TB_STREAM_STATS + 1)
 uint32_t tb_crc32(const void *p, size_t n);
 void tb_grow_pipe(int fd);
-/* Grows *buf (of *cap bytes) to at least need bytes: 0 or -ENOMEM. */
-int tb_grow_buf(unsigned char **buf, size_t *cap, size_t need);
 
 /* ---- writer (user/tbwriter.c, not in libtracebpf) ---- */
 struct tb_writer;
