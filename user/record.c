@@ -32,14 +32,13 @@
 #include "gaps.h"
 #include "slots.h"
 #include "probes.h"
+#include "recorder.h"
 #include "rings.h"
 #include "sched.h"
 #include "serve.h"
 #include "tbfile.h"
 #include "tbio.h"
 #include "tracebpf.h"
-
-#define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
 
 static volatile sig_atomic_t stop_signal;
 
@@ -52,69 +51,6 @@ static void on_signal(int sig)
 {
 	stop_signal = sig;
 }
-
-static __u64 now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/* event, event_id, and ring (the fast path's requests) */
-#define TB_NPROBES 3
-
-/* An object (executable or library) with tracebpf probes: its USDT links
- * are NULL while a `tracebpf ctl stop` holds. */
-struct object {
-	char *path;            /* as found (often /proc/PID/root/...) */
-	int fd;                /* the file itself, to attach to again after a
-				* stop: the path may be gone with PID, or name
-				* a new file, by then */
-	char key[64];          /* "dev:ino": uprobes are per inode */
-	struct bpf_link *link[TB_NPROBES];
-};
-
-struct recorder {
-	const struct tb_record_opts *o;
-	struct record_bpf *skel;
-	struct ring_buffer *rb;
-	struct tb_writer *w;
-	struct bpf_link **links;
-	int nlinks;
-	struct tb_rings rings;  /* the application's events (--buffer-size) */
-	struct tb_gaps gaps;    /* their gap marks (user/gaps.c) */
-	struct tb_slots slots;  /* the probes' fixed-size events (user/slots.c) */
-	int ncpus;
-	__u64 events;          /* records received */
-	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
-	unsigned wait_ms;      /* the last round's wait (tb_fast_round_wait) */
-	__u64 stats_drops;     /* drops_total of the last STATS record written */
-	__u64 stats_lost;      /* lost_procs of the last STATS record written */
-	int write_err;         /* first writer error */
-	char tbt_path[PATH_MAX];
-	char json_path[PATH_MAX];
-	struct object *objs;   /* every object with probes the targets mapped */
-	int nobjs;
-	pid_t child;           /* -- CMD */
-	int go_fd;             /* write end: releases the child */
-	int exec_err_fd;       /* read end: the child's exec errno */
-	struct tb_server *server;  /* --serve */
-	struct tb_sched *sched; /* scheduler and -e tracepoints (user/sched.c) */
-	struct tb_fast *fast;   /* the fast path (user/fast.c), NULL when off */
-	pid_t releaser;        /* start_releaser's process */
-	int releaser_fd;       /* write end of its pipe */
-	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl.c) */
-	char exe[PATH_MAX];    /* -- CMD, resolved */
-	struct tb_paths found; /* objects with probes the targets map at the start */
-	bool tty;              /* a live status line on stderr */
-	__u64 t0;              /* the recording's start */
-	__u64 last_status, last_events;  /* at the last status line */
-	__u64 cut;             /* with the fast path: this round takes the records
-				* stamped up to here (0: all) */
-	char *held;            /* records past the cut, for the next round */
-	size_t nheld, cheld;
-};
 
 static int on_record(void *ctx, void *data, size_t size);
 
