@@ -52,132 +52,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static int on_record(void *ctx, void *data, size_t size);
-
-/* Everything the programs wrote: the ring buffers, then the slot rings. */
-static void consume_rings(void *ctx)
-{
-	struct recorder *r = ctx;
-
-	ring_buffer__consume(r->rb);
-	tb_slots_consume(&r->slots, on_record, r);
-}
-
-static void append_rec(struct recorder *r, const struct tb_rec_hdr *h)
-{
-	int err = tb_writer_append(r->w, h);
-
-	if (err && !r->write_err)
-		r->write_err = err;
-}
-
-/* A record past the cut waits for the next round. */
-static void hold_rec(struct recorder *r, const struct tb_rec_hdr *h)
-{
-	if (r->nheld + h->size > r->cheld) {
-		size_t c = r->cheld ? 2 * r->cheld : 1 << 16;
-		char *nv;
-
-		while (c < r->nheld + h->size)
-			c *= 2;
-		nv = realloc(r->held, c);
-		if (!nv) {
-			append_rec(r, h);   /* out of order rather than lost */
-			return;
-		}
-		r->held = nv;
-		r->cheld = c;
-	}
-	memcpy(r->held + r->nheld, h, h->size);
-	r->nheld += h->size;
-}
-
-/* The last round's records past its cut, ahead of this round's. */
-static void release_held(struct recorder *r)
-{
-	for (size_t off = 0; off < r->nheld; off += ((struct tb_rec_hdr *)(r->held + off))->size)
-		append_rec(r, (const void *)(r->held + off));
-	r->nheld = 0;
-}
-
-/* With the fast path a thread's events travel two ways: through its probes
- * into the recorder's rings at once, and through its own ring until the
- * next drain (also later than events it sent to the probes after its ring
- * filled). So that a round, the unit a killed recorder keeps or loses,
- * holds every event stamped up to one instant and none after (a prefix of
- * every thread's events), the round takes the time first (cut), drains the
- * threads' rings, then the recorder's, and keeps what is stamped after the
- * cut for the next round. Everything committed before the drain is then
- * delivered in the round (merge.h's rounds). last: the session ends, and
- * everything is taken. */
-static void drain_fast(struct recorder *r, bool last)
-{
-	if (!r->fast)
-		return;
-	release_held(r);
-	r->cut = last ? 0 : now_ns(CLOCK_MONOTONIC);
-	if (last)
-		tb_fast_finish(r->fast, consume_rings, r);
-	else
-		tb_fast_drain_all(r->fast, consume_rings, r);
-}
-
-/* Before a stop is logged: every record, none held back for the next
- * round. The programs record nothing stamped after the stop, so what the
- * rings and the held records have is what precedes it, and `ctl stop`
- * returns only once that is in the file. */
-static void take_all(struct recorder *r)
-{
-	release_held(r);
-	r->cut = 0;
-	if (r->fast)
-		tb_fast_drain_all(r->fast, consume_rings, r);
-	consume_rings(r);
-}
-
-/* Threads and images that are gone give up their fast-path rings. */
-static void fast_follow(struct recorder *r, const struct tb_rec_hdr *h)
-{
-	if (h->type == TB_REC_EXIT && h->size >= sizeof(struct tb_rec_exit))
-		tb_fast_exit(r->fast, h->pid, h->tid,
-			     ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS, h->ts);
-	else if (h->type == TB_REC_EXEC)
-		tb_fast_exec(r->fast, h->pid, h->ts);
-}
-
-/* One ring record holds one tracebpf record, or (staged by the scheduler
- * programs, bpf/sched.bpf.c) several back to back. */
-static int on_record(void *ctx, void *data, size_t size)
-{
-	struct recorder *r = ctx;
-	size_t off = 0;
-
-	while (size - off >= sizeof(struct tb_rec_hdr)) {
-		const struct tb_rec_hdr *h = (const void *)((const char *)data + off);
-
-		if (h->size < sizeof(*h) || h->size > size - off)
-			return 0;   /* cannot happen with our programs; never crash */
-		if (h->type == TB_RING_KICK) {   /* a wakeup, not a record */
-			off += h->size;
-			continue;
-		}
-		if (h->type == TB_RING_FAST_REQ) {   /* a thread asks for a ring */
-			if (h->size >= sizeof(struct tb_ring_req))
-				tb_fast_request(r->fast, (const void *)h);
-			off += h->size;
-			continue;
-		}
-		fast_follow(r, h);
-		r->events++;
-		if (r->cut && h->ts > r->cut)
-			hold_rec(r, h);
-		else
-			append_rec(r, h);
-		off += h->size;
-	}
-	return 0;
-}
-
 /* Effective capabilities: CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON. */
 static int check_caps(void)
 {
@@ -299,10 +173,6 @@ static void write_comms(struct recorder *r, pid_t pid)
 	closedir(d);
 }
 
-/* A record's size is a u16: past this many CPUs the per-CPU drops are summed
- * into drops_total only (the per-CPU list is cut, never the total). */
-#define TB_STATS_MAX_CPUS ((0xfff8 - sizeof(struct tb_rec_stats)) / sizeof(__u64))
-
 /* The command line of pid as it is now, as a TB_REC_CMDLINE record. */
 static void write_cmdline(struct recorder *r, pid_t pid)
 {
@@ -342,81 +212,6 @@ static void write_cmdline(struct recorder *r, pid_t pid)
 	tb_writer_append(r->w, &rec->hdr);
 }
 
-/* Records lost because a ring was full, per CPU into vals[r->ncpus]
- * (the application's rings and the kernel's summed); the two totals into
- * *app and *kern. An error when a drop counter cannot be read: then how
- * much was lost is unknown, which the caller must say. */
-static int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
-{
-	__u32 zero = 0;
-
-	*app = *kern = 0;
-	memset(vals, 0, r->ncpus * sizeof(*vals));
-	if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.drops), &zero, vals)) {
-		memset(vals, 0, r->ncpus * sizeof(*vals));
-		return -errno;
-	}
-	for (int i = 0; i < r->ncpus; i++)
-		*app += vals[i];
-	return tb_sched_add_drops(r->sched, vals, r->ncpus, kern);
-}
-
-/* Processes that traced processes started but that the kernel side could
- * not add to `traced` (full): a plain read of the mapped .bss. */
-static __u64 lost_procs(struct recorder *r)
-{
-	return *(volatile __u64 *)&r->skel->bss->lost_procs;
-}
-
-/* A STATS record with the drop counts so far (the last one in the file
- * wins): written whenever they grew, so that a recorder killed later
- * leaves them in the file, and at the end. An error (-ENOMEM, or read_drops')
- * only when the counts are unknown; a write error goes to r->write_err. */
-static int write_stats(struct recorder *r)
-{
-	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
-	size_t sz = sizeof(struct tb_rec_stats) + (ncpus + 1) * sizeof(__u64);
-	__u64 lost = lost_procs(r);
-	struct tb_rec_stats *st = calloc(1, sz);
-	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
-	__u64 app, kern;
-	int err = -ENOMEM;
-
-	if (!st || !vals)
-		goto out;
-	err = read_drops(r, vals, &app, &kern);
-	if (err)
-		goto out;
-	memcpy(st + 1, vals, ncpus * sizeof(__u64));
-	memcpy((__u64 *)(st + 1) + ncpus, &lost, sizeof(lost));   /* 2.3 */
-	st->hdr.type = TB_REC_STATS;
-	st->hdr.size = sz;
-	st->hdr.cpu = ~0u;
-	st->hdr.ts = now_ns(CLOCK_MONOTONIC);
-	st->events = r->events;
-	st->ncpus = ncpus;
-	st->drops_total = app + kern;
-	r->stats_drops = st->drops_total;
-	r->stats_lost = lost;
-	if ((err = tb_writer_append(r->w, &st->hdr)) && !r->write_err)
-		r->write_err = err;   /* reported with the other write errors */
-	err = 0;
-out:
-	free(st);
-	free(vals);
-	return err;
-}
-
-/* The drop totals (0 or a negative errno, as read_drops). */
-static int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
-{
-	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
-	int err = vals ? read_drops(r, vals, app, kern) : -ENOMEM;
-
-	free(vals);
-	return err;
-}
-
 static void err_drops(int err)
 {
 	ERR("failed to read the drop counters: %s (the trace was written, but whether "
@@ -427,7 +222,7 @@ static void err_drops(int err)
 /* The trace file could not be written (or created): what is in it is a
  * readable prefix of the recording (docs/format.md); say how to get all of
  * it next time. */
-static void err_write(const char *path, int err, bool create)
+void err_write(const char *path, int err, bool create)
 {
 	const char *hint = tb_write_hint(err);
 
@@ -440,34 +235,6 @@ static void err_write(const char *path, int err, bool create)
 	else if (!hint && !create && strcmp(path, "-"))
 		fprintf(stderr, "tracebpf: hint: what reached the file is readable: "
 				"tracebpf convert '%s'\n", path);
-}
-
-/* The traced map is empty once every traced process has exited. A pid that
- * vanished without an exit record (it exited before we added it) is pruned.
- * 1 while one lives, 0 when none does, a negative errno (printed) when the
- * map cannot be listed. */
-static int targets_alive(struct recorder *r)
-{
-	int fd = bpf_map__fd(r->skel->maps.traced);
-	__u32 key, next, *prev = NULL;
-	int any = 0;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (kill(key, 0) && errno == ESRCH)
-			bpf_map_delete_elem(fd, &key);
-		else
-			any = 1;
-	}
-	if (errno != ENOENT) {
-		int err = -errno;
-
-		ERR("failed to list the traced processes: %s", strerror(-err));
-		tb_hint_bpf(err, NULL);
-		return err;
-	}
-	return any;
 }
 
 static int add_traced(struct recorder *r, pid_t pid, __u64 gen)
@@ -667,7 +434,7 @@ static void attach_loader_hook(struct recorder *r)
 /* Processes the kernel side stopped at exec or at the loader hook: attach
  * to what they map now (and, after exec, to the libraries the new image's
  * loader is about to map), then let them go. */
-static void release_stopped(struct recorder *r, bool attach)
+void release_stopped(struct recorder *r, bool attach)
 {
 	int fd = bpf_map__fd(r->skel->maps.stopped);
 	__u32 key, next, *prev = NULL, why;
@@ -875,7 +642,7 @@ static void fmt_bytes(char *buf, size_t len, __u64 b)
 		snprintf(buf, len, "%llu B", (unsigned long long)b);
 }
 
-static void status_line(struct recorder *r, double elapsed, double rate)
+void status_line(struct recorder *r, double elapsed, double rate)
 {
 	char bytes[32], drops[24] = "?";
 	__u64 app, kern;
@@ -892,7 +659,7 @@ static void status_line(struct recorder *r, double elapsed, double rate)
  * detach the probes. Start: attach them again, then switch the kernel side
  * on. Each change goes to the file (a TB_REC_CTL record) and, unless -q, to
  * stderr. A negative errno when the file could not take the record. */
-static int handle_ctl(struct recorder *r, bool tty)
+int handle_ctl(struct recorder *r, bool tty)
 {
 	bool want_off, gate_off, say = !r->o->quiet;
 	int err = 0, werr = 0;
@@ -1329,99 +1096,6 @@ static int attach_targets(struct recorder *r)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	return o->cmd ? start_child(r) : 0;
-}
-
-/* The gap marks still pending after a drain, into the file (user/gaps.c):
- * a mark is in the round after its losses at the latest. */
-static void sweep_gaps(struct recorder *r)
-{
-	int err = tb_gaps_sweep(&r->gaps, r->w);
-
-	if (err >= 0)
-		err = tb_sched_sweep_gaps(r->sched, r->w);
-	if (err >= 0)
-		err = tb_fast_marks(r->fast, r->w);
-	if (err < 0 && !r->write_err)
-		r->write_err = err;
-}
-
-/* The records of losses after a drain: the gap marks left pending, and a
- * STATS record in every round in which the counters grew (they are
- * totals: if they cannot be read now, the read at the end still gets them
- * all, or says it cannot). */
-static void stats_if_grown(struct recorder *r)
-{
-	__u64 app, kern;
-
-	sweep_gaps(r);
-	if ((!total_drops(r, &app, &kern) && app + kern != r->stats_drops) ||
-	    lost_procs(r) != r->stats_lost)
-		write_stats(r);
-}
-
-/* One round: drain the rings, release the processes held for attach,
- * answer ctl, append to the file. 1 when the recording is over, 0 to go
- * on, or a negative errno (said). */
-static int poll_round(struct recorder *r)
-{
-	const struct tb_record_opts *o = r->o;
-	int err, cerr, alive;
-	__u64 now;
-
-	/* Records are submitted without wakeups below the threshold, so poll
-	 * wakes on the timeout: that bounds the delivery latency. A thread
-	 * that fills its fast-path ring faster shortens it. */
-	r->wait_ms = tb_fast_round_wait(r->wait_ms, tb_fast_fill(r->fast), o->flush_ms);
-	err = ring_buffer__poll(r->rb, (int)r->wait_ms);
-	if (err == -EINTR)
-		return 0;
-	if (err < 0) {
-		ERR("failed to poll ring buffers: %s", strerror(-err));
-		return err;
-	}
-	if (err > 0)
-		r->woken++;
-	else
-		r->ticks++;
-	tb_slots_consume(&r->slots, on_record, r);   /* as poll did the ring buffers */
-	drain_fast(r, false);
-	err = tb_sched_flush(r->sched);
-	if (err)
-		return err;
-	consume_rings(r);
-	/* Anything consumed from here to the next round's cut was stamped
-	 * before that cut: it belongs to the next round as it is, and holding
-	 * it would only copy it twice. */
-	r->cut = 0;
-	tb_fast_round_end(r->fast);
-	release_stopped(r, true);
-	stats_if_grown(r);
-	cerr = handle_ctl(r, r->tty);
-	if (cerr && !r->write_err)
-		r->write_err = cerr;
-	err = tb_writer_flush(r->w);
-	if (!err)
-		err = r->write_err;
-	if (err) {
-		err_write(r->tbt_path, err, false);
-		return err;
-	}
-	tb_ctl_ack(&r->ctl);   /* the change is in the file now */
-	if (r->server)
-		tb_serve_pump(r->server, tb_writer_bytes(r->w));
-	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
-		r->child = -1;
-	now = now_ns(CLOCK_MONOTONIC);
-	if (r->tty && now - r->last_status >= 1000000000ull) {
-		status_line(r, (now - r->t0) / 1e9,
-			    (r->events - r->last_events) * 1e9 / (now - r->last_status));
-		r->last_status = now;
-		r->last_events = r->events;
-	}
-	if (o->duration > 0 && now - r->t0 >= o->duration * 1e9)
-		return 1;
-	alive = targets_alive(r);
-	return alive <= 0 ? (alive ? alive : 1) : 0;
 }
 
 static int record_loop(struct recorder *r)

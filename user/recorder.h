@@ -4,7 +4,9 @@
  * (one struct recorder per recording) and the functions its files call
  * across each other. Not used outside user/record*.c.
  *
- *   record.c          the command's flow and all of its steps
+ *   record.c          the command's flow, and what the files below do
+ *                     not own
+ *   record_drain.c    the rings drained in rounds, the drop counts
  */
 #ifndef TRACEBPF_RECORDER_H
 #define TRACEBPF_RECORDER_H
@@ -97,5 +99,24 @@ struct recorder {
 	char *held;            /* records past the cut, for the next round */
 	size_t nheld, cheld;
 };
+
+/* Each function is described where it is defined. */
+
+/* record.c */
+void err_write(const char *path, int err, bool create);
+void release_stopped(struct recorder *r, bool attach);
+void status_line(struct recorder *r, double elapsed, double rate);
+int handle_ctl(struct recorder *r, bool tty);
+
+/* record_drain.c */
+void consume_rings(void *ctx);
+void drain_fast(struct recorder *r, bool last);
+void take_all(struct recorder *r);
+int on_record(void *ctx, void *data, size_t size);
+__u64 lost_procs(struct recorder *r);
+int write_stats(struct recorder *r);
+int total_drops(struct recorder *r, __u64 *app, __u64 *kern);
+void sweep_gaps(struct recorder *r);
+int poll_round(struct recorder *r);
 
 #endif
