@@ -7,6 +7,7 @@
  *   record.c          the command's flow, and what the files below do
  *                     not own
  *   record_drain.c    the rings drained in rounds, the drop counts
+ *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
 #ifndef TRACEBPF_RECORDER_H
 #define TRACEBPF_RECORDER_H
@@ -103,7 +104,6 @@ struct recorder {
 /* Each function is described where it is defined. */
 
 /* record.c */
-void err_write(const char *path, int err, bool create);
 void release_stopped(struct recorder *r, bool attach);
 void status_line(struct recorder *r, double elapsed, double rate);
 int handle_ctl(struct recorder *r, bool tty);
@@ -118,5 +118,14 @@ int write_stats(struct recorder *r);
 int total_drops(struct recorder *r, __u64 *app, __u64 *kern);
 void sweep_gaps(struct recorder *r);
 int poll_round(struct recorder *r);
+
+/* record_output.c */
+int output_paths(struct recorder *r, const char *out);
+void write_comms(struct recorder *r, pid_t pid);
+void write_cmdline(struct recorder *r, pid_t pid);
+void err_write(const char *path, int err, bool create);
+int open_output(struct recorder *r);
+int finish_output(struct recorder *r, int err);
+int write_json(struct recorder *r);
 
 #endif
