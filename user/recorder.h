@@ -6,6 +6,8 @@
  *
  *   record.c          the command's flow, and what the files below do
  *                     not own
+ *   record_session.c  the processes around the recording (the command,
+ *                     the releaser), `tracebpf ctl`, the status lines
  *   record_drain.c    the rings drained in rounds, the drop counts
  *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
@@ -104,9 +106,19 @@ struct recorder {
 /* Each function is described where it is defined. */
 
 /* record.c */
+void detach_usdt(struct recorder *r);
+int reattach_usdt(struct recorder *r);
 void release_stopped(struct recorder *r, bool attach);
-void status_line(struct recorder *r, double elapsed, double rate);
+
+/* record_session.c */
+int check_nofile(void);
+int spawn_child(struct recorder *r, const char *exe);
+int start_child(struct recorder *r);
+int start_releaser(struct recorder *r);
+void stop_releaser(struct recorder *r);
 int handle_ctl(struct recorder *r, bool tty);
+void status_line(struct recorder *r, double elapsed, double rate);
+void report(struct recorder *r);
 
 /* record_drain.c */
 void consume_rings(void *ctx);
