@@ -4,8 +4,10 @@
  * (one struct recorder per recording) and the functions its files call
  * across each other. Not used outside user/record*.c.
  *
- *   record.c          the command's flow, and what the files below do
- *                     not own
+ *   record.c          the command's flow: check the environment, then
+ *                     tb_record's steps in order, the poll loop, destroy()
+ *   record_attach.c   the targets, the BPF objects loaded, their probes
+ *                     attached (and detached, and attached again)
  *   record_session.c  the processes around the recording (the command,
  *                     the releaser), `tracebpf ctl`, the status lines
  *   record_drain.c    the rings drained in rounds, the drop counts
@@ -35,7 +37,6 @@ struct bpf_link;
 struct record_bpf;
 struct ring_buffer;
 struct tb_fast;
-struct tb_rec_hdr;
 struct tb_sched;
 struct tb_server;
 struct tb_writer;
@@ -106,9 +107,15 @@ struct recorder {
 /* Each function is described where it is defined. */
 
 /* record.c */
+void on_signal(int sig);
+
+/* record_attach.c */
 void detach_usdt(struct recorder *r);
 int reattach_usdt(struct recorder *r);
 void release_stopped(struct recorder *r, bool attach);
+int find_targets(struct recorder *r);
+int load_bpf(struct recorder *r);
+int attach_targets(struct recorder *r);
 
 /* record_session.c */
 int check_nofile(void);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * rings.h - a set of per-CPU BPF ring buffers behind an ARRAY_OF_MAPS
- * (bpf/ring.bpf.h, `rings`). record.c owns one set for the application's
- * events (--buffer-size), sched.c another for kernel events
- * (--kernel-buffer-size); both are drained by the recorder's one
- * ring_buffer manager.
+ * (bpf/ring.bpf.h, `rings`). The recorder owns one set for the
+ * application's events (--buffer-size, created in record_attach.c),
+ * sched.c another for kernel events (--kernel-buffer-size); both are
+ * drained by the recorder's one ring_buffer manager.
  *
  * Order of calls: tb_rings_create (before the object is loaded: sizes the
  * outer map and gives it its inner template), then after load
