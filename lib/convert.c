@@ -38,6 +38,7 @@
 #include "chain.h"
 #include "hmap.h"
 #include "convert.h"
+#include "convert_int.h"
 #include "ftrace.h"
 #include "json.h"
 #include "merge.h"
@@ -49,221 +50,11 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* -------------------------------------------------------------- model -- */
-
-/* struct site, struct lost and struct oev: model.h */
-
-struct proc {
-	uint32_t pid;
-	/* A pid reused within the recording is a new process: incarnation n
-	 * is written as pid + n * TB_PID_SPAN, so it never merges with the
-	 * old one in a viewer. */
-	uint32_t incarnation;
-	uint64_t out_pid;
-	bool dead;                  /* its last thread exited */
-	bool has_name;
-	char name[17];
-	/* Set by the application (TRACE_PROCESS_NAME / _SORT_INDEX): wins
-	 * over the kernel's comm. Owned (a copy). */
-	char *app_name;
-	size_t app_name_len;
-	bool has_sort;
-	int64_t sort_index;
-	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
-	struct tb_hmap sites;          /* site address -> struct site * */
-	uint32_t image;             /* bumped at each exec */
-	/* Forked from parent, whose image was parent_image, and not exec'd
-	 * since: the parent's sites hold here too. */
-	bool forked;
-	uint32_t parent, parent_image;
-};
-
-struct pair;
-
-struct open_slice {
-	const struct tb_rec_event *ev;
-	const struct site *site;
-	uint64_t seq;
-	struct pair *pair;          /* an async slice's, with filters or --split */
-	uint64_t child;             /* what closed inside it (oev.child, model.h) */
-};
-
-struct thread {
-	uint32_t tid, pid;
-	uint64_t out_pid;           /* of its process's incarnation */
-	bool dead;                  /* exited: a reused tid is a new thread */
-	/* Slices open in the forking thread when this (main) thread's process
-	 * was forked: an END here that matches one closes an inherited slice
-	 * that starts at ghost_ts. Never ended: dropped. Each ghost's ev is
-	 * its own copy (the parent frees its own when its slice closes). */
-	struct open_slice *ghosts;
-	size_t nghosts;
-	uint64_t ghost_ts;
-	bool has_name;
-	char name[17];
-	char *app_name;             /* TRACE_THREAD_NAME, owned */
-	size_t app_name_len;
-	bool has_sort;
-	int64_t sort_index;
-	struct open_slice *stack;
-	size_t depth, cap;
-	/* 1 + the recording window (0 until the first tracebpf ctl start,
-	 * then one more per start) in which the thread was born (a FORK
-	 * record); 0: it was there before. On a thread older than the window,
-	 * an END with nothing open ends a slice that began before the window:
-	 * slices nest, so one still open then encloses everything the thread
-	 * recorded since, which is what an empty stack says. */
-	uint32_t born_window;
-	/* The last gap in which this thread may have lost events (count 0:
-	 * none): up to gap_until its BEGINs and ENDs cannot be paired, and
-	 * after it an END with nothing open ends a slice begun before. */
-	struct lost lost;
-	uint64_t gap_until;
-	uint64_t last_ts;           /* of its latest record */
-	bool placeholder;           /* known only from a gap's threads */
-};
-
-/* With filters or --split, an async slice (b .. e) or a flow (s, t .. f)
- * is written whole or not at all, and all in one part: its events share
- * this, each holding a reference. */
-struct pair {
-	unsigned refs;
-	bool decided, keep;         /* by its first event (b, s) */
-	size_t part;                /* 1 + the part its first written event went to */
-	bool counted;               /* holds that part open (part.open_pairs) */
-	bool closed;                /* its last event was written */
-	bool abandoned;             /* it gets no last event (a flow cut at a gap) */
-};
-
-/* One JSON file of the output: the whole of it, or a part (--split). Its
- * events are written as they come; its tail (names, systemTraceEvents,
- * metadata) at the end, when the names are known. */
-struct part {
-	FILE *f;                    /* NULL while closed (a finished part) */
-	char *tmp, *name;           /* --split: its temporary and final names */
-	struct tb_json j;           /* the writer's state after its events */
-	uint64_t from, to;          /* its span: from its first event's ts */
-	uint64_t kbytes0;           /* systemTraceEvents bytes when it began */
-	struct tb_hmap pids, tasks;    /* what its events name: pid, (pid, tid) */
-	uint64_t last_task;         /* key of the last event's (pid, tid) + 1 */
-	uint64_t bytes;             /* its size, once finished */
-	/* Pairs that began in it and have not ended: a part after which the
-	 * next one began stays open (p->j.f = p->f) until they end in it. */
-	size_t open_pairs;
-};
-
-
-/* Lost records (TB_REC_GAP) and what the converter did about them. */
-struct gaps_seen {
-	uint64_t marks, records;    /* of the application's records */
-	uint64_t kmarks, krecords;  /* of kernel records (no slices in them) */
-	uint64_t cut, ends_after, inside, flows_left_out;
-	/* The last gap that lost records of any thread, and its end: threads
-	 * first seen later may have lost events in it too. */
-	struct lost all;
-	uint64_t all_until;
-	/* The last gap of all, and its end: async ids and flows are not per
-	 * thread, so every gap concerns them. */
-	struct lost last;
-	uint64_t until;
-	/* open async slices and flows come and go (tb_chain_del): memory
-	 * does not grow with them */
-	struct tb_chain asyncs;         /* struct async_track by (pid, cat, id) */
-	struct tb_chain flows;          /* struct flow by (cat, name, id) */
-};
-
 /* Output events held until they can be written in ts order. */
 #define OUT_MAX   (1u << 20)
-/* Copies of small records are allocated in POOL_STEP classes and, once an
- * output event is written, kept for the next copy instead of freed (a
- * malloc and a free per event were 8% of the conversion). Every copy is
- * allocated at its class's size, so any of them may go to the pool, and
- * free() is right for any of them too. */
-#define POOL_MAX_SIZE 256
-#define POOL_STEP     64
-#define POOL_KEEP     4096   /* per class */
+
 /* Records the merge may hold for a file without rounds (format 1.x). */
 #define MERGE_MAX (4u << 20)
-
-#define THREAD_CACHE 64
-#define SITE_CACHE   256
-
-struct conv {
-	struct tb_merge *merge;
-	size_t nrecs;
-
-	void **sites;               /* struct site + its record, never moved */
-	size_t nsites, sites_cap;
-	struct tb_hmap procs;          /* pid -> struct proc * */
-	struct tb_hmap threads;        /* tid -> struct thread * */
-	struct proc *last_proc;     /* the latest get_proc() found */
-	struct thread *last_thread; /* the latest get_thread() found */
-	struct thread *tcache[THREAD_CACHE];   /* by tid: what get_thread found */
-	/* find_site's answers while site_gen stays: records that change
-	 * what a lookup finds (SITE, FORK, EXEC, EXIT, a new process) move
-	 * it on */
-	struct site_slot { uint64_t addr, gen; uint32_t pid; struct site *s; } scache[SITE_CACHE];
-	uint64_t site_gen;
-	struct proc **old_procs;    /* earlier incarnations of reused pids */
-	size_t nold_procs, old_procs_cap;
-	struct thread **old_threads;
-	size_t nold_threads, old_threads_cap;
-	/* Output events held: a queue of those that came in order (most do),
-	 * a min-heap by cmp_out of the others; the next out is the smaller
-	 * of their heads. */
-	struct oev *fifo;           /* ring, fifo_cap a power of 2 */
-	size_t fifo_head, fifo_n, fifo_cap;
-	struct oev *out;            /* min-heap by cmp_out */
-	size_t nout, out_cap, written, forced;
-	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
-	bool direct;                /* the sink takes any order: no queue */
-	struct tb_json j;
-	struct tmpls *tmpls;        /* the common events' templates, or NULL */
-	bool json_open;
-	/* The writer thread, which writes the events into j (NULL: they are
-	 * written as they leave the queue). */
-	struct tb_outq *q;
-
-	struct tb_rec_stats *stats; /* a copy of the last one */
-	void *pool[POOL_MAX_SIZE / POOL_STEP];   /* copies to reuse, linked */
-	size_t npool[POOL_MAX_SIZE / POOL_STEP];
-	/* tracebpf ctl stop..start windows (TB_REC_CTL): events stamped inside
-	 * one are left out (a program that read the switch just before a stop
-	 * may still have written one) */
-	struct { uint64_t from, to; } *stopped;   /* to = UINT64_MAX: open */
-	size_t nstopped, stopped_cap;
-	uint64_t while_stopped;     /* records left out for that */
-	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
-	uint64_t last_ts;
-	uint64_t events, unresolved, unmatched;
-	uint64_t ends_before;       /* ENDs of slices begun before the recording */
-	uint32_t window;            /* tracebpf ctl starts seen */
-	struct gaps_seen gap;       /* TB_REC_GAP */
-
-	/* Filters and --split (docs/tracebpf-convert.md, FILTERS, SPLIT). */
-	bool selective;             /* either is on: pairs are tracked */
-	bool filtering;
-	struct tb_filter filt;      /* a copy, with the trace's start */
-	uint64_t left_out, kleft_out;   /* trace events and kernel records */
-	uint64_t split;             /* bytes a part should not exceed */
-	const char *split_base;     /* the output's name without .json */
-	struct part *parts;
-	size_t nparts, parts_cap;
-	bool want_split;            /* the part is full: cut at the next chance */
-	uint64_t part_events, check_every, last_written_ts;
-	int sel_err;                /* failing to start a part (said) */
-	bool said;                  /* an error was said where it happened */
-	/* systemTraceEvents bytes by time: kernel records are read ahead of
-	 * the events written, so a part counts the bytes of the lines before
-	 * its latest event (kdone), learnt from these marks at 4 KiB steps */
-	struct kmark { uint64_t ts, bytes; } *kq;
-	size_t kq_head, kq_n, kq_cap;
-	uint64_t kdone;
-};
-
-struct tb_model {
-	struct conv c;
-};
 
 static int grow_array(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -290,9 +81,6 @@ static void copy_comm(char dst[17], const char *src)
 	memcpy(dst, src, n);
 	dst[n] = '\0';
 }
-
-/* Above PID_MAX_LIMIT (2^22): an incarnation's pid never equals a real one. */
-#define TB_PID_SPAN (1ull << 22)
 
 static struct proc *get_proc(struct conv *c, uint32_t pid)
 {
@@ -448,7 +236,6 @@ uint32_t tb_model_rank(uint16_t type)
 	}
 }
 
-
 static size_t rec_alloc_size(size_t size)
 {
 	return size <= POOL_MAX_SIZE ? (size + POOL_STEP - 1) & ~(size_t)(POOL_STEP - 1) : size;
@@ -516,9 +303,6 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 }
 
 static int cmp_out(const void *a, const void *b);
-struct tmpls;
-static void write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e);
-static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
 
 /* ------------------------------------------------- filters and --split -- */
 
@@ -554,7 +338,7 @@ static bool sel_match(const struct conv *c, const struct oev *e)
 		.cat = e->site->cat,
 	};
 
-	v.name = ev_name(e->site, e->ev, &v.name_len);
+	v.name = tb_conv_ev_name(e->site, e->ev, &v.name_len);
 	return tb_filter_match(&c->filt, &v);
 }
 
@@ -703,7 +487,7 @@ static bool sel_write(struct conv *c, const struct oev *e)
 	}
 	if (!c->sel_err)
 		c->sel_err = note_task(part, e);
-	write_event(c->tmpls, part == cur_part(c) ? &c->j : &part->j, e);
+	tb_conv_write_event(c->tmpls, part == cur_part(c) ? &c->j : &part->j, e);
 	if (e->pair)
 		pair_written(c, e, part);
 	return true;
@@ -938,7 +722,7 @@ static void write_batch(void *ctx, char *data, size_t len)
 		}
 		e->ev = ev;
 		e->eev = eev;
-		write_event(c->tmpls, &c->j, e);
+		tb_conv_write_event(c->tmpls, &c->j, e);
 	}
 }
 
@@ -1048,8 +832,6 @@ static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
 	return 0;
 }
 
-#define ALL_PIDS UINT32_MAX   /* no pid is that large (PID_MAX_LIMIT: 2^22) */
-
 /* Closes the slices open in process pid's threads (ALL_PIDS: every
  * process's). */
 static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *why)
@@ -1107,10 +889,6 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 	return s;
 }
 
-static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
-			   int i, size_t *n);
-static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
-
 /* A flow event is drawn between slices: DevTools binds it only to a slice
  * with the same ts, pid, tid (and cat), Perfetto and catapult to the slice
  * enclosing its ts ("bp":"e"). So it is moved to the begin of the slice
@@ -1163,7 +941,7 @@ static int on_metadata(struct conv *c, const struct tb_rec_event *ev,
 	if (s->nargs < 1)
 		return 0;
 	if (s->arg_type[0] == TB_ARG_STR)
-		str = str_arg(s, ev, 0, &n);
+		str = tb_conv_str_arg(s, ev, 0, &n);
 	if (!strcmp(s->name, "thread_name") && str)
 		return set_app_name(&t->app_name, &t->app_name_len, str, n);
 	else if (!strcmp(s->name, "process_name") && str)
@@ -1291,13 +1069,6 @@ static int end_unopened(struct conv *c, struct thread *t, struct oev *e)
 	return 0;
 }
 
-/* ------------------------------------------------------------- gaps -- */
-
-static uint64_t ev_id(const struct tb_rec_event *ev)
-{
-	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
-}
-
 /* The async slices open on one (process, category, id), as the viewers
  * pair b and e, innermost last; each holds a copy of its begin. */
 struct async_track {
@@ -1310,7 +1081,7 @@ struct async_track {
 
 static struct async_track *find_async(struct conv *c, const struct oev *e, bool create)
 {
-	uint64_t id = ev_id(e->ev), pid = out_pid(c, e->ev->hdr.pid);
+	uint64_t id = tb_conv_ev_id(e->ev), pid = out_pid(c, e->ev->hdr.pid);
 	uint64_t h = tb_hash_bytes(tb_hash64(pid) ^ tb_hash64(id), e->site->cat,
 				   strlen(e->site->cat));
 	struct tb_chain_link *k;
@@ -1439,8 +1210,8 @@ struct flow {
 static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 {
 	size_t n = 0;
-	const char *name = ev_name(e->site, e->ev, &n), *cat = e->site->cat;
-	uint64_t id = ev_id(e->ev), h;
+	const char *name = tb_conv_ev_name(e->site, e->ev, &n), *cat = e->site->cat;
+	uint64_t id = tb_conv_ev_id(e->ev), h;
 	struct tb_chain_link *k;
 	struct flow *f;
 
@@ -2053,864 +1824,6 @@ static int cmp_out(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* ------------------------------------------------------------ rendering -- */
-
-struct arg {
-	const char *name;
-	const struct site *site;
-	const struct tb_rec_event *ev;
-	int i;
-	const char *str;    /* a fixed string value instead */
-};
-
-struct args {
-	struct arg a[2 * TB_MAX_ARGS + 1];
-	int n;
-};
-
-/* Adds an arg; a later one with the same name replaces the earlier (the end
- * of a slice overrides its begin), so keys are unique. */
-static void args_add(struct args *as, struct arg a)
-{
-	int k;
-
-	for (k = 0; k < as->n; k++) {
-		if (strcmp(as->a[k].name, a.name) == 0) {
-			as->a[k] = a;
-			return;
-		}
-	}
-	as->a[as->n++] = a;
-}
-
-static void args_of(struct args *as, const struct site *s,
-		    const struct tb_rec_event *ev)
-{
-	int i;
-
-	if (!s)
-		return;
-	for (i = 0; i < s->nargs; i++)
-		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
-}
-
-static size_t ev_fixed_size(const struct tb_rec_event *ev)
-{
-	return ev->hdr.type == TB_REC_EVENT_ID ? sizeof(struct tb_rec_event_id)
-					       : sizeof(*ev);
-}
-
-/* The bytes of string argument i: str_len[k] bytes for each string
- * argument k in order after the fixed part. NULL when unreadable. */
-static const char *str_arg(const struct site *s, const struct tb_rec_event *ev,
-			   int i, size_t *n)
-{
-	size_t off = ev_fixed_size(ev), len = ev->str_len[i];
-	int k;
-
-	for (k = 0; k < i; k++)
-		if (s->arg_type[k] == TB_ARG_STR)
-			off += ev->str_len[k];
-	if (!len || off > ev->hdr.size || len > ev->hdr.size - off)
-		return NULL;
-	*n = strnlen((const char *)ev + off, len);
-	return (const char *)ev + off;
-}
-
-static double arg_double(const struct tb_rec_event *ev, int i)
-{
-	double d;
-
-	memcpy(&d, &ev->args[i], sizeof(d));
-	return d;
-}
-
-static void arg_value(struct tb_json *j, const struct arg *a)
-{
-	uint64_t v;
-	const char *p;
-	char buf[24];
-	double d;
-	size_t n;
-
-	if (a->str) {
-		tb_json_string(j, a->str);
-		return;
-	}
-	v = a->ev->args[a->i];
-	switch (a->site->arg_type[a->i]) {
-	case TB_ARG_INT:
-		tb_json_int(j, (int64_t)v);
-		break;
-	case TB_ARG_UINT:
-		tb_json_uint(j, v);
-		break;
-	case TB_ARG_DOUBLE:
-		/* A number field must never hold nan/inf: say it in a string. */
-		d = arg_double(a->ev, a->i);
-		if (isnan(d))
-			tb_json_string(j, "NaN");
-		else if (isinf(d))
-			tb_json_string(j, d > 0 ? "Infinity" : "-Infinity");
-		else
-			tb_json_double(j, d);
-		break;
-	case TB_ARG_BOOL:
-		tb_json_bool(j, v != 0);
-		break;
-	case TB_ARG_STR:
-		p = str_arg(a->site, a->ev, a->i, &n);
-		if (p)
-			tb_json_string_n(j, p, n);
-		else
-			tb_json_string(j, "<unreadable>");
-		break;
-	default:   /* TB_ARG_PTR */
-		snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-		tb_json_string(j, buf);
-		break;
-	}
-}
-
-static void write_args(struct tb_json *j, const struct args *as)
-{
-	int k;
-
-	tb_json_key(j, "args");
-	tb_json_begin_object(j);
-	for (k = 0; k < as->n; k++) {
-		tb_json_key(j, as->a[k].name);
-		arg_value(j, &as->a[k]);
-	}
-	tb_json_end_object(j);
-}
-
-/* Counter series: numeric arguments only; non-finite values are left out. */
-static int counter_args(struct args *as, const struct oev *e)
-{
-	const struct site *s = e->site;
-	int i;
-
-	for (i = 0; i < s->nargs; i++) {
-		uint8_t t = s->arg_type[i];
-
-		if (t == TB_ARG_STR || t == TB_ARG_PTR)
-			continue;
-		if (t == TB_ARG_DOUBLE && !isfinite(arg_double(e->ev, i)))
-			continue;
-		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = e->ev, .i = i });
-	}
-	return as->n;
-}
-
-static void write_counter_value(struct tb_json *j, const struct arg *a)
-{
-	uint64_t v = a->ev->args[a->i];
-
-	switch (a->site->arg_type[a->i]) {
-	case TB_ARG_INT:
-		tb_json_int(j, (int64_t)v);
-		break;
-	case TB_ARG_UINT:
-		tb_json_uint(j, v);
-		break;
-	case TB_ARG_BOOL:
-		tb_json_int(j, v != 0);
-		break;
-	default:
-		tb_json_double(j, arg_double(a->ev, a->i));
-		break;
-	}
-}
-
-/* The event's name, *n bytes: for a COPY site, the name copied at the
- * hit; NULL when that could not be read. */
-static const char *ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n)
-{
-	const struct tb_rec_event_id *x = (const void *)ev;
-	size_t off = sizeof(*x);
-	int k;
-
-	if (!(s->flags & TB_SITE_COPY_NAME)) {
-		*n = strlen(s->name);
-		return s->name;
-	}
-	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len)
-		return NULL;
-	for (k = 0; k < s->nargs && k < TB_MAX_ARGS; k++)
-		if (s->arg_type[k] == TB_ARG_STR)
-			off += ev->str_len[k];
-	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off)
-		return NULL;
-	*n = strnlen((const char *)ev + off, x->name_len);
-	return (const char *)ev + off;
-}
-
-static void write_name(struct tb_json *j, const struct site *s,
-		       const struct tb_rec_event *ev)
-{
-	size_t n;
-	const char *name = ev_name(s, ev, &n);
-
-	tb_json_key(j, "name");
-	if (name)
-		tb_json_string_n(j, name, n);
-	else
-		tb_json_string(j, "<unreadable>");
-}
-
-/* Async, flow and counter ids, as the hex strings Chrome writes. */
-static void write_id(struct tb_json *j, const struct oev *e)
-{
-	const struct tb_rec_event_id *x = (const void *)e->ev;
-	char buf[24];
-
-	if (e->ev->hdr.type != TB_REC_EVENT_ID)
-		return;
-	if (!strchr("bentsf", e->ph) && e->ph != 'C')
-		return;
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, (uint64_t)x->id);
-	tb_json_kstr(j, "id", buf);
-	/* steps and ends bind to the enclosing slice, like the begin */
-	if (e->ph == 't' || e->ph == 'f')
-		tb_json_kstr(j, "bp", "e");
-}
-
-/* ----------------------------------- the common events, from templates -- */
-
-/* Most events of a large trace are instants and slices of sites whose
- * arguments are integers. The generic calls keep the JSON writer's state
- * and take every piece anew, about 1,500 instructions an event; such an
- * event is written instead from its site's template: the bytes the
- * generic calls write for that site and phase, rendered by them once,
- * with the event's numbers put in between. The output is the same byte
- * for byte (test_templates in tests/unit/test_convert.c compares the two
- * on every kind of site and event). */
-
-#define TMPL_SLOTS 1024   /* direct-mapped by site and phase */
-#define TMPL_MAX   1024   /* a longer template: the generic calls */
-
-bool tb_convert_no_templates;
-
-struct tmpl {
-	const struct site *site;
-	char ph;                      /* 'I' or 'X' */
-	bool plain;                   /* false: the generic calls */
-	uint8_t nargs;
-	uint8_t type[TB_MAX_ARGS];
-	uint16_t tail_len;            /* ,"s":..,"cat":..,"name":..,"args":{ */
-	uint16_t key_len[TB_MAX_ARGS];   /* then each "key": with its comma */
-	char bytes[TMPL_MAX];
-};
-
-/* The decimal digits of numbers that recur: pids, tids, and the upper
- * digits of timestamps (those above the last four of the microseconds,
- * the same for 10 ms of events). Direct-mapped by value. */
-#define DIGITS_SLOTS 64
-
-struct digits {
-	uint64_t v;
-	uint8_t n;                    /* 0: empty */
-	char d[23];
-};
-
-struct tmpls {
-	struct tmpl *slot[TMPL_SLOTS];
-	struct digits digits[DIGITS_SLOTS];
-	struct tb_json scratch;       /* where templates are rendered */
-};
-
-static struct tmpls *tmpls_new(void)
-{
-	return tb_convert_no_templates ? NULL : calloc(1, sizeof(struct tmpls));
-}
-
-static void tmpls_free(struct tmpls *ts)
-{
-	for (size_t i = 0; ts && i < TMPL_SLOTS; i++)
-		free(ts->slot[i]);
-	free(ts);
-}
-
-/* Whether the site's events can come from a template: a name of its own,
- * no step, integer or bool arguments with distinct names. */
-static bool site_plain(const struct site *s)
-{
-	int i, k;
-
-	if (s->step || (s->flags & TB_SITE_COPY_NAME) || s->nargs > TB_MAX_ARGS)
-		return false;
-	for (i = 0; i < s->nargs; i++) {
-		uint8_t t = s->arg_type[i];
-
-		if (t != TB_ARG_INT && t != TB_ARG_UINT && t != TB_ARG_BOOL)
-			return false;
-		for (k = 0; k < i; k++)
-			if (!strcmp(s->argname[k], s->argname[i]))
-				return false;
-	}
-	return true;
-}
-
-/* Renders what write_event writes for site s in phase ph after "tid",
- * with the generic calls; false when it does not fit. */
-static bool render_tmpl(struct tmpl *t, struct tb_json *sj, const struct site *s)
-{
-	size_t mark, n;
-	int i;
-
-	tb_json_init(sj, NULL);
-	tb_json_begin_object(sj);
-	tb_json_kuint(sj, "tid", 0);
-	mark = sj->len;
-	if (t->ph == 'I') {
-		tb_json_key(sj, "s");
-		tb_json_string_n(sj, s->scope ? &s->scope : "t", 1);
-	}
-	tb_json_kstr(sj, "cat", s->cat);
-	write_name(sj, s, NULL);
-	tb_json_key(sj, "args");
-	tb_json_begin_object(sj);
-	t->tail_len = (uint16_t)(sj->len - mark);
-	for (i = 0; i < s->nargs; i++) {
-		n = sj->len;
-		tb_json_key(sj, s->argname[i]);
-		t->key_len[i] = (uint16_t)(sj->len - n);
-		tb_json_int(sj, 0);
-	}
-	n = sj->len - mark;
-	if (sj->err || n > TMPL_MAX - 16)
-		return false;
-	/* the value pieces are left out: copy the keys between them */
-	memcpy(t->bytes, sj->buf + mark, t->tail_len);
-	n = t->tail_len;
-	mark += t->tail_len;
-	for (i = 0; i < s->nargs; i++) {
-		memcpy(t->bytes + n, sj->buf + mark, t->key_len[i]);
-		n += t->key_len[i];
-		mark += t->key_len[i] + 1;   /* the 0 */
-	}
-	t->nargs = s->nargs;
-	memcpy(t->type, s->arg_type, sizeof(t->type));
-	return true;
-}
-
-/* The template of s in phase ph, or NULL for the generic calls. */
-static const struct tmpl *tmpl_of(struct tmpls *ts, const struct site *s, char ph)
-{
-	size_t i = (size_t)(((((uintptr_t)s >> 3) + (uint64_t)ph) * 0x9e3779b97f4a7c15ull) >> 54);
-	struct tmpl *t = ts->slot[i];
-
-	if (!t || t->site != s || t->ph != ph) {
-		if (!t && !(t = ts->slot[i] = calloc(1, sizeof(*t))))
-			return NULL;
-		t->site = s;
-		t->ph = ph;
-		t->plain = site_plain(s) && render_tmpl(t, &ts->scratch, s);
-	}
-	return t->plain ? t : NULL;
-}
-
-static char *put_u64(char *p, uint64_t v)
-{
-	size_t n = tb_json__ndigits(v);
-
-	tb_json__digits(p, n, v);
-	return p + n;
-}
-
-/* v's digits through the cache. */
-static char *put_cached(struct tmpls *ts, char *p, uint64_t v)
-{
-	struct digits *d = &ts->digits[(v * 0x9e3779b97f4a7c15ull) >> 58];
-
-	if (d->v != v || !d->n) {
-		d->n = (uint8_t)tb_json__ndigits(v);
-		tb_json__digits(d->d, d->n, v);
-		d->v = v;
-	}
-	memcpy(p, d->d, 8);
-	memcpy(p + 8, d->d + 8, 8);
-	if (d->n > 16)
-		memcpy(p + 16, d->d + 16, 4);
-	return p + d->n;
-}
-
-/* Integer nanoseconds as tb_json_ts_ns writes them: microseconds, three
- * decimals. */
-static char *put_ts(struct tmpls *ts, char *p, uint64_t ns)
-{
-	uint64_t us = ns / 1000, hi = us / 10000;
-	unsigned lo = (unsigned)(us % 10000), frac = (unsigned)(ns % 1000);
-
-	if (hi) {
-		p = put_cached(ts, p, hi);
-		memcpy(p, tb_json__pairs + lo / 100 * 2, 2);
-		memcpy(p + 2, tb_json__pairs + lo % 100 * 2, 2);
-		p += 4;
-	} else {
-		p = put_u64(p, lo);
-	}
-	p[0] = '.';
-	p[1] = (char)('0' + frac / 100);
-	p[2] = (char)('0' + frac / 10 % 10);
-	p[3] = (char)('0' + frac % 10);
-	return p + 4;
-}
-
-/* n bytes of a template in 16-byte pieces: up to 15 more are read (the
- * template's array holds them) and written (the reservation has room). */
-static char *put_tmpl(char *p, const char *s, size_t n)
-{
-	for (size_t o = 0; o < n; o += 16)
-		memcpy(p + o, s + o, 16);
-	return p + n;
-}
-
-/* A value of t's argument i. */
-static char *put_arg(char *p, const struct tmpl *t, int i, uint64_t v)
-{
-	switch (t->type[i]) {
-	case TB_ARG_INT:
-		if ((int64_t)v < 0) {
-			*p++ = '-';
-			v = 0 - v;
-		}
-		return put_u64(p, v);
-	case TB_ARG_UINT:
-		return put_u64(p, v);
-	default:   /* TB_ARG_BOOL */
-		if (v) {
-			memcpy(p, "true", 4);
-			return p + 4;
-		}
-		memcpy(p, "false", 5);
-		return p + 5;
-	}
-}
-
-/* e as write_event writes it, from its site's template: true, or false
- * (nothing written) when e is not one of the common events. */
-static bool write_plain(struct tmpls *ts, struct tb_json *j, const struct oev *e)
-{
-	const struct tmpl *t;
-	const char *k;
-	char *p0, *p;
-	int i;
-
-	if (!ts || (e->ph != 'I' && e->ph != 'X') || e->inherited || e->unfinished ||
-	    e->begun_before || e->begin_of || e->lost.count || (e->esite && e->esite->nargs))
-		return false;
-	t = tmpl_of(ts, e->site, e->ph);
-	if (!t)
-		return false;
-	tb_json_newline(j);
-	tb_json_begin_object(j);
-	p = p0 = tb_json__reserve(j, 40);
-	memcpy(p, e->ph == 'I' ? "\"ph\":\"I\",\"ts\":" : "\"ph\":\"X\",\"ts\":", 14);
-	p = put_ts(ts, p + 14, e->ts);
-	j->len += (size_t)(p - p0);
-	j->first[j->depth] = false;
-	if (e->ph == 'X')
-		tb_json_kdur(j, "dur", e->ts, e->dur);
-	p = p0 = tb_json__reserve(j, TMPL_MAX + 16 + (2 + TB_MAX_ARGS) * 24);
-	memcpy(p, ",\"pid\":", 7);
-	p = put_cached(ts, p + 7, e->pid);
-	memcpy(p, ",\"tid\":", 7);
-	p = put_cached(ts, p + 7, e->tid);
-	p = put_tmpl(p, t->bytes, t->tail_len);
-	k = t->bytes + t->tail_len;
-	for (i = 0; i < t->nargs; i++) {
-		p = put_tmpl(p, k, t->key_len[i]);
-		k += t->key_len[i];
-		p = put_arg(p, t, i, e->ev->args[i]);
-	}
-	*p++ = '}';
-	j->len += (size_t)(p - p0);
-	tb_json_end_object(j);
-	return true;
-}
-
-static void write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e)
-{
-	struct args as;
-	char lost[96];
-	int k;
-
-	if (write_plain(ts, j, e))
-		return;
-	as.n = 0;
-	if (e->ph == 'C' && !counter_args(&as, e))
-		return;   /* no series: catapult would drop it with a warning */
-	tb_json_newline(j);
-	tb_json_begin_object(j);
-	tb_json_key(j, "ph");
-	tb_json_string_n(j, &e->ph, 1);
-	tb_json_kts(j, "ts", e->ts);
-	if (e->ph == 'X')
-		tb_json_kdur(j, "dur", e->ts, e->dur);
-	tb_json_kuint(j, "pid", e->pid);
-	tb_json_kuint(j, "tid", e->tid);
-	if (e->ph == 'I') {
-		tb_json_key(j, "s");
-		/* an END site has no scope: its instant is the thread's */
-		tb_json_string_n(j, e->site->scope ? &e->site->scope : "t", 1);
-	}
-	tb_json_kstr(j, "cat", e->site->cat);
-	write_name(j, e->site, e->ev);
-	write_id(j, e);
-	if (e->ph == 'C') {
-		tb_json_key(j, "args");
-		tb_json_begin_object(j);
-		for (k = 0; k < as.n; k++) {
-			tb_json_key(j, as.a[k].name);
-			write_counter_value(j, &as.a[k]);
-		}
-		tb_json_end_object(j);
-	} else {
-		if (e->site->step)
-			args_add(&as, (struct arg){ .name = "step", .str = e->site->step });
-		args_of(&as, e->site, e->ev);
-		args_of(&as, e->esite, e->eev);
-		if (e->inherited)
-			args_add(&as, (struct arg){ .name = "tracebpf_inherited",
-						    .str = "open in the parent at fork" });
-		if (e->unfinished)
-			args_add(&as, (struct arg){ .name = "tracebpf_unfinished",
-						    .str = e->unfinished });
-		if (e->begun_before)
-			args_add(&as, (struct arg){ .name = "tracebpf_end_of",
-						    .str = e->begun_before });
-		if (e->begin_of)
-			args_add(&as, (struct arg){ .name = "tracebpf_begin_of",
-						    .str = e->begin_of });
-		if (e->lost.count) {
-			/* the gap's time as the events' ts show it: microseconds */
-			snprintf(lost, sizeof(lost), "events lost at ts %" PRIu64 ".%03u: %"
-				 PRIu64 " records", e->lost.ts / 1000, (unsigned)(e->lost.ts % 1000),
-				 e->lost.count);
-			args_add(&as, (struct arg){ .name = "tracebpf_incomplete", .str = lost });
-		}
-		write_args(j, &as);
-	}
-	tb_json_end_object(j);
-}
-
-static void write_meta_head(struct tb_json *j, const char *what, uint64_t pid,
-			    uint32_t tid)
-{
-	tb_json_newline(j);
-	tb_json_begin_object(j);
-	tb_json_kstr(j, "ph", "M");
-	tb_json_kts(j, "ts", 0);
-	tb_json_kuint(j, "pid", pid);
-	tb_json_kuint(j, "tid", tid);
-	tb_json_kstr(j, "name", what);
-	tb_json_key(j, "args");
-	tb_json_begin_object(j);
-}
-
-/* A name set by the application (a string of n bytes from a record). */
-static void write_meta_name_n(struct tb_json *j, const char *what, uint64_t pid,
-			      uint32_t tid, const char *name, size_t n)
-{
-	write_meta_head(j, what, pid, tid);
-	tb_json_key(j, "name");
-	tb_json_string_n(j, name, n);
-	tb_json_end_object(j);
-	tb_json_end_object(j);
-}
-
-static void write_sort_index(struct tb_json *j, const char *what, uint64_t pid,
-			     uint32_t tid, int64_t index)
-{
-	write_meta_head(j, what, pid, tid);
-	tb_json_kint(j, "sort_index", index);
-	tb_json_end_object(j);
-	tb_json_end_object(j);
-}
-
-static void write_meta_labels(struct tb_json *j, uint64_t pid, uint32_t tid,
-			      const char *labels)
-{
-	write_meta_head(j, "process_labels", pid, tid);
-	tb_json_kstr(j, "labels", labels);
-	tb_json_end_object(j);
-	tb_json_end_object(j);
-}
-
-static void write_meta_event(struct tb_json *j, const char *what, uint64_t pid,
-			     uint32_t tid, const char *name)
-{
-	write_meta_head(j, what, pid, tid);
-	tb_json_kstr(j, "name", name);
-	tb_json_end_object(j);
-	tb_json_end_object(j);
-}
-
-/* The values of m and the `nold` of `old`, to be sorted by the caller. */
-static void **sorted_vals(const struct tb_hmap *m, void *old, size_t nold)
-{
-	void **v = calloc(m->n + nold + 1, sizeof(*v));
-	size_t i, n = 0;
-
-	if (!v)
-		return NULL;
-	for (i = 0; i < m->cap; i++)
-		if (m->vals[i])
-			v[n++] = m->vals[i];
-	for (i = 0; i < nold; i++)
-		v[n++] = ((void **)old)[i];
-	return v;
-}
-
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct proc *x = *(void *const *)a, *y = *(void *const *)b;
-
-	return x->out_pid < y->out_pid ? -1 : x->out_pid > y->out_pid;
-}
-
-static int cmp_thread(const void *a, const void *b)
-{
-	const struct thread *x = *(void *const *)a, *y = *(void *const *)b;
-
-	if (x->out_pid != y->out_pid)
-		return x->out_pid < y->out_pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-static const char *clock_name(uint32_t id)
-{
-	switch (id) {
-	case CLOCK_REALTIME:
-		return "CLOCK_REALTIME";
-	case CLOCK_MONOTONIC:
-		return "CLOCK_MONOTONIC";
-	case CLOCK_MONOTONIC_RAW:
-		return "CLOCK_MONOTONIC_RAW";
-	case CLOCK_BOOTTIME:
-		return "CLOCK_BOOTTIME";
-	default:
-		return "unknown";
-	}
-}
-
-/* The object's start: trace events are written as they are ready. */
-static void render_begin(struct conv *c, FILE *f)
-{
-	tb_json_init(&c->j, f);
-	tb_json_begin_object(&c->j);
-	tb_json_key(&c->j, "traceEvents");
-	tb_json_begin_array(&c->j);
-	c->json_open = true;
-}
-
-/* The kernel's name of process p (its comm, or "pid N"); a reused pid
- * says which real pid it was. */
-static void proc_label(const struct proc *p, char name[96])
-{
-	char buf[64];
-
-	if (!p->has_name)
-		snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
-	snprintf(name, 96, p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
-		 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
-}
-
-/* Names (known only at the end: exit records carry the last comm) as M
- * events after the trace events, which every viewer accepts, then the
- * metadata. */
-/* The process and thread names (and sort indices), after the events. */
-static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **threads,
-			size_t nthreads, const struct part *part)
-{
-	char buf[64];
-	size_t i;
-
-	for (i = 0; i < nprocs; i++) {
-		const struct proc *p = procs[i];
-		char name[96];
-
-		if (part && !tb_hmap_get(&part->pids, p->out_pid))
-			continue;   /* none of the part's events is of it */
-		proc_label(p, name);
-		if (p->app_name)
-			write_meta_name_n(j, "process_name", p->out_pid, p->pid,
-					  p->app_name, p->app_name_len);
-		else
-			write_meta_event(j, "process_name", p->out_pid, p->pid, name);
-		/* catapult shows labels under the process name; Perfetto and
-		 * DevTools ignore this metadata event */
-		if (p->cmdline)
-			write_meta_labels(j, p->out_pid, p->pid, p->cmdline);
-		if (p->has_sort)
-			write_sort_index(j, "process_sort_index", p->out_pid, p->pid,
-					 p->sort_index);
-	}
-	for (i = 0; i < nthreads; i++) {
-		const struct thread *t = threads[i];
-
-		if (t->placeholder)
-			continue;   /* named by a gap only: no record of it */
-		if (part && !tb_hmap_get(&part->tasks, t->out_pid << 22 | t->tid))
-			continue;
-		if (!t->has_name)
-			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
-		if (t->app_name)
-			write_meta_name_n(j, "thread_name", t->out_pid, t->tid,
-					  t->app_name, t->app_name_len);
-		else
-			write_meta_event(j, "thread_name", t->out_pid, t->tid,
-					 t->has_name ? t->name : buf);
-		if (t->has_sort)
-			write_sort_index(j, "thread_sort_index", t->out_pid, t->tid,
-					 t->sort_index);
-	}
-}
-
-/* The JSON's metadata object: versions, host, clock, counts of everything
- * lost or incomplete (the output contract, docs/tracebpf-convert.md). */
-/* What the filters and --split did, in the metadata of each file. */
-static void write_sel_metadata(struct conv *c, struct tb_json *j, const struct part *part)
-{
-	if (c->filtering) {
-		tb_json_key(j, "filters");
-		tb_filter_write_json(&c->filt, j);
-		tb_json_kuint(j, "filtered_out_trace_events", c->left_out);
-		tb_json_kuint(j, "filtered_out_kernel_records", c->kleft_out);
-	}
-	if (!c->split)
-		return;
-	tb_json_key(j, "split");
-	tb_json_begin_object(j);
-	tb_json_kuint(j, "part", (uint64_t)(part - c->parts) + 1);
-	tb_json_kuint(j, "parts", c->nparts);
-	tb_json_kuint(j, "size", c->split);
-	/* its span in the trace's clock: [from_ts, to_ts) */
-	if (part != c->parts)
-		tb_json_kuint(j, "from_ts", part->from);
-	if (part->to != UINT64_MAX)
-		tb_json_kuint(j, "to_ts", part->to);
-	tb_json_end_object(j);
-}
-
-static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *j,
-			   const struct part *part)
-{
-	const struct tb_file_info *info = tb_reader_info(r);
-	uint32_t ncpus = c->stats ? tb_stats_ncpus(c->stats) : 0, i;
-	char buf[64];
-
-	tb_json_key(j, "metadata");
-	tb_json_begin_object(j);
-	tb_json_kstr(j, "tracebpf_version", TRACEBPF_VERSION);
-	snprintf(buf, sizeof(buf), "%u.%u", info->major, info->minor);
-	tb_json_kstr(j, "format_version", buf);
-	tb_json_kstr(j, "hostname", info->hostname);
-	tb_json_kstr(j, "kernel_release", info->kernel);
-	tb_json_kstr(j, "command_line", info->cmdline);
-	tb_json_kstr(j, "clock", clock_name(info->clock_id));
-	tb_json_kint(j, "realtime_offset_ns", info->realtime_offset_ns);
-	tb_json_kuint(j, "start_ts", info->start_ts);
-	tb_json_kuint(j, "events", c->events);
-	tb_json_kuint(j, "drops_total", c->stats ? c->stats->drops_total : 0);
-	tb_json_key(j, "drops_per_cpu");
-	tb_json_begin_array(j);
-	for (i = 0; i < ncpus; i++)
-		tb_json_uint(j, tb_stats_drop(c->stats, i));
-	tb_json_end_array(j);
-	/* processes started by traced ones that were not traced: their
-	 * events are missing from the trace (docs/tracebpf-record.md) */
-	tb_json_kuint(j, "lost_processes", c->stats ? tb_stats_lost_procs(c->stats) : 0);
-	tb_json_kuint(j, "unresolved_sites", c->unresolved);
-	tb_json_kuint(j, "unmatched_ends", c->unmatched);
-	tb_json_kuint(j, "ends_before_recording", c->ends_before);
-	/* lost records (TB_REC_GAP) and what was cut or left unpaired there */
-	tb_json_kuint(j, "gaps", c->gap.marks);
-	tb_json_kuint(j, "gap_records", c->gap.records);
-	tb_json_kuint(j, "kernel_gaps", c->gap.kmarks);
-	tb_json_kuint(j, "kernel_gap_records", c->gap.krecords);
-	tb_json_kuint(j, "slices_cut_at_gaps", c->gap.cut);
-	tb_json_kuint(j, "ends_after_gaps", c->gap.ends_after);
-	tb_json_kuint(j, "events_in_gaps", c->gap.inside);
-	tb_json_kuint(j, "flow_events_left_out", c->gap.flows_left_out);
-	/* written before a slice open for very long (out_flush): only when
-	 * there are some, so that other files render as they did */
-	if (c->forced)
-		tb_json_kuint(j, "events_out_of_order", c->forced);
-	if (c->nstopped) {
-		tb_json_key(j, "recording_stopped");   /* tracebpf ctl stop..start */
-		tb_json_begin_array(j);
-		for (i = 0; i < c->nstopped; i++) {
-			tb_json_begin_object(j);
-			tb_json_kuint(j, "from_ns", c->stopped[i].from);
-			if (c->stopped[i].to != UINT64_MAX)
-				tb_json_kuint(j, "to_ns", c->stopped[i].to);
-			tb_json_end_object(j);
-		}
-		tb_json_end_array(j);
-		tb_json_kuint(j, "records_while_stopped", c->while_stopped);
-	}
-	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
-	tb_json_kuint(j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
-	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
-	if (tb_reader_tail_reason(r))
-		tb_json_kstr(j, "truncated_tail_reason", tb_reader_tail_reason(r));
-	if (part)
-		write_sel_metadata(c, j, part);
-	tb_json_end_object(j);
-}
-
-/* The end of one JSON file after its events: names, systemTraceEvents,
- * metadata. part (filters, --split): only the names its events need, and
- * with --split only the kernel lines of its span. */
-static int render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
-		       const struct part *part)
-{
-	void **procs = sorted_vals(&c->procs, c->old_procs, c->nold_procs);
-	void **threads = sorted_vals(&c->threads, c->old_threads, c->nold_threads);
-	size_t nprocs = c->procs.n + c->nold_procs, nthreads = c->threads.n + c->nold_threads;
-	struct tb_json j = *jp;
-	int err = 0;
-
-	if (!procs || !threads) {
-		free(procs);
-		free(threads);
-		return -ENOMEM;
-	}
-	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
-	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
-	write_names(&j, procs, nprocs, threads, nthreads, part);
-	free(procs);
-	free(threads);
-	tb_json_newline(&j);
-	tb_json_end_array(&j);
-
-	tb_json_kstr(&j, "displayTimeUnit", "ns");
-	tb_json_newline(&j);
-	if (tb_ftrace_lines(c->ftrace)) {
-		tb_json_key(&j, "systemTraceEvents");
-		if (part && c->split)
-			err = tb_ftrace_write_json_range(c->ftrace, &j, part->from, part->to);
-		else
-			err = tb_ftrace_write_json(c->ftrace, &j);
-		if (err)
-			return err;
-		tb_json_newline(&j);
-	}
-	write_metadata(c, r, &j, part);
-	tb_json_end_object(&j);
-	tb_json_newline(&j);
-
-	err = tb_json_error(&j);
-	if (!err && fflush(f))
-		err = -errno;
-	*jp = j;
-	return err;
-}
-
-
 /* A part's file failed (with --split: said here, naming it). */
 static int split_fail(struct conv *c, const char *verb, const char *obj, int err)
 {
@@ -2936,7 +1849,7 @@ static int finish_parts(struct conv *c, struct tb_reader *r)
 		if (!p->f && !(p->f = fopen(p->tmp, "a")))
 			return split_fail(c, "open", p->tmp, -errno);
 		j->f = p->f;
-		err = render_tail(c, r, j, p->f, p);
+		err = tb_conv_render_tail(c, r, j, p->f, p);
 		p->bytes = ftello(p->f) > 0 ? (uint64_t)ftello(p->f) : 0;
 		if (c->split) {
 			if (fclose(p->f) && !err)
@@ -2961,9 +1874,8 @@ static int render_end(struct conv *c, struct tb_reader *r, FILE *f)
 {
 	if (c->selective)
 		return finish_parts(c, r);
-	return render_tail(c, r, &c->j, f, NULL);
+	return tb_conv_render_tail(c, r, &c->j, f, NULL);
 }
-
 
 /* "OUT-NNN.json" for OUT.json (or OUT), part n from 1. */
 static char *part_name(const char *out, size_t n)
@@ -3008,7 +1920,7 @@ static int add_part(struct conv *c, uint64_t ts, FILE *f)
 		}
 	}
 	c->nparts++;
-	render_begin(c, p->f);
+	tb_conv_render_begin(c, p->f);
 	return 0;
 }
 
@@ -3070,7 +1982,7 @@ static int sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_
 	c->split = o->split;
 	c->selective = c->filtering || c->split;
 	if (!c->selective) {
-		render_begin(c, out);
+		tb_conv_render_begin(c, out);
 		return 0;
 	}
 	if (c->split) {
@@ -3161,14 +2073,14 @@ static void conv_free(struct conv *c)
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
 	free_parts(c);
-	tmpls_free(c->tmpls);
+	tb_conv_tmpls_free(c->tmpls);
 	free(c->kq);
 }
 
 /* The Chrome JSON writer as the model's sink (ctx: the struct tb_json). */
 static void json_event(void *ctx, const struct oev *e)
 {
-	write_event(NULL, ctx, e);
+	tb_conv_write_event(NULL, ctx, e);
 }
 
 /* The same in the writer thread (ctx: the struct conv). */
@@ -3282,14 +2194,14 @@ int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts 
 	int err;
 
 	*stage = TB_STAGE_CONVERT;
-	c.tmpls = tmpls_new();   /* without: every event the generic way */
+	c.tmpls = tb_conv_tmpls_new();   /* without: every event the generic way */
 	err = model_open(&c, r, &json);
 	if (err)
 		goto out;
 	if (o)
 		err = sel_start(&c, o, r, out);
 	else
-		render_begin(&c, out);
+		tb_conv_render_begin(&c, out);
 	if (err)
 		goto out;
 	if (c.selective) {
@@ -3484,7 +2396,7 @@ static int name_thread(const struct conv *c, const struct thread *t,
 	mt.name = t->app_name ? t->app_name : t->has_name ? t->name : tname;
 	mt.name_len = t->app_name ? t->app_name_len : strlen(mt.name);
 	if (p && !p->app_name)
-		proc_label(p, pname);
+		tb_conv_proc_label(p, pname);
 	else if (!p)
 		snprintf(pname, sizeof(pname), "pid %" PRIu64, t->out_pid);
 	mt.process = p && p->app_name ? p->app_name : pname;
@@ -3504,101 +2416,4 @@ int tb_model_threads(const struct tb_model *m,
 	for (size_t i = 0; i < c->nold_threads && !ret; i++)
 		ret = name_thread(c, c->old_threads[i], fn, ctx);
 	return ret;
-}
-
-const char *tb_model_event_name(const struct oev *e, size_t *n)
-{
-	return ev_name(e->site, e->ev, n);
-}
-
-int tb_model_counter_series(const struct oev *e, struct tb_model_series *s)
-{
-	struct args as = { .n = 0 };
-	int k;
-
-	counter_args(&as, e);
-	for (k = 0; k < as.n && k < TB_MAX_ARGS; k++) {
-		const struct arg *a = &as.a[k];
-		uint64_t v = a->ev->args[a->i];
-
-		s[k].name = a->name;
-		switch (a->site->arg_type[a->i]) {
-		case TB_ARG_INT:
-			s[k].value = (double)(int64_t)v;
-			break;
-		case TB_ARG_UINT:
-			s[k].value = (double)v;
-			break;
-		case TB_ARG_BOOL:
-			s[k].value = v != 0;
-			break;
-		default:
-			s[k].value = arg_double(a->ev, a->i);
-			break;
-		}
-	}
-	return k;
-}
-
-/* An argument as the public API gives it (tracebpf/reader.h). */
-static void public_arg(const struct arg *a, struct tracebpf_arg *o)
-{
-	uint64_t v = a->ev->args[a->i];
-
-	o->name = a->name;
-	o->type = a->site->arg_type[a->i];
-	switch (o->type) {
-	case TB_ARG_INT:
-		o->v.i = (int64_t)v;
-		break;
-	case TB_ARG_BOOL:
-		o->v.i = v != 0;
-		break;
-	case TB_ARG_DOUBLE:
-		o->v.d = arg_double(a->ev, a->i);
-		break;
-	case TB_ARG_STR:
-		o->v.s.p = str_arg(a->site, a->ev, a->i, &o->v.s.len);
-		if (!o->v.s.p)
-			o->v.s.len = 0;
-		break;
-	default:   /* UINT, PTR */
-		o->v.u = v;
-		break;
-	}
-}
-
-/* The begin's and the end's arguments (a later one with the same name
- * replaces the earlier, as in the JSON); a counter's series. */
-static void public_args(const struct oev *e, struct tracebpf_event *o)
-{
-	struct args as = { .n = 0 };
-
-	if (e->ph == 'C') {
-		counter_args(&as, e);
-	} else {
-		args_of(&as, e->site, e->ev);
-		args_of(&as, e->esite, e->eev);
-	}
-	for (o->nargs = 0; o->nargs < as.n && o->nargs < TRACEBPF_EVENT_MAX_ARGS; o->nargs++)
-		public_arg(&as.a[o->nargs], &o->args[o->nargs]);
-}
-
-void tb_model_public_event(const struct oev *e, struct tracebpf_event *o)
-{
-	*o = (struct tracebpf_event){
-		.ph = e->ph, .ts = e->ts, .dur = e->ph == 'X' ? e->dur : 0,
-		.pid = e->pid, .tid = e->tid, .cat = e->site->cat, .step = e->site->step,
-		.unfinished = e->unfinished, .end_of = e->begun_before,
-		.begin_of = e->begin_of, .lost = e->lost.count, .lost_ts = e->lost.ts,
-		.inherited = e->inherited,
-	};
-	if (e->ph == 'I')
-		o->scope = e->site->scope ? e->site->scope : 't';
-	o->name = ev_name(e->site, e->ev, &o->name_len);
-	if (e->ev->hdr.type == TB_REC_EVENT_ID && strchr("bentsfC", e->ph)) {
-		o->has_id = true;
-		o->id = ev_id(e->ev);
-	}
-	public_args(e, o);
 }
