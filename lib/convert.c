@@ -50,13 +50,10 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* Output events held until they can be written in ts order. */
-#define OUT_MAX   (1u << 20)
-
 /* Records the merge may hold for a file without rounds (format 1.x). */
 #define MERGE_MAX (4u << 20)
 
-static int grow_array(void **p, size_t *cap, size_t need, size_t elem)
+int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem)
 {
 	size_t ncap;
 	void *np;
@@ -96,8 +93,8 @@ static struct proc *get_proc(struct conv *c, uint32_t pid)
 		return c->last_proc = p;
 	if (p) {
 		/* the pid was reused: keep the old process for rendering */
-		if (grow_array((void **)&c->old_procs, &c->old_procs_cap,
-			       c->nold_procs + 1, sizeof(*c->old_procs)))
+		if (tb_conv_grow_array((void **)&c->old_procs, &c->old_procs_cap,
+				       c->nold_procs + 1, sizeof(*c->old_procs)))
 			return NULL;
 		old = p;
 	}
@@ -117,7 +114,7 @@ static struct proc *get_proc(struct conv *c, uint32_t pid)
 	return c->last_proc = p;
 }
 
-static uint64_t out_pid(struct conv *c, uint32_t pid)
+uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid)
 {
 	struct proc *p = get_proc(c, pid);
 
@@ -129,8 +126,8 @@ static struct thread *new_thread(struct conv *c, uint32_t tid, struct thread *ol
 {
 	struct thread *t;
 
-	if (old && grow_array((void **)&c->old_threads, &c->old_threads_cap,
-			      c->nold_threads + 1, sizeof(*c->old_threads)))
+	if (old && tb_conv_grow_array((void **)&c->old_threads, &c->old_threads_cap,
+				      c->nold_threads + 1, sizeof(*c->old_threads)))
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -168,7 +165,7 @@ static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 		c->last_thread = t;
 	}
 	t->pid = pid;
-	t->out_pid = out_pid(c, pid);
+	t->out_pid = tb_conv_out_pid(c, pid);
 	t->placeholder = false;
 	return t;
 }
@@ -241,7 +238,7 @@ static size_t rec_alloc_size(size_t size)
 	return size <= POOL_MAX_SIZE ? (size + POOL_STEP - 1) & ~(size_t)(POOL_STEP - 1) : size;
 }
 
-static void *copy_rec(const void *rec)
+void *tb_conv_copy_rec(const void *rec)
 {
 	const struct tb_rec_hdr *h = rec;
 	void *c = malloc(rec_alloc_size(h->size));
@@ -302,8 +299,6 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 	s->valid = true;
 }
 
-static int cmp_out(const void *a, const void *b);
-
 /* ------------------------------------------------- filters and --split -- */
 
 static struct pair *pair_new(void)
@@ -322,14 +317,14 @@ static struct pair *pair_ref(struct pair *p)
 	return p;
 }
 
-static void pair_put(struct pair *p)
+void tb_conv_pair_put(struct pair *p)
 {
 	if (p && !--p->refs)
 		free(p);
 }
 
 /* Whether e passes the filters: by its real pid (e->pid is the recorded
- * one until add_out, the incarnation's after: TB_PID_SPAN). */
+ * one until tb_conv_add_out, the incarnation's after: TB_PID_SPAN). */
 static bool sel_match(const struct conv *c, const struct oev *e)
 {
 	struct tb_filter_event v = {
@@ -425,7 +420,7 @@ static int kq_push(struct conv *c, uint64_t ts, uint64_t bytes)
 		c->kq_n -= c->kq_head;
 		c->kq_head = 0;
 	}
-	if (grow_array((void **)&c->kq, &c->kq_cap, c->kq_n + 1, sizeof(*c->kq)))
+	if (tb_conv_grow_array((void **)&c->kq, &c->kq_cap, c->kq_n + 1, sizeof(*c->kq)))
 		return -ENOMEM;
 	c->kq[c->kq_n++] = (struct kmark){ ts, bytes };
 	return 0;
@@ -493,283 +488,6 @@ static bool sel_write(struct conv *c, const struct oev *e)
 	return true;
 }
 
-/* The pool slot for a record of size bytes, or -1. */
-static int pool_class(size_t size)
-{
-	return size <= POOL_MAX_SIZE ? (int)((size - 1) / POOL_STEP) : -1;
-}
-
-/* copy_rec, from the pool when it has one of that class. */
-static void *pool_copy(struct conv *c, const struct tb_rec_hdr *h)
-{
-	int k = pool_class(h->size);
-	void **p;
-
-	if (k < 0 || !c->pool[k])
-		return copy_rec(h);
-	p = c->pool[k];
-	c->pool[k] = *p;
-	c->npool[k]--;
-	memcpy(p, h, h->size);
-	return p;
-}
-
-/* A copy no longer needed: to the pool, or freed. */
-static void pool_put(struct conv *c, const void *rec)
-{
-	const struct tb_rec_hdr *h = rec;
-	int k;
-
-	if (!h)
-		return;
-	k = pool_class(h->size);
-	if (k < 0 || c->npool[k] >= POOL_KEEP) {
-		free((void *)h);
-		return;
-	}
-	*(void **)h = c->pool[k];
-	c->pool[k] = (void *)h;
-	c->npool[k]++;
-}
-
-static void pool_free(struct conv *c)
-{
-	for (size_t k = 0; k < POOL_MAX_SIZE / POOL_STEP; k++) {
-		while (c->pool[k]) {
-			void **p = c->pool[k];
-
-			c->pool[k] = *p;
-			free(p);
-		}
-	}
-}
-
-static void out_free(struct conv *c, struct oev *e)
-{
-	pool_put(c, e->ev);
-	if (e->eev != e->ev)
-		pool_put(c, e->eev);
-	pair_put(e->pair);
-}
-
-static struct oev *fifo_at(const struct conv *c, size_t i)
-{
-	return &c->fifo[(c->fifo_head + i) & (c->fifo_cap - 1)];
-}
-
-static int fifo_grow(struct conv *c)
-{
-	size_t cap = c->fifo_cap ? 2 * c->fifo_cap : 4096, i;
-	struct oev *f = malloc(cap * sizeof(*f));
-
-	if (!f)
-		return -ENOMEM;
-	for (i = 0; i < c->fifo_n; i++)
-		f[i] = *fifo_at(c, i);
-	free(c->fifo);
-	c->fifo = f;
-	c->fifo_cap = cap;
-	c->fifo_head = 0;
-	return 0;
-}
-
-/* e after everything queued: appended to the queue. */
-static int fifo_push(struct conv *c, const struct oev *e)
-{
-	int err = c->fifo_n == c->fifo_cap ? fifo_grow(c) : 0;
-
-	if (!err)
-		*fifo_at(c, c->fifo_n++) = *e;
-	return err;
-}
-
-static int heap_push(struct conv *c, const struct oev *e)
-{
-	struct oev *h;
-	size_t i;
-	int err = grow_array((void **)&c->out, &c->out_cap, c->nout + 1,
-			     sizeof(*c->out));
-
-	if (err)
-		return err;
-	h = c->out;
-	i = c->nout++;
-	h[i] = *e;
-	while (i) {
-		size_t p = (i - 1) / 2;
-		struct oev t;
-
-		if (cmp_out(&h[i], &h[p]) >= 0)
-			break;
-		t = h[i]; h[i] = h[p]; h[p] = t;
-		i = p;
-	}
-	return 0;
-}
-
-static void heap_pop(struct conv *c)
-{
-	struct oev *h = c->out, t;
-	size_t i = 0, n;
-
-	h[0] = h[--c->nout];
-	n = c->nout;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < n && cmp_out(&h[l], &h[m]) < 0)
-			m = l;
-		if (r < n && cmp_out(&h[r], &h[m]) < 0)
-			m = r;
-		if (m == i)
-			break;
-		t = h[i]; h[i] = h[m]; h[m] = t;
-		i = m;
-	}
-}
-
-static size_t out_held(const struct conv *c)
-{
-	return c->fifo_n + c->nout;
-}
-
-/* The first held event in cmp_out order (there is one). */
-static struct oev *out_first(const struct conv *c)
-{
-	if (!c->fifo_n)
-		return &c->out[0];
-	if (!c->nout || cmp_out(fifo_at(c, 0), &c->out[0]) < 0)
-		return fifo_at(c, 0);
-	return &c->out[0];
-}
-
-/* e to an any-order sink, now; its records stay the caller's. e->pid is
- * already its incarnation's. */
-static void out_direct(struct conv *c, const struct oev *e)
-{
-	c->sink->event(c->sink->ctx, e);
-	c->written++;
-}
-
-/* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
- * pid: written as its current incarnation's. */
-static int add_out(struct conv *c, const struct oev *e)
-{
-	struct oev o = *e;
-	int err;
-
-	o.pid = out_pid(c, (uint32_t)e->pid);
-	if (c->direct) {
-		out_direct(c, &o);
-		out_free(c, &o);
-		return 0;
-	}
-	if (!c->fifo_n || cmp_out(&o, fifo_at(c, c->fifo_n - 1)) > 0)
-		err = fifo_push(c, &o);
-	else
-		err = heap_push(c, &o);
-	if (err)
-		out_free(c, &o);
-	return err;
-}
-
-/* ------------------------------------------------ the writer thread -- */
-
-/* A record's bytes in a batch: 8-aligned. */
-static size_t rec_room(const struct tb_rec_event *ev)
-{
-	return ((size_t)ev->hdr.size + 7) & ~(size_t)7;
-}
-
-/* e and copies of its records, to be written by the writer thread; the
- * records' pointers say where the copies are: 1, after e; 2, after that;
- * ev itself for eev, or NULL. */
-static void out_send(struct conv *c, const struct oev *e)
-{
-	bool two = e->eev && e->eev != e->ev;
-	size_t n = sizeof(*e) + rec_room(e->ev) + (two ? rec_room(e->eev) : 0);
-	char *p = tb_outq_reserve(c->q, n);
-	struct oev *o = (struct oev *)p;
-
-	*o = *e;
-	memcpy(p + sizeof(*e), e->ev, e->ev->hdr.size);
-	if (two)
-		memcpy(p + sizeof(*e) + rec_room(e->ev), e->eev, e->eev->hdr.size);
-	o->ev = (const void *)1;
-	o->eev = two ? (const void *)2 : e->eev ? (const void *)1 : NULL;
-	tb_outq_commit(c->q, n);
-}
-
-/* The writer thread: the events of one batch. Until tb_outq_finish, only
- * it uses c->j; the sites the events point to are never freed or changed
- * while converting. */
-static void write_batch(void *ctx, char *data, size_t len)
-{
-	struct conv *c = ctx;
-	char *p = data, *end = data + len;
-
-	while (p < end) {
-		struct oev *e = (struct oev *)p;
-		const struct tb_rec_event *ev = (const void *)(p + sizeof(*e));
-		const struct tb_rec_event *eev = NULL;
-
-		p += sizeof(*e) + rec_room(ev);
-		if (e->eev == (const void *)2) {
-			eev = (const void *)p;
-			p += rec_room(eev);
-		} else if (e->eev) {
-			eev = ev;
-		}
-		e->ev = ev;
-		e->eev = eev;
-		tb_conv_write_event(c->tmpls, &c->j, e);
-	}
-}
-
-static void out_pop(struct conv *c)
-{
-	struct oev *e = out_first(c);
-
-	c->sink->event(c->sink->ctx, e);
-	c->written++;
-	out_free(c, e);
-	if (e == &c->out[0] && c->nout) {
-		heap_pop(c);
-	} else {
-		c->fifo_head = (c->fifo_head + 1) & (c->fifo_cap - 1);
-		c->fifo_n--;
-	}
-}
-
-/* Writes every held event that nothing still to come can precede: events
- * before both the records still to be processed (ts >= now) and the begin
- * of every open (or inherited, for a forked child) slice. Past OUT_MAX held events the oldest are written
- * anyway (a slice open for very long): X events may then be out of ts
- * order, which every viewer sorts (counted in c->forced). */
-static void out_flush(struct conv *c, uint64_t now, bool all)
-{
-	uint64_t low = now;
-	size_t i;
-
-	if (!all) {
-		for (i = 0; i < c->threads.cap; i++) {
-			const struct thread *t = c->threads.vals[i];
-
-			if (t && t->depth && t->stack[0].ev->hdr.ts < low)
-				low = t->stack[0].ev->hdr.ts;
-			/* an inherited slice ending later starts at the fork */
-			if (t && t->nghosts && t->ghost_ts < low)
-				low = t->ghost_ts;
-		}
-	}
-	while (out_held(c) && (all || out_first(c)->ts < low))
-		out_pop(c);
-	while (out_held(c) > OUT_MAX) {
-		c->forced++;
-		out_pop(c);
-	}
-}
-
 /* e, a slice that ended on t, in the time of its parent: the innermost
  * slice still open around it (or, at t's top level, the innermost slice
  * it inherited). Its whole duration if the filters keep it, else what
@@ -825,7 +543,7 @@ static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
 		if (lost)
 			e.lost = *lost;
 		to_parent(c, t, &e);
-		err = add_out(c, &e);
+		err = tb_conv_add_out(c, &e);
 		if (err)
 			return err;
 	}
@@ -910,7 +628,7 @@ static int on_flow(struct conv *c, const struct tb_rec_event *ev,
 	if (t->depth)
 		e->ts = t->stack[t->depth - 1].ev->hdr.ts;
 	pair_decide(c, e->pair, e);
-	return add_out(c, e);
+	return tb_conv_add_out(c, e);
 }
 
 /* An application-set name: a copy (the record is not kept). */
@@ -1005,7 +723,7 @@ static int end_ghost(struct conv *c, struct thread *t,
 	e.inherited = true;
 	e.child = g->child;
 	to_parent(c, t, &e);
-	return add_out(c, &e);
+	return tb_conv_add_out(c, &e);
 }
 
 /* A begin or end that cannot be paired, shown as what is known: an
@@ -1024,7 +742,7 @@ static int unpaired(struct conv *c, struct oev *e, char ph, const char *why,
 	if (l)
 		e->lost = *l;
 	(*n)++;
-	return add_out(c, e);
+	return tb_conv_add_out(c, e);
 }
 
 /* The END of a slice that began before the recording, or before it was
@@ -1081,7 +799,7 @@ struct async_track {
 
 static struct async_track *find_async(struct conv *c, const struct oev *e, bool create)
 {
-	uint64_t id = tb_conv_ev_id(e->ev), pid = out_pid(c, e->ev->hdr.pid);
+	uint64_t id = tb_conv_ev_id(e->ev), pid = tb_conv_out_pid(c, e->ev->hdr.pid);
 	uint64_t h = tb_hash_bytes(tb_hash64(pid) ^ tb_hash64(id), e->site->cat,
 				   strlen(e->site->cat));
 	struct tb_chain_link *k;
@@ -1108,7 +826,7 @@ static void free_async(struct conv *c, struct async_track *a)
 	while (a->depth) {
 		a->depth--;
 		free((void *)a->stack[a->depth].ev);
-		pair_put(a->stack[a->depth].pair);
+		tb_conv_pair_put(a->stack[a->depth].pair);
 	}
 	free(a->stack);
 	free(a);
@@ -1124,7 +842,7 @@ static int async_pair(struct conv *c, struct open_slice *o, struct oev *e)
 	}
 	pair_decide(c, o->pair, e);
 	e->pair = pair_ref(o->pair);
-	return add_out(c, e);
+	return tb_conv_add_out(c, e);
 }
 
 /* Async begin and end (instants pass): tracked so that a gap ends those
@@ -1136,14 +854,14 @@ static int on_async(struct conv *c, struct oev *e)
 	void *copy = NULL;
 
 	if (e->ph == 'n')
-		return add_out(c, e);
+		return tb_conv_add_out(c, e);
 	if (e->ts <= c->gap.until)
 		return e->ph == 'b' ? begin_in_gap(c, e, &c->gap.last, 'n') :
 		       end_lost(c, e, &c->gap.last, 'n', &c->gap.inside);
 	a = find_async(c, e, e->ph == 'b');
 	if (e->ph == 'b') {
-		if (!a || !(copy = copy_rec(e->ev)) ||
-		    grow_array((void **)&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack))) {
+		if (!a || !(copy = tb_conv_copy_rec(e->ev)) ||
+		    tb_conv_grow_array((void **)&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack))) {
 			free(copy);
 			free((void *)e->ev);
 			return -ENOMEM;
@@ -1151,7 +869,7 @@ static int on_async(struct conv *c, struct oev *e)
 		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL, 0 };
 		if (c->selective)
 			return async_pair(c, &a->stack[a->depth - 1], e);
-		return add_out(c, e);
+		return tb_conv_add_out(c, e);
 	}
 	if (a && a->depth) {
 		struct open_slice *o = &a->stack[--a->depth];
@@ -1161,11 +879,11 @@ static int on_async(struct conv *c, struct oev *e)
 		e->pair_end = true;
 		if (!a->depth)
 			free_async(c, a);
-		return add_out(c, e);
+		return tb_conv_add_out(c, e);
 	}
 	if (c->gap.marks)
 		return end_lost(c, e, &c->gap.last, 'n', &c->gap.ends_after);
-	return add_out(c, e);
+	return tb_conv_add_out(c, e);
 }
 
 /* At a gap, every open async slice ends there (at ts, not before anything
@@ -1183,7 +901,7 @@ static int cut_async(struct conv *c, const struct lost *l, uint64_t ts)
 						 .tid = o->ev->hdr.tid, .ph = 'e', .site = o->site,
 						 .ev = o->ev, .lost = *l, .pair = o->pair,
 						 .pair_end = true };
-				int err = add_out(c, &e);
+				int err = tb_conv_add_out(c, &e);
 
 				c->gap.cut++;
 				if (err)
@@ -1240,7 +958,7 @@ static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
 static void free_flow(struct conv *c, struct flow *f)
 {
 	tb_chain_del(&c->gap.flows, &f->k);
-	pair_put(f->pair);
+	tb_conv_pair_put(f->pair);
 	free(f->name);
 	free(f);
 }
@@ -1406,10 +1124,10 @@ static int event_direct(struct conv *c, struct oev *e)
 	default:
 		return 1;
 	}
-	e->pid = out_pid(c, (uint32_t)e->pid);
-	out_direct(c, e);
+	e->pid = tb_conv_out_pid(c, (uint32_t)e->pid);
+	tb_conv_out_direct(c, e);
 	if (e->ph == 'X')
-		pool_put(c, e->ev);
+		tb_conv_pool_put(c, e->ev);
 	return 0;
 }
 
@@ -1433,7 +1151,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 		return on_metadata(c, rec, s);
 	if (c->direct && !event_direct(c, &e))
 		return 0;
-	ev = pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */
+	ev = tb_conv_pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */
 	if (!ev)
 		return -ENOMEM;
 	e.ev = ev;
@@ -1442,8 +1160,8 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
 		if (t && ev->hdr.ts <= t->gap_until)
 			return begin_in_gap(c, &e, &t->lost, 'I');
-		err = t ? grow_array((void **)&t->stack, &t->cap, t->depth + 1,
-				     sizeof(*t->stack)) : -ENOMEM;
+		err = t ? tb_conv_grow_array((void **)&t->stack, &t->cap, t->depth + 1,
+					     sizeof(*t->stack)) : -ENOMEM;
 		if (err) {
 			free((void *)ev);
 			return err;
@@ -1464,10 +1182,10 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 			return end_unopened(c, t, &e);
 		}
 		pop_slice(c, t, &e);
-		return add_out(c, &e);
+		return tb_conv_add_out(c, &e);
 	case 'C':
 		e.ph = 'C';
-		return add_out(c, &e);
+		return tb_conv_add_out(c, &e);
 	case 'b':
 	case 'e':
 	case 'n':
@@ -1478,7 +1196,7 @@ static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq
 	case 'f':
 		return on_flow(c, ev, s, &e);
 	default:
-		return add_out(c, &e);
+		return tb_conv_add_out(c, &e);
 	}
 }
 
@@ -1492,8 +1210,8 @@ static int on_site(struct conv *c, const struct tb_rec_site *orig)
 	if (!p)
 		return -ENOMEM;
 	/* the site's strings point into its record: keep both together */
-	err = grow_array((void **)&c->sites, &c->sites_cap, c->nsites + 1,
-			 sizeof(*c->sites));
+	err = tb_conv_grow_array((void **)&c->sites, &c->sites_cap, c->nsites + 1,
+				 sizeof(*c->sites));
 	if (err)
 		return err;
 	s = malloc(sizeof(*s) + orig->hdr.size);
@@ -1531,7 +1249,7 @@ static int inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
 		return -ENOMEM;
 	ct->ghost_ts = f->hdr.ts;
 	for (i = 0; i < pt->depth; i++) {
-		void *copy = copy_rec(pt->stack[i].ev);
+		void *copy = tb_conv_copy_rec(pt->stack[i].ev);
 
 		if (!copy)
 			return -ENOMEM;
@@ -1673,8 +1391,8 @@ static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
 	if (x->off && !is_stopped(c)) {
 		err = close_process(c, ALL_PIDS, x->hdr.ts, "recording stopped");
 		if (!err)
-			err = grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
-					 sizeof(*c->stopped));
+			err = tb_conv_grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
+						 sizeof(*c->stopped));
 		if (err)
 			return err;
 		c->stopped[c->nstopped].from = x->hdr.ts;
@@ -1734,7 +1452,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 		if (h->ts > c->last_ts)
 			c->last_ts = h->ts;
 		if (i % 4096 == 0 && !c->direct)
-			out_flush(c, h->ts, false);
+			tb_conv_out_flush(c, h->ts, false);
 		if (h->type == TB_REC_CTL) {
 			err = on_ctl(c, (const void *)h);
 			continue;
@@ -1748,7 +1466,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 			continue;
 		}
 		if (h->type == TB_REC_STATS) {
-			void *st = copy_rec(h);   /* the last one wins */
+			void *st = tb_conv_copy_rec(h);   /* the last one wins */
 
 			if (!st)
 				return -ENOMEM;
@@ -1807,21 +1525,8 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 			err = close_stack(c, t, c->last_ts, "recording ended", NULL);
 	}
 	if (!err)
-		out_flush(c, 0, true);
+		tb_conv_out_flush(c, 0, true);
 	return err;
-}
-
-/* By ts; at equal ts longer slices first so parents precede children, and
- * equal slices in begin order (outer first). */
-static int cmp_out(const void *a, const void *b)
-{
-	const struct oev *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->dur != y->dur)
-		return x->dur > y->dur ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* A part's file failed (with --split: said here, naming it). */
@@ -1895,8 +1600,8 @@ static char *part_name(const char *out, size_t n)
 static int add_part(struct conv *c, uint64_t ts, FILE *f)
 {
 	struct part *p;
-	int err = grow_array((void **)&c->parts, &c->parts_cap, c->nparts + 1,
-			     sizeof(*c->parts));
+	int err = tb_conv_grow_array((void **)&c->parts, &c->parts_cap, c->nparts + 1,
+				     sizeof(*c->parts));
 
 	if (err) {
 		tb_convert_fail("convert", "--split", err, NULL);
@@ -2061,12 +1766,12 @@ static void conv_free(struct conv *c)
 		free(c->sites[i]);
 	free(c->sites);
 	for (i = 0; i < c->nout; i++)
-		out_free(c, &c->out[i]);
+		tb_conv_out_free(c, &c->out[i]);
 	for (i = 0; i < c->fifo_n; i++)
-		out_free(c, fifo_at(c, i));
+		tb_conv_out_free(c, tb_conv_fifo_at(c, i));
 	free(c->out);
 	free(c->fifo);
-	pool_free(c);
+	tb_conv_pool_free(c);
 	free(c->stats);
 	free(c->stopped);
 	gaps_free(c);
@@ -2086,7 +1791,7 @@ static void json_event(void *ctx, const struct oev *e)
 /* The same in the writer thread (ctx: the struct conv). */
 static void async_event(void *ctx, const struct oev *e)
 {
-	out_send(ctx, e);
+	tb_conv_out_send(ctx, e);
 }
 
 /* The same with filters or --split (ctx: the struct conv). */
@@ -2206,7 +1911,7 @@ int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts 
 		goto out;
 	if (c.selective) {
 		c.sink = &sel;   /* the JSON writer behind the filters and parts */
-	} else if (!tb_outq_start(&c.q, write_batch, &c)) {
+	} else if (!tb_outq_start(&c.q, tb_conv_write_batch, &c)) {
 		/* read and model in this thread, format in another (without
 		 * a thread: here) */
 		c.sink = &async;

@@ -240,6 +240,19 @@ struct tb_model {
 
 #define ALL_PIDS UINT32_MAX   /* no pid is that large (PID_MAX_LIMIT: 2^22) */
 
+/* ---- convert_queue.c: the output queue and the writer thread ---- */
+
+int tb_conv_add_out(struct conv *c, const struct oev *e);
+void tb_conv_out_direct(struct conv *c, const struct oev *e);
+void tb_conv_out_flush(struct conv *c, uint64_t now, bool all);
+void tb_conv_out_free(struct conv *c, struct oev *e);
+struct oev *tb_conv_fifo_at(const struct conv *c, size_t i);
+void *tb_conv_pool_copy(struct conv *c, const struct tb_rec_hdr *h);
+void tb_conv_pool_put(struct conv *c, const void *rec);
+void tb_conv_pool_free(struct conv *c);
+void tb_conv_out_send(struct conv *c, const struct oev *e);
+void tb_conv_write_batch(void *ctx, char *data, size_t len);
+
 /* ---- convert_render.c: JSON rendering and templates ---- */
 
 const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
@@ -253,5 +266,12 @@ void tb_conv_render_begin(struct conv *c, FILE *f);
 int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
 			const struct part *part);
 void tb_conv_proc_label(const struct proc *p, char name[96]);
+
+/* ---- convert.c ---- */
+
+int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
+uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
+void *tb_conv_copy_rec(const void *rec);
+void tb_conv_pair_put(struct pair *p);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

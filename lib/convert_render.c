@@ -11,7 +11,7 @@
  * (names, counter series, the public API's events).
  *
  * Receives: output events (struct oev) with the JSON writer (struct
- * tb_json) they go to, from the writer thread (convert.c), the
+ * tb_json) they go to, from the writer thread (convert_queue.c), the
  * filters and parts (convert.c) or the plain JSON sink
  * (lib/convert.c); at the end the whole model (struct conv: names,
  * counts) and, with filters or --split, the part (struct part).
@@ -812,7 +812,7 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	tb_json_kuint(j, "ends_after_gaps", c->gap.ends_after);
 	tb_json_kuint(j, "events_in_gaps", c->gap.inside);
 	tb_json_kuint(j, "flow_events_left_out", c->gap.flows_left_out);
-	/* written before a slice open for very long (out_flush): only when
+	/* written before a slice open for very long (tb_conv_out_flush): only when
 	 * there are some, so that other files render as they did */
 	if (c->forced)
 		tb_json_kuint(j, "events_out_of_order", c->forced);
