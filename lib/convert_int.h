@@ -253,6 +253,23 @@ void tb_conv_pool_free(struct conv *c);
 void tb_conv_out_send(struct conv *c, const struct oev *e);
 void tb_conv_write_batch(void *ctx, char *data, size_t len);
 
+/* ---- convert_select.c: filters and --split ---- */
+
+struct pair *tb_conv_pair_new(void);
+struct pair *tb_conv_pair_ref(struct pair *p);
+void tb_conv_pair_put(struct pair *p);
+void tb_conv_pair_decide(struct conv *c, struct pair *p, const struct oev *e);
+void tb_conv_pair_abandon(struct conv *c, struct pair *p);
+bool tb_conv_sel_match(const struct conv *c, const struct oev *e);
+bool tb_conv_sel_keep(const struct conv *c, const struct oev *e);
+bool tb_conv_sel_write(struct conv *c, const struct oev *e);
+int tb_conv_add_kernel(struct conv *c, const struct tb_rec_hdr *h);
+void tb_conv_sel_filter(struct conv *c, const struct tb_filter *f, struct tb_reader *r);
+int tb_conv_sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_reader *r,
+		      FILE *out);
+int tb_conv_render_end(struct conv *c, struct tb_reader *r, FILE *f);
+void tb_conv_free_parts(struct conv *c);
+
 /* ---- convert_render.c: JSON rendering and templates ---- */
 
 const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
@@ -272,6 +289,5 @@ void tb_conv_proc_label(const struct proc *p, char name[96]);
 int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
 uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
 void *tb_conv_copy_rec(const void *rec);
-void tb_conv_pair_put(struct pair *p);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

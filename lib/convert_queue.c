@@ -12,7 +12,7 @@
  * Receives: finished output events (struct oev) from the pairing stage
  * (tb_conv_add_out, convert.c), owning their records' copies.
  * Hands on: each event, in ts order, to the sink (struct tb_model_sink):
- * the filters and parts (convert.c), the writer thread
+ * the filters and parts (convert_select.c), the writer thread
  * (tb_conv_out_send, rendering with convert_render.c), the JSON writer
  * itself, or another of the model's sinks (tracebpf report).
  */

@@ -12,7 +12,7 @@
  *
  * Receives: output events (struct oev) with the JSON writer (struct
  * tb_json) they go to, from the writer thread (convert_queue.c), the
- * filters and parts (convert.c) or the plain JSON sink
+ * filters and parts (convert_select.c) or the plain JSON sink
  * (lib/convert.c); at the end the whole model (struct conv: names,
  * counts) and, with filters or --split, the part (struct part).
  * Hands on: bytes, to the FILE behind the struct tb_json (json.h).
