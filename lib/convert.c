@@ -122,7 +122,7 @@ uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid)
 }
 
 /* A new thread tid, replacing old (a dead thread whose tid was reused). */
-static struct thread *new_thread(struct conv *c, uint32_t tid, struct thread *old)
+struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old)
 {
 	struct thread *t;
 
@@ -145,7 +145,7 @@ static struct thread *new_thread(struct conv *c, uint32_t tid, struct thread *ol
 	return t;
 }
 
-static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
+struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 {
 	struct thread *t = c->last_thread;
 
@@ -157,7 +157,7 @@ static struct thread *get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 		if (!t || t->tid != tid || t->dead) {
 			t = tb_hmap_get(&c->threads, tid);
 			if (!t || t->dead)
-				t = new_thread(c, tid, t);
+				t = tb_conv_new_thread(c, tid, t);
 			if (!t)
 				return NULL;
 			*slot = t;
@@ -192,7 +192,7 @@ static int set_cmdline(struct conv *c, const struct tb_rec_cmdline *rec)
 
 static int set_name(struct conv *c, uint32_t pid, uint32_t tid, const char *comm)
 {
-	struct thread *t = get_thread(c, tid, pid);
+	struct thread *t = tb_conv_get_thread(c, tid, pid);
 	struct proc *p = get_proc(c, pid);
 
 	if (!t || !p)
@@ -299,87 +299,6 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 	s->valid = true;
 }
 
-/* e, a slice that ended on t, in the time of its parent: the innermost
- * slice still open around it (or, at t's top level, the innermost slice
- * it inherited). Its whole duration if the filters keep it, else what
- * they kept inside it, which is then directly inside the parent
- * (oev.child, model.h). */
-static void to_parent(struct conv *c, struct thread *t, const struct oev *e)
-{
-	uint64_t *child = t->depth ? &t->stack[t->depth - 1].child :
-			  t->nghosts ? &t->ghosts[t->nghosts - 1].child : NULL;
-
-	if (child)
-		*child += !c->filtering || tb_conv_sel_match(c, e) ? e->dur : e->child;
-}
-
-/* e, an END on t, closes the slice on top of t's stack: e becomes that
- * slice (X), with e's site and record as its end's. */
-static void pop_slice(struct conv *c, struct thread *t, struct oev *e)
-{
-	const struct open_slice *o = &t->stack[--t->depth];
-
-	e->ph = 'X';
-	e->esite = e->site;
-	e->eev = e->ev;
-	e->ts = o->ev->hdr.ts;
-	e->dur = e->eev->hdr.ts - e->ts;
-	e->seq = o->seq;
-	e->site = o->site;
-	e->ev = o->ev;
-	e->child = o->child;
-	to_parent(c, t, e);
-}
-
-/* Closes every slice still open on t at ts, innermost first, marked with
- * why, or (lost) as cut at a gap. A cut slice ends 1 ns before the one it
- * is in (it was open at least until then): viewers add ts and dur in
- * floating point, and equal ends can put a child past its parent. */
-static int close_stack(struct conv *c, struct thread *t, uint64_t ts,
-		       const char *why, const struct lost *lost)
-{
-	int err;
-
-	while (t->depth) {
-		struct open_slice *o = &t->stack[--t->depth];
-		uint64_t end = lost && ts > t->depth ? ts - t->depth : ts;
-		struct oev e = {
-			.ts = o->ev->hdr.ts, .seq = o->seq,
-			.dur = end > o->ev->hdr.ts ? end - o->ev->hdr.ts : 0,
-			.pid = o->ev->hdr.pid, .tid = o->ev->hdr.tid, .ph = 'X',
-			.site = o->site, .ev = o->ev, .unfinished = why,
-			.child = o->child,
-		};
-
-		if (lost)
-			e.lost = *lost;
-		to_parent(c, t, &e);
-		err = tb_conv_add_out(c, &e);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* Closes the slices open in process pid's threads (ALL_PIDS: every
- * process's). */
-static int close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *why)
-{
-	size_t i;
-	int err;
-
-	for (i = 0; i < c->threads.cap; i++) {
-		struct thread *t = c->threads.vals[i];
-
-		if (t && (pid == ALL_PIDS || t->pid == pid) && t->depth) {
-			err = close_stack(c, t, ts, why, NULL);
-			if (err)
-				return err;
-		}
-	}
-	return 0;
-}
-
 /* The site at addr in process pid. Sites are copied to a child at fork;
  * one its ancestors learn later (while neither side has exec'd) still
  * describes the child's image, so the lookup falls back to them. */
@@ -406,7 +325,7 @@ static struct site *lookup_site(struct conv *c, uint32_t pid, uint64_t addr)
 }
 
 /* lookup_site, remembered (conv.scache). */
-static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
+struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr)
 {
 	struct site_slot *x = &c->scache[(addr >> 4 ^ pid * 0x9e3779b1u) % SITE_CACHE];
 	struct site *s;
@@ -416,30 +335,6 @@ static struct site *find_site(struct conv *c, uint32_t pid, uint64_t addr)
 	s = lookup_site(c, pid, addr);
 	*x = (struct site_slot){ addr, c->site_gen, pid, s };
 	return s;
-}
-
-/* A flow event is drawn between slices: DevTools binds it only to a slice
- * with the same ts, pid, tid (and cat), Perfetto and catapult to the slice
- * enclosing its ts ("bp":"e"). So it is moved to the begin of the slice
- * enclosing it on its thread, which every viewer then draws it from. */
-static int flow_gate(struct conv *c, struct oev *e);
-
-static int on_flow(struct conv *c, const struct tb_rec_event *ev,
-		   const struct site *s, struct oev *e)
-{
-	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
-	int err = t ? flow_gate(c, e) : -ENOMEM;
-
-	if (err <= 0) {
-		if (err)
-			free((void *)e->ev);
-		return err;
-	}
-	e->ph = s->phase;
-	if (t->depth)
-		e->ts = t->stack[t->depth - 1].ev->hdr.ts;
-	tb_conv_pair_decide(c, e->pair, e);
-	return tb_conv_add_out(c, e);
 }
 
 /* An application-set name: a copy (the record is not kept). */
@@ -457,10 +352,10 @@ static int set_app_name(char **dst, size_t *dst_len, const char *str, size_t n)
 }
 
 /* TRACE_THREAD_NAME / TRACE_PROCESS_NAME / ..._SORT_INDEX */
-static int on_metadata(struct conv *c, const struct tb_rec_event *ev,
-		       const struct site *s)
+int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev,
+			const struct site *s)
 {
-	struct thread *t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
+	struct thread *t = tb_conv_get_thread(c, ev->hdr.tid, ev->hdr.pid);
 	struct proc *p = get_proc(c, ev->hdr.pid);
 	const char *str = NULL;
 	size_t n = 0;
@@ -483,532 +378,6 @@ static int on_metadata(struct conv *c, const struct tb_rec_event *ev,
 		p->sort_index = (int64_t)ev->args[0];
 	}
 	return 0;
-}
-
-/* Frees the ghosts from index `from` on. */
-static void drop_ghosts(struct thread *t, size_t from)
-{
-	while (t->nghosts > from)
-		free((void *)t->ghosts[--t->nghosts].ev);
-}
-
-/* An END in a forked child with nothing open of its own: it closes the
- * innermost inherited slice with the same category and name (or the
- * innermost one, for an END whose name is copied), which then starts at the
- * fork and is marked. Ghosts inside the matched one are dropped. */
-static int end_ghost(struct conv *c, struct thread *t,
-		     const struct tb_rec_event *ev, const struct site *s,
-		     uint64_t seq)
-{
-	size_t k = t->nghosts;
-	struct open_slice *g;
-	struct oev e = { 0 };
-
-	while (k > 0) {
-		const struct site *b = t->ghosts[k - 1].site;
-
-		if ((s->flags & TB_SITE_COPY_NAME) || (b->flags & TB_SITE_COPY_NAME) ||
-		    (!strcmp(b->cat, s->cat) && !strcmp(b->name, s->name)))
-			break;
-		k--;
-	}
-	if (!k) {
-		c->unmatched++;
-		return 0;
-	}
-	g = &t->ghosts[k - 1];
-	for (size_t i = k; i < t->nghosts; i++)   /* what they held is in g */
-		g->child += t->ghosts[i].child;
-	drop_ghosts(t, k);   /* the ones inside it */
-	t->nghosts = k - 1;  /* g's copy goes to the output event */
-	e.ph = 'X';
-	e.ts = t->ghost_ts;
-	e.dur = ev->hdr.ts - t->ghost_ts;
-	e.seq = seq;
-	e.pid = ev->hdr.pid;
-	e.tid = ev->hdr.tid;
-	e.site = g->site;
-	e.ev = g->ev;
-	e.esite = s;
-	e.eev = ev;
-	e.inherited = true;
-	e.child = g->child;
-	to_parent(c, t, &e);
-	return tb_conv_add_out(c, &e);
-}
-
-/* A begin or end that cannot be paired, shown as what is known: an
- * instant at its time (ph 'I', or 'n' for an async one), named and with
- * its args, marked with why (tracebpf_end_of for an end, tracebpf_begin_of
- * for a begin) and the gap that explains it if one does (l), counted in
- * *n. Its other half is not invented. */
-static int unpaired(struct conv *c, struct oev *e, char ph, const char *why,
-		    const struct lost *l, uint64_t *n)
-{
-	e->ph = ph;
-	if (e->site->phase == 'B' || e->site->phase == 'b')
-		e->begin_of = why;
-	else
-		e->begun_before = why;
-	if (l)
-		e->lost = *l;
-	(*n)++;
-	return tb_conv_add_out(c, e);
-}
-
-/* The END of a slice that began before the recording, or before it was
- * started again: attaching (-p, or the kernel enabling a binary's sites
- * one by one) or a ctl start can come in the middle of a scope. Counted
- * in ends_before_recording. */
-static int end_before(struct conv *c, struct oev *e)
-{
-	return unpaired(c, e, 'I', c->window ? "began before tracebpf ctl start" :
-				   "began before the recording started", NULL, &c->ends_before);
-}
-
-/* Around lost records (a gap, l): an end whose begin, or a begin whose
- * end, may be among them. */
-#define GAP_END_OF   "began before or during lost events"
-#define GAP_BEGIN_OF "ended during or after lost events"
-
-static int end_lost(struct conv *c, struct oev *e, const struct lost *l, char ph,
-		    uint64_t *n)
-{
-	return unpaired(c, e, ph, GAP_END_OF, l, n);
-}
-
-static int begin_in_gap(struct conv *c, struct oev *e, const struct lost *l, char ph)
-{
-	return unpaired(c, e, ph, GAP_BEGIN_OF, l, &c->gap.inside);
-}
-
-/* An END with nothing open: a gap since the thread's window began explains
- * it, else the window's start does (a thread older than the window), else
- * nothing (unmatched: the record is freed). */
-static int end_unopened(struct conv *c, struct thread *t, struct oev *e)
-{
-	uint64_t started = c->nstopped ? c->stopped[c->nstopped - 1].to : 0;
-
-	if (t->lost.count && t->lost.ts >= started)
-		return end_lost(c, e, &t->lost, 'I', &c->gap.ends_after);
-	if (t->born_window != c->window + 1)
-		return end_before(c, e);
-	free((void *)e->ev);
-	c->unmatched++;
-	return 0;
-}
-
-/* The async slices open on one (process, category, id), as the viewers
- * pair b and e, innermost last; each holds a copy of its begin. */
-struct async_track {
-	struct tb_chain_link k;
-	uint64_t pid, id;
-	const char *cat;            /* the site's, kept for the whole conversion */
-	struct open_slice *stack;
-	size_t depth, cap;
-};
-
-static struct async_track *find_async(struct conv *c, const struct oev *e, bool create)
-{
-	uint64_t id = tb_conv_ev_id(e->ev), pid = tb_conv_out_pid(c, e->ev->hdr.pid);
-	uint64_t h = tb_hash_bytes(tb_hash64(pid) ^ tb_hash64(id), e->site->cat,
-				   strlen(e->site->cat));
-	struct tb_chain_link *k;
-	struct async_track *a;
-
-	for (k = tb_chain_first(&c->gap.asyncs, h); k; k = k->next) {
-		a = (struct async_track *)k;
-		if (k->h == h && a->pid == pid && a->id == id && !strcmp(a->cat, e->site->cat))
-			return a;
-	}
-	if (!create || !(a = calloc(1, sizeof(*a))))
-		return NULL;
-	*a = (struct async_track){ .k.h = h, .pid = pid, .id = id, .cat = e->site->cat };
-	if (tb_chain_add(&c->gap.asyncs, &a->k)) {
-		free(a);
-		return NULL;
-	}
-	return a;
-}
-
-static void free_async(struct conv *c, struct async_track *a)
-{
-	tb_chain_del(&c->gap.asyncs, &a->k);
-	while (a->depth) {
-		a->depth--;
-		free((void *)a->stack[a->depth].ev);
-		tb_conv_pair_put(a->stack[a->depth].pair);
-	}
-	free(a->stack);
-	free(a);
-}
-
-/* An async begin, with filters or --split: its slice is a pair. */
-static int async_pair(struct conv *c, struct open_slice *o, struct oev *e)
-{
-	o->pair = tb_conv_pair_new();
-	if (!o->pair) {
-		free((void *)e->ev);
-		return -ENOMEM;
-	}
-	tb_conv_pair_decide(c, o->pair, e);
-	e->pair = tb_conv_pair_ref(o->pair);
-	return tb_conv_add_out(c, e);
-}
-
-/* Async begin and end (instants pass): tracked so that a gap ends those
- * open at it (cut_async) and none is paired across one. Inside a gap
- * neither is paired; after one, an end with nothing open is marked. */
-static int on_async(struct conv *c, struct oev *e)
-{
-	struct async_track *a;
-	void *copy = NULL;
-
-	if (e->ph == 'n')
-		return tb_conv_add_out(c, e);
-	if (e->ts <= c->gap.until)
-		return e->ph == 'b' ? begin_in_gap(c, e, &c->gap.last, 'n') :
-		       end_lost(c, e, &c->gap.last, 'n', &c->gap.inside);
-	a = find_async(c, e, e->ph == 'b');
-	if (e->ph == 'b') {
-		if (!a || !(copy = tb_conv_copy_rec(e->ev)) ||
-		    tb_conv_grow_array((void **)&a->stack, &a->cap, a->depth + 1, sizeof(*a->stack))) {
-			free(copy);
-			free((void *)e->ev);
-			return -ENOMEM;
-		}
-		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL, 0 };
-		if (c->selective)
-			return async_pair(c, &a->stack[a->depth - 1], e);
-		return tb_conv_add_out(c, e);
-	}
-	if (a && a->depth) {
-		struct open_slice *o = &a->stack[--a->depth];
-
-		free((void *)o->ev);
-		e->pair = o->pair;   /* its reference goes to the end */
-		e->pair_end = true;
-		if (!a->depth)
-			free_async(c, a);
-		return tb_conv_add_out(c, e);
-	}
-	if (c->gap.marks)
-		return end_lost(c, e, &c->gap.last, 'n', &c->gap.ends_after);
-	return tb_conv_add_out(c, e);
-}
-
-/* At a gap, every open async slice ends there (at ts, not before anything
- * converted already), marked: one of its ends, or a begin inside it, may
- * be among the lost records. */
-static int cut_async(struct conv *c, const struct lost *l, uint64_t ts)
-{
-	for (size_t i = 0; i < c->gap.asyncs.cap; i++) {
-		while (c->gap.asyncs.b[i]) {
-			struct async_track *a = (struct async_track *)c->gap.asyncs.b[i];
-
-			while (a->depth) {
-				struct open_slice *o = &a->stack[--a->depth];
-				struct oev e = { .ts = ts, .seq = o->seq, .pid = o->ev->hdr.pid,
-						 .tid = o->ev->hdr.tid, .ph = 'e', .site = o->site,
-						 .ev = o->ev, .lost = *l, .pair = o->pair,
-						 .pair_end = true };
-				int err = tb_conv_add_out(c, &e);
-
-				c->gap.cut++;
-				if (err)
-					return err;
-			}
-			free_async(c, a);
-		}
-	}
-	return 0;
-}
-
-/* A flow (cat, name, id): open from its s to its f, or cut for good. */
-struct flow {
-	struct tb_chain_link k;
-	uint64_t id;
-	const char *cat;
-	char *name;
-	size_t nlen;
-	uint64_t marks;             /* gap marks read before its s */
-	bool cut;                   /* it was open at a gap */
-	struct pair *pair;          /* with filters or --split */
-};
-
-static struct flow *find_flow(struct conv *c, const struct oev *e, bool create)
-{
-	size_t n = 0;
-	const char *name = tb_conv_ev_name(e->site, e->ev, &n), *cat = e->site->cat;
-	uint64_t id = tb_conv_ev_id(e->ev), h;
-	struct tb_chain_link *k;
-	struct flow *f;
-
-	if (!name)
-		name = "";
-	h = tb_hash_bytes(tb_hash_bytes(tb_hash64(id), cat, strlen(cat) + 1), name, n);
-	for (k = tb_chain_first(&c->gap.flows, h); k; k = k->next) {
-		f = (struct flow *)k;
-		if (k->h == h && f->id == id && f->nlen == n && !memcmp(f->name, name, n) &&
-		    !strcmp(f->cat, cat))
-			return f;
-	}
-	if (!create || !(f = calloc(1, sizeof(*f))))
-		return NULL;
-	*f = (struct flow){ .k.h = h, .id = id, .cat = cat, .name = malloc(n + 1), .nlen = n,
-			    .marks = c->gap.marks };
-	if (!f->name || tb_chain_add(&c->gap.flows, &f->k)) {
-		free(f->name);
-		free(f);
-		return NULL;
-	}
-	memcpy(f->name, name, n);
-	return f;
-}
-
-static void free_flow(struct conv *c, struct flow *f)
-{
-	tb_chain_del(&c->gap.flows, &f->k);
-	tb_conv_pair_put(f->pair);
-	free(f->name);
-	free(f);
-}
-
-/* A flow's events share its pair (decided in on_flow, where the first
- * one gets its ts); its end takes the flow's reference. */
-static int flow_pair(struct flow *f, struct oev *e)
-{
-	if (!f->pair && !(f->pair = tb_conv_pair_new()))
-		return -ENOMEM;
-	if (e->site->phase == 'f') {
-		e->pair = f->pair;
-		e->pair_end = true;
-		f->pair = NULL;
-	} else {
-		e->pair = tb_conv_pair_ref(f->pair);
-	}
-	return 0;
-}
-
-/* Whether a flow event is written. No arrow may cross lost records (an
- * end and a start of the same id may be among them: it would join two
- * flows), and a viewer keeps a start without its end open for good,
- * ignoring the next start of the same flow and joining it to the next end
- * (Perfetto does). So a flow open at a gap is cut: none of its events is
- * written again; and no flow event inside a gap is. 1: written, 0: left
- * out (its record freed), or -ENOMEM. */
-static int flow_gate(struct conv *c, struct oev *e)
-{
-	bool start = e->site->phase == 's';
-	struct flow *f = find_flow(c, e, false);
-
-	if (f && f->marks != c->gap.marks) {
-		f->cut = true;   /* a gap came while it was open */
-		tb_conv_pair_abandon(c, f->pair);
-	}
-	if ((f && f->cut) || e->ts <= c->gap.until) {
-		free((void *)e->ev);
-		c->gap.flows_left_out++;
-		return 0;
-	}
-	if (start && !f && !(f = find_flow(c, e, true)))
-		return -ENOMEM;
-	if (f && c->selective && flow_pair(f, e))
-		return -ENOMEM;
-	if (f && e->site->phase == 'f')
-		free_flow(c, f);
-	return 1;
-}
-
-/* A thread that may have lost events in a gap: its open slices end at the
- * gap (or at its latest record, for a mark read after it), marked; slices
- * it inherited at a fork are dropped; until the gap's end nothing of it is
- * paired. */
-static int gap_thread(struct conv *c, struct thread *t, const struct lost *l, uint64_t until)
-{
-	uint64_t cut = t->last_ts > l->ts ? t->last_ts : l->ts;
-
-	c->gap.cut += t->depth;
-	drop_ghosts(t, 0);
-	if (until > t->gap_until)
-		t->gap_until = until;
-	t->lost = *l;
-	return close_stack(c, t, cut, NULL, l);
-}
-
-/* The thread tid a gap names: the live one, or a new one known only from
- * gaps so far (its first record gives it its process). */
-static struct thread *gap_tid(struct conv *c, uint32_t tid)
-{
-	struct thread *t = tb_hmap_get(&c->threads, tid);
-
-	if (t && !t->dead)
-		return t;
-	t = new_thread(c, tid, t);
-	if (t)
-		t->placeholder = true;
-	return t;
-}
-
-/* Every flow open at a gap is cut (flow_gate, when its next event comes):
- * with --split, say so now, so that it does not hold its part open. */
-static void abandon_flows(struct conv *c)
-{
-	for (size_t i = 0; i < c->gap.flows.cap; i++)
-		for (struct tb_chain_link *k = c->gap.flows.b[i]; k; k = k->next)
-			tb_conv_pair_abandon(c, ((struct flow *)k)->pair);
-}
-
-/* TB_REC_GAP, read at its earliest lost record's time, or later: a mark
- * written by the recorder can follow its records (STATS) stamped after
- * it, and a mark read after events stamped later cuts where they are.
- * Kernel records' gaps are counted only: no slice is made of them. */
-static int on_gap(struct conv *c, const struct tb_rec_gap *g)
-{
-	struct lost l = { .ts = g->hdr.ts, .count = g->count };
-	uint64_t until = g->last_ts > c->last_ts ? g->last_ts : c->last_ts;
-	int err = 0;
-
-	if (g->kind != TB_GAP_APP) {
-		c->gap.kmarks++;
-		c->gap.krecords += g->count;
-		return 0;
-	}
-	c->gap.marks++;
-	c->gap.records += g->count;
-	if (g->flags & TB_GAPF_ALL) {
-		for (size_t i = 0; i < c->threads.cap && !err; i++) {
-			struct thread *t = c->threads.vals[i];
-
-			if (t && !t->dead)
-				err = gap_thread(c, t, &l, until);
-		}
-		c->gap.all = l;
-		if (until > c->gap.all_until)
-			c->gap.all_until = until;
-	}
-	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS && !err; i++) {
-		struct thread *t = gap_tid(c, g->tid[i]);
-
-		err = t ? gap_thread(c, t, &l, until) : -ENOMEM;
-	}
-	if (!err)
-		err = cut_async(c, &l, c->last_ts);
-	if (c->selective)
-		abandon_flows(c);
-	c->gap.last = l;   /* and every flow open now is cut (flow_gate) */
-	if (until > c->gap.until)
-		c->gap.until = until;
-	return err;
-}
-
-static void gaps_free(struct conv *c)
-{
-	for (size_t i = 0; i < c->gap.asyncs.cap; i++)
-		while (c->gap.asyncs.b[i])
-			free_async(c, (struct async_track *)c->gap.asyncs.b[i]);
-	for (size_t i = 0; i < c->gap.flows.cap; i++)
-		while (c->gap.flows.b[i])
-			free_flow(c, (struct flow *)c->gap.flows.b[i]);
-	free(c->gap.asyncs.b);
-	free(c->gap.flows.b);
-}
-
-/* For an any-order sink, the events that need no copy of their record
- * go out at once: an instant, a counter, the END of the slice open on its
- * thread (whose BEGIN's copy is then freed). 1: e is none of those. */
-static int event_direct(struct conv *c, struct oev *e)
-{
-	struct thread *t;
-
-	switch (e->site->phase) {
-	case 'I':
-	case 'C':
-		e->ph = e->site->phase;
-		break;
-	case 'E':
-		t = get_thread(c, e->tid, (uint32_t)e->pid);
-		if (!t || !t->depth || e->ts <= t->gap_until)
-			return 1;
-		pop_slice(c, t, e);
-		break;
-	default:
-		return 1;
-	}
-	e->pid = tb_conv_out_pid(c, (uint32_t)e->pid);
-	tb_conv_out_direct(c, e);
-	if (e->ph == 'X')
-		tb_conv_pool_put(c, e->ev);
-	return 0;
-}
-
-static int on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
-{
-	struct site *s = find_site(c, rec->hdr.pid, rec->site);
-	const struct tb_rec_event *ev = rec;
-	struct thread *t;
-	struct oev e = {
-		.ts = ev->hdr.ts, .seq = seq, .pid = ev->hdr.pid,
-		.tid = ev->hdr.tid, .ph = 'I', .site = s, .ev = ev,
-	};
-	int err;
-
-	c->events++;
-	if (!s) {
-		c->unresolved++;
-		return 0;
-	}
-	if (s->phase == 'M')   /* names are copied, the record is not kept */
-		return on_metadata(c, rec, s);
-	if (c->direct && !event_direct(c, &e))
-		return 0;
-	ev = tb_conv_pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */
-	if (!ev)
-		return -ENOMEM;
-	e.ev = ev;
-	switch (s->phase) {
-	case 'B':
-		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (t && ev->hdr.ts <= t->gap_until)
-			return begin_in_gap(c, &e, &t->lost, 'I');
-		err = t ? tb_conv_grow_array((void **)&t->stack, &t->cap, t->depth + 1,
-					     sizeof(*t->stack)) : -ENOMEM;
-		if (err) {
-			free((void *)ev);
-			return err;
-		}
-		t->stack[t->depth++] = (struct open_slice){ ev, s, seq, NULL, 0 };
-		return 0;
-	case 'E':
-		t = get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (!t) {
-			free((void *)ev);
-			return -ENOMEM;
-		}
-		if (ev->hdr.ts <= t->gap_until)
-			return end_lost(c, &e, &t->lost, 'I', &c->gap.inside);
-		if (!t->depth) {
-			if (t->nghosts)
-				return end_ghost(c, t, ev, s, seq);
-			return end_unopened(c, t, &e);
-		}
-		pop_slice(c, t, &e);
-		return tb_conv_add_out(c, &e);
-	case 'C':
-		e.ph = 'C';
-		return tb_conv_add_out(c, &e);
-	case 'b':
-	case 'e':
-	case 'n':
-		e.ph = s->phase;
-		return on_async(c, &e);
-	case 's':
-	case 't':
-	case 'f':
-		return on_flow(c, ev, s, &e);
-	default:
-		return tb_conv_add_out(c, &e);
-	}
 }
 
 static int on_site(struct conv *c, const struct tb_rec_site *orig)
@@ -1040,45 +409,13 @@ static int on_site(struct conv *c, const struct tb_rec_site *orig)
 	return tb_hmap_put(&p->sites, rec->site, s);
 }
 
-/* The child's main thread inherits the forking thread's open slices. */
-static int inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
-{
-	struct thread *pt = tb_hmap_get(&c->threads, f->hdr.tid);
-	struct thread *ct = get_thread(c, f->child_tid, f->child_pid);
-
-	size_t i;
-
-	if (!ct)
-		return -ENOMEM;
-	drop_ghosts(ct, 0);
-	free(ct->ghosts);
-	ct->ghosts = NULL;
-	if (!pt || pt->pid != f->hdr.pid || !pt->depth)
-		return 0;
-	ct->ghosts = calloc(pt->depth, sizeof(*ct->ghosts));
-	if (!ct->ghosts)
-		return -ENOMEM;
-	ct->ghost_ts = f->hdr.ts;
-	for (i = 0; i < pt->depth; i++) {
-		void *copy = tb_conv_copy_rec(pt->stack[i].ev);
-
-		if (!copy)
-			return -ENOMEM;
-		ct->ghosts[i] = pt->stack[i];
-		ct->ghosts[i].ev = copy;
-		ct->ghosts[i].child = 0;   /* its slices in the child are to come */
-		ct->nghosts = i + 1;
-	}
-	return 0;
-}
-
 static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 {
 	struct proc *parent, *child;
 	size_t i;
 	int err;
 
-	struct thread *t = get_thread(c, f->child_tid, f->child_pid);
+	struct thread *t = tb_conv_get_thread(c, f->child_tid, f->child_pid);
 
 	if (!t)
 		return -ENOMEM;
@@ -1096,7 +433,7 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	child = get_proc(c, f->child_pid);
 	if (!parent || !child)
 		return -ENOMEM;
-	err = inherit_ghosts(c, f);
+	err = tb_conv_inherit_ghosts(c, f);
 	if (err)
 		return err;
 	tb_hmap_free(&child->sites);
@@ -1123,11 +460,11 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 	if (!p)
 		return -ENOMEM;
 	if (old && old->depth) {
-		err = close_stack(c, old, x->hdr.ts, "process exec'd", NULL);
+		err = tb_conv_close_stack(c, old, x->hdr.ts, "process exec'd", NULL);
 		if (err)
 			return err;
 	}
-	err = close_process(c, x->hdr.pid, x->hdr.ts, "process exec'd");
+	err = tb_conv_close_process(c, x->hdr.pid, x->hdr.ts, "process exec'd");
 	if (err)
 		return err;
 	tb_hmap_free(&p->sites);   /* a new image: its sites are new */
@@ -1135,7 +472,7 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 		struct thread *t = tb_hmap_get(&c->threads, x->hdr.tid);
 
 		if (t)
-			drop_ghosts(t, 0);   /* never ended: dropped */
+			tb_conv_drop_ghosts(t, 0);   /* never ended: dropped */
 	}
 	p->image++;
 	p->forked = false;
@@ -1143,7 +480,7 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 }
 
 /* After its exit, a tid (or a whole process's pid) that shows up again
- * belongs to a new thread (process): get_thread()/get_proc() start one. */
+ * belongs to a new thread (process): tb_conv_get_thread()/get_proc() start one. */
 static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
 {
 	struct thread *t = tb_hmap_get(&c->threads, x->hdr.tid);
@@ -1152,7 +489,7 @@ static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
 
 	if (t) {
 		t->dead = true;
-		drop_ghosts(t, 0);
+		tb_conv_drop_ghosts(t, 0);
 	}
 	if (!(x->flags & TB_EXITF_PROCESS))
 		return;
@@ -1163,21 +500,21 @@ static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
 		t = c->threads.vals[i];
 		if (t && t->pid == x->hdr.pid) {
 			t->dead = true;
-			drop_ghosts(t, 0);
+			tb_conv_drop_ghosts(t, 0);
 		}
 	}
 }
 
 static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 {
-	struct thread *t = get_thread(c, x->hdr.tid, x->hdr.pid);
+	struct thread *t = tb_conv_get_thread(c, x->hdr.tid, x->hdr.pid);
 	int err;
 
 	if (!t)
 		return -ENOMEM;
-	err = close_stack(c, t, x->hdr.ts, "thread exited", NULL);
+	err = tb_conv_close_stack(c, t, x->hdr.ts, "thread exited", NULL);
 	if (!err && x->flags & TB_EXITF_PROCESS)
-		err = close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
+		err = tb_conv_close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
 	if (!err)
 		err = set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
 	if (!err)
@@ -1200,7 +537,7 @@ static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
 	if (x->hdr.size < sizeof(*x))
 		return 0;
 	if (x->off && !is_stopped(c)) {
-		err = close_process(c, ALL_PIDS, x->hdr.ts, "recording stopped");
+		err = tb_conv_close_process(c, ALL_PIDS, x->hdr.ts, "recording stopped");
 		if (!err)
 			err = tb_conv_grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
 						 sizeof(*c->stopped));
@@ -1250,7 +587,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 			continue;
 		}
 		if (h->type == TB_REC_GAP) {
-			err = on_gap(c, (const void *)h);
+			err = tb_conv_on_gap(c, (const void *)h);
 			continue;
 		}
 		if (shown_while_on(h->type) && is_stopped(c)) {
@@ -1272,7 +609,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 			continue;
 		}
 		/* every pid and tid seen gets named */
-		if (!get_proc(c, h->pid) || !(t = get_thread(c, h->tid, h->pid)))
+		if (!get_proc(c, h->pid) || !(t = tb_conv_get_thread(c, h->tid, h->pid)))
 			return -ENOMEM;
 		if (h->ts > t->last_ts)
 			t->last_ts = h->ts;
@@ -1281,7 +618,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 		switch (h->type) {
 		case TB_REC_EVENT:
 		case TB_REC_EVENT_ID:
-			err = on_event(c, (const void *)h, i);
+			err = tb_conv_on_event(c, (const void *)h, i);
 			break;
 		case TB_REC_SITE:
 			err = on_site(c, (const void *)h);
@@ -1314,7 +651,7 @@ static int process(struct conv *c, enum tb_conv_stage *stage)
 		struct thread *t = c->threads.vals[i];
 
 		if (t && t->depth)
-			err = close_stack(c, t, c->last_ts, "recording ended", NULL);
+			err = tb_conv_close_stack(c, t, c->last_ts, "recording ended", NULL);
 	}
 	if (!err)
 		tb_conv_out_flush(c, 0, true);
@@ -1333,7 +670,7 @@ static void free_thread(struct thread *t)
 {
 	while (t->depth)
 		free((void *)t->stack[--t->depth].ev);
-	drop_ghosts(t, 0);
+	tb_conv_drop_ghosts(t, 0);
 	free(t->stack);
 	free(t->ghosts);
 	free(t->app_name);
@@ -1370,7 +707,7 @@ static void conv_free(struct conv *c)
 	tb_conv_pool_free(c);
 	free(c->stats);
 	free(c->stopped);
-	gaps_free(c);
+	tb_conv_gaps_free(c);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
 	tb_conv_free_parts(c);

@@ -167,9 +167,9 @@ struct conv {
 	struct tb_hmap procs;          /* pid -> struct proc * */
 	struct tb_hmap threads;        /* tid -> struct thread * */
 	struct proc *last_proc;     /* the latest get_proc() found */
-	struct thread *last_thread; /* the latest get_thread() found */
-	struct thread *tcache[THREAD_CACHE];   /* by tid: what get_thread found */
-	/* find_site's answers while site_gen stays: records that change
+	struct thread *last_thread; /* the latest tb_conv_get_thread() found */
+	struct thread *tcache[THREAD_CACHE];   /* by tid: what tb_conv_get_thread found */
+	/* tb_conv_find_site's answers while site_gen stays: records that change
 	 * what a lookup finds (SITE, FORK, EXEC, EXIT, a new process) move
 	 * it on */
 	struct site_slot { uint64_t addr, gen; uint32_t pid; struct site *s; } scache[SITE_CACHE];
@@ -240,6 +240,17 @@ struct tb_model {
 
 #define ALL_PIDS UINT32_MAX   /* no pid is that large (PID_MAX_LIMIT: 2^22) */
 
+/* ---- convert_pair.c: pairing and gaps ---- */
+
+int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq);
+int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g);
+int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
+			const char *why, const struct lost *lost);
+int tb_conv_close_process(struct conv *c, uint32_t pid, uint64_t ts, const char *why);
+int tb_conv_inherit_ghosts(struct conv *c, const struct tb_rec_fork *f);
+void tb_conv_drop_ghosts(struct thread *t, size_t from);
+void tb_conv_gaps_free(struct conv *c);
+
 /* ---- convert_queue.c: the output queue and the writer thread ---- */
 
 int tb_conv_add_out(struct conv *c, const struct oev *e);
@@ -288,6 +299,10 @@ void tb_conv_proc_label(const struct proc *p, char name[96]);
 
 int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
 uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
+struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
+struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
 void *tb_conv_copy_rec(const void *rec);
+struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
+int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

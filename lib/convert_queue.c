@@ -10,7 +10,7 @@
  * thread, which renders them while this one reads and pairs.
  *
  * Receives: finished output events (struct oev) from the pairing stage
- * (tb_conv_add_out, convert.c), owning their records' copies.
+ * (tb_conv_add_out, convert_pair.c), owning their records' copies.
  * Hands on: each event, in ts order, to the sink (struct tb_model_sink):
  * the filters and parts (convert_select.c), the writer thread
  * (tb_conv_out_send, rendering with convert_render.c), the JSON writer
