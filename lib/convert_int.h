@@ -3,7 +3,8 @@
  * convert_int.h - what the stages of the converter share, inside
  * libtracebpf only: the converter's state (struct conv, which every stage
  * keeps its part of) and the functions one stage calls in another. A
- * function used in one file only is static there.
+ * function used in one file only is static there. The stages, their files
+ * and what passes between them: lib/convert.c.
  *
  * struct site, struct lost and struct oev: model.h.
  */
@@ -240,6 +241,20 @@ struct tb_model {
 
 #define ALL_PIDS UINT32_MAX   /* no pid is that large (PID_MAX_LIMIT: 2^22) */
 
+/* ---- convert_model.c: processes, threads, sites, names; loading ---- */
+
+int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
+uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
+struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
+struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
+void *tb_conv_copy_rec(const void *rec);
+struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
+int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
+int tb_conv_model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink);
+int tb_conv_process(struct conv *c, enum tb_conv_stage *stage);
+void tb_conv_free_proc(struct proc *p);
+void tb_conv_free_thread(struct thread *t);
+
 /* ---- convert_pair.c: pairing and gaps ---- */
 
 int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq);
@@ -294,15 +309,5 @@ void tb_conv_render_begin(struct conv *c, FILE *f);
 int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
 			const struct part *part);
 void tb_conv_proc_label(const struct proc *p, char name[96]);
-
-/* ---- convert.c ---- */
-
-int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
-uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
-struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
-struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
-void *tb_conv_copy_rec(const void *rec);
-struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
-int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

@@ -13,7 +13,7 @@
  * at it is cut for good.
  *
  * Receives: event records (struct tb_rec_event) from the model
- * (tb_conv_on_event, convert.c), with the thread and site the model
+ * (tb_conv_on_event, convert_model.c), with the thread and site the model
  * keeps; gap marks (tb_conv_on_gap); the model's exits, execs and ctl
  * stops (tb_conv_close_stack, tb_conv_close_process).
  * Hands on: finished output events (struct oev: slices, instants,
