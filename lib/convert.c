@@ -252,6 +252,11 @@ int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts 
 			" slices were cut and %" PRIu64 " begins and ends are marked instants, "
 			"never paired across a gap (metadata.slices_cut_at_gaps, ends_after_gaps, "
 			"events_in_gaps)\n", c.gap.marks, c.gap.cut, c.gap.ends_after + c.gap.inside);
+	if (c.gap.parent_lost)
+		tb_print(PFX "note: %" PRIu64 " slices began at their thread's top level after "
+			"records of it were lost, and a slice enclosing them may be among those: "
+			"marked tracebpf_parent_lost (metadata.slices_parent_lost)\n",
+			c.gap.parent_lost);
 	if (c.stats && tb_stats_lost_procs(c.stats))
 		tb_print(PFX "warning: %" PRIu64 " processes started by traced processes "
 			"were not traced (see metadata.lost_processes); record again with a "

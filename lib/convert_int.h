@@ -62,6 +62,7 @@ struct open_slice {
 	uint64_t seq;
 	struct pair *pair;          /* an async slice's, with filters or --split */
 	uint64_t child;             /* what closed inside it (oev.child, model.h) */
+	bool parent_lost;           /* oev.parent_lost */
 };
 
 struct thread {
@@ -133,6 +134,10 @@ struct gaps_seen {
 	uint64_t marks, records;    /* of the application's records */
 	uint64_t kmarks, krecords;  /* of kernel records (no slices in them) */
 	uint64_t cut, ends_after, inside, flows_left_out;
+	uint64_t parent_lost;       /* slices marked so (oev.parent_lost) */
+	/* The "records lost" instants drawn on the timelines of the threads
+	 * (scope t) and processes (scope p) a gap touched */
+	struct site site_t, site_p;
 	/* The last gap that lost records of any thread, and its end: threads
 	 * first seen later may have lost events in it too. */
 	struct lost all;

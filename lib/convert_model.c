@@ -676,6 +676,7 @@ void tb_model_counts(const struct tb_model *m, struct tb_model_counts *o)
 		.kernel_gaps = c->gap.kmarks, .kernel_gap_records = c->gap.krecords,
 		.slices_cut_at_gaps = c->gap.cut, .ends_after_gaps = c->gap.ends_after,
 		.events_in_gaps = c->gap.inside, .flow_events_left_out = c->gap.flows_left_out,
+		.slices_parent_lost = c->gap.parent_lost,
 		.stopped_windows = c->nstopped, .records_while_stopped = c->while_stopped,
 		.forced = c->forced, .stats = c->stats,
 		.drops_total = c->stats ? c->stats->drops_total : 0,

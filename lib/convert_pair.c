@@ -56,6 +56,8 @@ static void pop_slice(struct conv *c, struct thread *t, struct oev *e)
 	e->site = o->site;
 	e->ev = o->ev;
 	e->child = o->child;
+	e->parent_lost = o->parent_lost;
+	c->gap.parent_lost += o->parent_lost;
 	to_parent(c, t, e);
 }
 
@@ -76,11 +78,12 @@ int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
 			.dur = end > o->ev->hdr.ts ? end - o->ev->hdr.ts : 0,
 			.pid = o->ev->hdr.pid, .tid = o->ev->hdr.tid, .ph = 'X',
 			.site = o->site, .ev = o->ev, .unfinished = why,
-			.child = o->child,
+			.child = o->child, .parent_lost = o->parent_lost,
 		};
 
 		if (lost)
 			e.lost = *lost;
+		c->gap.parent_lost += o->parent_lost;
 		to_parent(c, t, &e);
 		err = tb_conv_add_out(c, &e);
 		if (err)
@@ -229,14 +232,21 @@ static int begin_in_gap(struct conv *c, struct oev *e, const struct lost *l, cha
 	return unpaired(c, e, ph, GAP_BEGIN_OF, l, &c->gap.inside);
 }
 
+/* Whether t may have lost records since the current recording window
+ * began (the last tracebpf ctl start, or the start). */
+static bool lost_in_window(const struct conv *c, const struct thread *t)
+{
+	uint64_t started = c->nstopped ? c->stopped[c->nstopped - 1].to : 0;
+
+	return t->lost.count && t->lost.ts >= started;
+}
+
 /* An END with nothing open: a gap since the thread's window began explains
  * it, else the window's start does (a thread older than the window), else
  * nothing (unmatched: the record is freed). */
 static int end_unopened(struct conv *c, struct thread *t, struct oev *e)
 {
-	uint64_t started = c->nstopped ? c->stopped[c->nstopped - 1].to : 0;
-
-	if (t->lost.count && t->lost.ts >= started)
+	if (lost_in_window(c, t))
 		return end_lost(c, e, &t->lost, 'I', &c->gap.ends_after);
 	if (t->born_window != c->window + 1)
 		return end_before(c, e);
@@ -326,7 +336,7 @@ static int on_async(struct conv *c, struct oev *e)
 			free((void *)e->ev);
 			return -ENOMEM;
 		}
-		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL, 0 };
+		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL, 0, false };
 		if (c->selective)
 			return async_pair(c, &a->stack[a->depth - 1], e);
 		return tb_conv_add_out(c, e);
@@ -485,6 +495,57 @@ static int gap_thread(struct conv *c, struct thread *t, const struct lost *l, ui
 	return tb_conv_close_stack(c, t, cut, NULL, l);
 }
 
+/* The "records lost" instant's site: category tracebpf (a viewer can
+ * hide it), args gap (the mark's number) and records_lost. */
+static const struct site *gap_site(struct conv *c, char scope)
+{
+	struct site *s = scope == 'p' ? &c->gap.site_p : &c->gap.site_t;
+
+	if (!s->valid)
+		*s = (struct site){
+			.valid = true, .phase = 'I', .scope = scope, .nargs = 2,
+			.arg_type = { TRACEBPF_ARG_UINT, TRACEBPF_ARG_UINT },
+			.cat = "tracebpf", .name = "records lost",
+			.argname = { "gap", "records_lost" },
+		};
+	return s;
+}
+
+/* The gap on the timeline of thread tid of process pid (scope 't'), or of
+ * process pid (scope 'p'): an instant at the latest time read, which no
+ * event written yet follows (where the gap began, unless its mark came
+ * late). */
+static int gap_instant(struct conv *c, const struct lost *l, uint32_t pid, uint32_t tid,
+		       char scope)
+{
+	struct tb_rec_event rec = {
+		.hdr = { .type = TB_REC_EVENT, .size = sizeof(rec), .cpu = ~0u,
+			 .ts = c->last_ts, .pid = pid, .tid = tid },
+		.args = { c->gap.marks, l->count },
+	};
+	const struct tb_rec_event *ev = tb_conv_pool_copy(c, &rec.hdr);
+	struct oev e = {
+		.ts = rec.hdr.ts, .seq = c->nrecs, .pid = pid, .tid = tid, .ph = 'I',
+		.site = gap_site(c, scope), .ev = ev,
+	};
+
+	return ev ? tb_conv_add_out(c, &e) : -ENOMEM;
+}
+
+/* A gap of every thread: an instant on each live process's timeline. */
+static int gap_processes(struct conv *c, const struct lost *l)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < c->procs.cap && !err; i++) {
+		const struct proc *p = c->procs.vals[i];
+
+		if (p && !p->dead)
+			err = gap_instant(c, l, p->pid, p->pid, 'p');
+	}
+	return err;
+}
+
 /* The thread tid a gap names: the live one, or a new one known only from
  * gaps so far (its first record gives it its process). */
 static struct thread *gap_tid(struct conv *c, uint32_t tid)
@@ -535,11 +596,16 @@ int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g)
 		c->gap.all = l;
 		if (until > c->gap.all_until)
 			c->gap.all_until = until;
+		if (!err)
+			err = gap_processes(c, &l);
 	}
 	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS && !err; i++) {
 		struct thread *t = gap_tid(c, g->tid[i]);
 
 		err = t ? gap_thread(c, t, &l, until) : -ENOMEM;
+		/* a thread known only from gaps has no process to show it in */
+		if (!err && !t->placeholder)
+			err = gap_instant(c, &l, t->pid, t->tid, 't');
 	}
 	if (!err)
 		err = cut_async(c, &l, c->last_ts);
@@ -626,7 +692,12 @@ int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t se
 			free((void *)ev);
 			return err;
 		}
-		t->stack[t->depth++] = (struct open_slice){ ev, s, seq, NULL, 0 };
+		/* at the top level after a gap of its thread, a slice whose
+		 * BEGIN was lost there and whose END is still to come may
+		 * enclose it: say so */
+		t->stack[t->depth] = (struct open_slice){
+			ev, s, seq, NULL, 0, !t->depth && lost_in_window(c, t) };
+		t->depth++;
 		return 0;
 	case 'E':
 		t = tb_conv_get_thread(c, ev->hdr.tid, ev->hdr.pid);

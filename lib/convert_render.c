@@ -476,7 +476,8 @@ static bool write_plain(struct tmpls *ts, struct tb_json *j, const struct oev *e
 	int i;
 
 	if (!ts || (e->ph != 'I' && e->ph != 'X') || e->inherited || e->unfinished ||
-	    e->begun_before || e->begin_of || e->lost.count || (e->esite && e->esite->nargs))
+	    e->begun_before || e->begin_of || e->lost.count || e->parent_lost ||
+	    (e->esite && e->esite->nargs))
 		return false;
 	t = tmpl_of(ts, e->site, e->ph);
 	if (!t)
@@ -568,6 +569,10 @@ void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *
 				 e->lost.count);
 			args_add(&as, (struct arg){ .name = "tracebpf_incomplete", .str = lost });
 		}
+		if (e->parent_lost)
+			args_add(&as, (struct arg){ .name = "tracebpf_parent_lost",
+						    .str = "began after lost events: a slice "
+							   "enclosing it may be among them" });
 		write_args(j, &as);
 	}
 	tb_json_end_object(j);
@@ -812,6 +817,9 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	tb_json_kuint(j, "ends_after_gaps", c->gap.ends_after);
 	tb_json_kuint(j, "events_in_gaps", c->gap.inside);
 	tb_json_kuint(j, "flow_events_left_out", c->gap.flows_left_out);
+	/* only with gaps, so that other files render as they did */
+	if (c->gap.marks)
+		tb_json_kuint(j, "slices_parent_lost", c->gap.parent_lost);
 	/* written before a slice open for very long (tb_conv_out_flush): only when
 	 * there are some, so that other files render as they did */
 	if (c->forced)
@@ -972,7 +980,7 @@ void tb_model_public_event(const struct oev *e, struct tracebpf_event *o)
 		.pid = e->pid, .tid = e->tid, .cat = e->site->cat, .step = e->site->step,
 		.unfinished = e->unfinished, .end_of = e->begun_before,
 		.begin_of = e->begin_of, .lost = e->lost.count, .lost_ts = e->lost.ts,
-		.inherited = e->inherited,
+		.inherited = e->inherited, .parent_lost = e->parent_lost,
 	};
 	if (e->ph == 'I')
 		o->scope = e->site->scope ? e->site->scope : 't';

@@ -63,6 +63,10 @@ struct oev {
 	const char *begin_of;       /* I: a begin that cannot be paired */
 	struct lost lost;           /* count > 0: cut or unpaired at a gap */
 	bool inherited;             /* X: a ghost slice ended in a forked child */
+	/* X: begun at its thread's top level after a gap of that thread, so
+	 * a slice that enclosed it may have begun among the lost records
+	 * (docs/output.md, "Slices") */
+	bool parent_lost;
 	struct pair *pair;          /* with filters or --split: its pair, or NULL */
 	bool pair_end;              /* the pair's last event (e, f) */
 	/* X: the time of the slices directly inside it on its thread, as
@@ -116,6 +120,7 @@ struct tb_model_counts {
 	uint64_t gaps, gap_records, kernel_gaps, kernel_gap_records;
 	uint64_t slices_cut_at_gaps, ends_after_gaps, events_in_gaps;
 	uint64_t flow_events_left_out;
+	uint64_t slices_parent_lost;
 	uint64_t stopped_windows, records_while_stopped;
 	uint64_t forced;            /* events released out of ts order */
 	uint64_t drops_total, lost_processes;

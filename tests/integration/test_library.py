@@ -117,7 +117,8 @@ def model_lines(checker, g):
 def test_model_events_are_the_json_events(checker, g):
     j = golden_json(g)
     events, threads, counts = model_lines(checker, g)
-    want = collections.Counter((e["ph"], e["pid"], e["tid"], e["name"])
+    # (reader_check prints a name's spaces as '_')
+    want = collections.Counter((e["ph"], e["pid"], e["tid"], e["name"].replace(" ", "_"))
                                for e in j["traceEvents"] if e["ph"] != "M")
     got = collections.Counter((f[1], int(f[4]), int(f[5]), f[7]) for f in events)
     assert got == want

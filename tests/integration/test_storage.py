@@ -367,7 +367,9 @@ def test_golden_files_convert(tmp_path):
         d = run("dump", g)
         assert d.returncode == 0 and " EVENT site=" not in d.stdout, d.stdout[-2000:]
         dumped = set(re.findall(r"^\S+ \[...\] \d+/\d+ [BEIC] ([^: ]+):(\S+)", d.stdout, re.M))
-        shown = {(e["cat"], e["name"]) for e in t.events if e["ph"] in "XIC"}
+        # (the gaps' "records lost" instants are convert's, not records)
+        shown = {(e["cat"], e["name"]) for e in t.events
+                 if e["ph"] in "XIC" and e["cat"] != "tracebpf"}
         assert dumped and dumped == shown, (dumped, shown)
         info = run("info", g)
         assert info.returncode == 0 and f"format:         {version}" in info.stdout

@@ -70,12 +70,20 @@ static void print_arg(const struct tracebpf_arg *a)
 	}
 }
 
+/* A name as one field: its spaces as '_' ("records lost"). */
+static void print_name(const char *name, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		putchar(name[i] == ' ' ? '_' : name[i]);
+}
+
 /* ph ts dur pid tid cat name [args] [unfinished] */
 static void on_event(void *ctx, const struct tracebpf_event *e)
 {
 	(void)ctx;
-	printf("event %c %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %s %.*s", e->ph, e->ts,
-	       e->dur, e->pid, e->tid, e->cat, (int)e->name_len, e->name ? e->name : "");
+	printf("event %c %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %s ", e->ph, e->ts,
+	       e->dur, e->pid, e->tid, e->cat);
+	print_name(e->name ? e->name : "", e->name ? e->name_len : 0);
 	for (int i = 0; i < e->nargs; i++)
 		print_arg(&e->args[i]);
 	if (e->unfinished)

@@ -173,6 +173,9 @@ struct tracebpf_event {
 				     * this many records were lost, at lost_ts */
 	bool inherited;             /* X: open in the parent at fork, ended in
 				     * the child (a ghost slice) */
+	bool parent_lost;           /* X: began at its thread's top level after
+				     * a gap of that thread: a slice enclosing
+				     * it may be among the lost records */
 };
 
 struct tracebpf_model;
