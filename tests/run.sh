@@ -108,7 +108,7 @@ if [ "$what" != integration ]; then
 fi
 if [ "$what" != unit ] && [ "$root_ok" = 1 ]; then
   echo "== integration tests side by side ($JOBS workers)"
-  pytest_run "side by side" "$(mark "not serial" "$MARK")" -n "$JOBS"
+  pytest_run "side by side" "$(mark "not serial" "$MARK")" -n "$JOBS" --dist loadgroup
   finish "side by side"
 fi
 if [ "$what" != integration ]; then
