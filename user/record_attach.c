@@ -162,9 +162,21 @@ int reattach_usdt(struct recorder *r)
 	return err;
 }
 
+/* An object found in a target could not be opened: say which, and why
+ * when it is gone (a -p target that exited while the programs loaded). */
+static int open_failed(const char *path, int err)
+{
+	ERR("failed to open '%s': %s", path, strerror(-err));
+	if (err == -ENOENT || err == -ESRCH)
+		fprintf(stderr, "tracebpf: hint: the process it was found in exited while "
+			"tracebpf was loading\n");
+	return err;
+}
+
 /* Records an object the targets map, and attaches to it unless recording
- * is stopped (then it is attached at the next start). */
-static int attach_object(struct recorder *r, const char *path)
+ * is stopped (then it is attached at the next start). say: report an
+ * object that cannot be opened (attaching reports its own errors). */
+static int attach_object(struct recorder *r, const char *path, bool say)
 {
 	struct object *nv, *ob;
 	char key[64];
@@ -172,7 +184,7 @@ static int attach_object(struct recorder *r, const char *path)
 
 	err = file_key(path, key);
 	if (err)
-		return err;
+		return say ? open_failed(path, err) : err;
 	if (is_attached(r, path))
 		return 0;
 	nv = realloc(r->objs, (r->nobjs + 1) * sizeof(*nv));
@@ -184,7 +196,7 @@ static int attach_object(struct recorder *r, const char *path)
 	strcpy(ob->key, key);
 	ob->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (ob->fd < 0)
-		return -errno;
+		return say ? open_failed(path, -errno) : -errno;
 	ob->path = strdup(path);
 	err = ob->path ? 0 : -ENOMEM;
 	if (!err && !r->ctl.off)
@@ -262,7 +274,7 @@ void release_stopped(struct recorder *r, bool attach)
 			    !is_attached(r, exe))
 				tb_cmd_probe_objects(exe, &objs);
 			for (int k = 0; k < objs.n; k++)
-				attach_object(r, objs.v[k]);
+				attach_object(r, objs.v[k], false);
 			tb_paths_free(&objs);
 		}
 		/* still stopped: this is the new image's command line */
@@ -305,6 +317,17 @@ static int find_cmd_objects(struct recorder *r)
 	return 0;
 }
 
+/* pid exited: no such process, or a zombie (its memory is gone: no exe). */
+static bool process_gone(pid_t pid)
+{
+	char path[64], exe[16];
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return readlink(path, exe, sizeof(exe)) < 0 && errno == ENOENT;
+}
+
 /* -p PID: the objects with probes it maps. */
 static int find_pid_objects(struct recorder *r, pid_t pid)
 {
@@ -333,6 +356,11 @@ static int find_pid_objects(struct recorder *r, pid_t pid)
 		tb_proc_probe_objects(pid, &mine);
 		found = mine.n;
 		tb_paths_free(&mine);
+		if (!found && process_gone(pid)) {
+			ERR("failed to find process %d: it exited while tracebpf was loading", pid);
+			fprintf(stderr, "tracebpf: hint: check the pid with 'ps -p %d'\n", pid);
+			return -ESRCH;
+		}
 		if (!found) {
 			ERR("process %d has no tracebpf probes in its executable or libraries", pid);
 			fprintf(stderr, "tracebpf: hint: build it with <tracebpf/trace.h> and "
@@ -520,7 +548,7 @@ int attach_targets(struct recorder *r)
 		write_cmdline(r, o->pids[i]);
 	}
 	for (i = 0; i < r->found.n; i++) {
-		err = attach_object(r, r->found.v[i]);
+		err = attach_object(r, r->found.v[i], true);
 		if (err)
 			return err;
 	}

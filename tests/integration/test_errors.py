@@ -465,3 +465,26 @@ def test_convert_into_a_read_only_directory(tmp_path):
                      p.stderr), p.stderr
     assert "hint: the output directory must be writable" in p.stderr, p.stderr
     assert not list(ro.iterdir())
+
+
+def test_target_exits_while_the_recorder_loads(tmp_path):
+    """`record -p` of a program that exits while the recorder loads its
+    programs: it records what it can (exit 0) or says what failed and
+    why, never exit 1 without a word (it did when an object found in the
+    target was gone by the time it was opened). Staggered starts put the
+    exit before, during and after the load."""
+    outcomes = set()
+    for k in range(8):
+        p = subprocess.Popen([prog("nested_loop"), "2", str(0.1 * (k + 1))], stdout=subprocess.PIPE,
+                             text=True)
+        assert p.stdout.readline().startswith("pid=")
+        time.sleep(0.03 * k)
+        r = run("record", "-q", "--no-sched", "-p", p.pid, "-o", tmp_path / f"x{k}.json")
+        p.wait(timeout=60)
+        assert r.returncode in (0, 1), (r.returncode, r.stderr)
+        if r.returncode:
+            # what failed, not a wrong reason ("has no tracebpf probes")
+            assert re.search(r"^tracebpf: record: failed to \w+ ", r.stderr, re.M), r.stderr
+            assert "tracebpf: hint: " in r.stderr, r.stderr
+        outcomes.add(r.returncode)
+    print("exit codes seen:", sorted(outcomes))

@@ -552,6 +552,10 @@ def test_attach_in_the_middle_of_scopes(recorder, spawn):
         time.sleep(0.05 * (k % 5))
         rec = recorder("--no-sched", "-p", p.pid, name=f"a{k}").wait(timeout=60)
         assert p.wait(timeout=60) == 0
+        if rec.rc == 1 and "exited while tracebpf was loading" in rec.stderr:
+            # on a loaded machine the program can end before the recorder
+            # has attached to it (it says so): try again
+            continue
         assert rec.rc == 0, rec.stderr[-2000:]
         t = rec.trace()
         assert t.meta["unmatched_ends"] == 0, t.meta
