@@ -37,7 +37,7 @@ USER_LDLIBS   := -lbpf -lelf -ldeflate -lz -ltraceevent -pthread
 # after our own so vmlinux.h wins, as libbpf-bootstrap does.
 CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
-BPF_CFLAGS    := $(CLANG_BPF_SYS_INCLUDES) -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ilib/include \
+BPF_CFLAGS    := $(CLANG_BPF_SYS_INCLUDES) -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ilib -Ilib/include \
                  -Wall -Werror -Wno-unused-function
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
@@ -47,7 +47,7 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 # libtracebpf (lib/): the reader side (trace file, time order, model,
 # Chrome JSON and ftrace text) never links libbpf.
 LIB_SRCS  := $(wildcard lib/*.c)
-LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h bpf/record.h
+LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h lib/tbrecords.h
 # What the unit tests, the fuzz target and the model bench build from source.
 CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
              user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
@@ -100,7 +100,7 @@ deps:
 $(OUT) $(OUT)/bpf $(OUT)/user $(OUT)/lib $(OUT)/progs $(OUT)/unit $(OUT)/bench:
 	$(Q)mkdir -p $@
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h lib/tbrecords.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

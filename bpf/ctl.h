@@ -22,7 +22,7 @@
  * time: `tracebpf ctl` holds a lock while it writes and waits.
  *
  * No includes, fixed-width types: shared by BPF and user space like
- * record.h.
+ * tbrecords.h.
  */
 #ifndef TRACEBPF_CTL_H
 #define TRACEBPF_CTL_H

@@ -3,7 +3,7 @@
  * record.bpf.c - the kernel half of `tracebpf record`.
  *
  * USDT hits in traced processes and their lifecycle (fork, exec, exit)
- * become records (bpf/record.h) in one BPF ring buffer per CPU. The set of
+ * become records (lib/tbrecords.h) in one BPF ring buffer per CPU. The set of
  * traced processes lives in the `traced` map: user space seeds it with the
  * targets, the fork handler adds children, the exit handler removes dead
  * processes. Nothing from an untraced process reaches user space.
@@ -19,7 +19,7 @@
 #include <bpf/usdt.bpf.h>
 
 #include "tracebpf/site.h"
-#include "record.h"
+#include "tbrecords.h"
 #include "ring.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -353,7 +353,7 @@ struct {
 	__type(value, struct tb_slot);
 } slots SEC(".maps");
 
-/* A fixed-size event into this CPU's slot ring (record.h, struct tb_slot):
+/* A fixed-size event into this CPU's slot ring (tbrecords.h, struct tb_slot):
  * two inlined array lookups, an exchange and plain stores, where
  * bpf_ringbuf_output() and the wakeup query were two helper calls. -1
  * when the ring is full or another program is writing it (preempted on

@@ -99,7 +99,7 @@ static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 siz
 	h->tid = (__u32)pid_tgid;
 }
 
-/* Gap marks (struct tb_gap_state, bpf/record.h): what each CPU lost since
+/* Gap marks (struct tb_gap_state, lib/tbrecords.h): what each CPU lost since
  * its last TB_REC_GAP. A program that cannot write a record counts it here
  * (count_lost); the next program on that CPU that writes to a ring first
  * writes the mark (write_gap), and the recorder takes marks still pending
@@ -113,7 +113,7 @@ struct {
 	__type(value, struct tb_gap_state);
 } gaps SEC(".maps");
 
-/* Whose records an object's marks count (record.h, enum tb_gap_kind):
+/* Whose records an object's marks count (tbrecords.h, enum tb_gap_kind):
  * sched.bpf.c defines it before including this. */
 #ifndef TB_GAP_KIND
 #define TB_GAP_KIND TB_GAP_APP

@@ -32,7 +32,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "record.h"
+#include "tbrecords.h"
 
 /* The application's rings (record.bpf.c's `rings`: user space points this
  * map at them). This object's own rings are small so that they stay warm
@@ -84,7 +84,7 @@ static __always_inline bool is_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
 }
 
-/* Per-CPU staging buffer (struct tb_stage, record.h). len never exceeds
+/* Per-CPU staging buffer (struct tb_stage, tbrecords.h). len never exceeds
  * TB_STAGE_BYTES. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

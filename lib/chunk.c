@@ -5,7 +5,7 @@
 
 #include <linux/types.h>
 
-#include "../bpf/record.h"
+#include "tbrecords.h"
 #include "chunk.h"
 #include "tbpack.h"
 

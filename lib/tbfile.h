@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "tracebpf/site.h"
-#include "../bpf/record.h"
+#include "tbrecords.h"
 #include "chunk.h"
 
 #define TB_FORMAT_MAJOR 2
@@ -97,7 +97,7 @@ struct tb_writer_opts {
 	const struct tb_file_info *info; /* major/minor are filled in */
 	int zlevel;                      /* 0 = store, 1..9 zlib level */
 	size_t chunk_max;                /* raw bytes per chunk; 0 = 1 MiB */
-	int raw;                         /* payloads as in record.h, not packed */
+	int raw;                         /* payloads as in tbrecords.h, not packed */
 	int no_index;                    /* no chunk index at close */
 };
 /* path "-" writes to stdout. Writes the file header at once. The file is

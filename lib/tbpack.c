@@ -30,7 +30,7 @@
 
 #include <linux/types.h>
 
-#include "../bpf/record.h"
+#include "tbrecords.h"
 #include "tbpack.h"
 
 #define HDR ((unsigned)sizeof(struct tb_rec_hdr))
@@ -38,7 +38,7 @@
 #define NCOMM 256u      /* comm cache slots (TB_PACK_KERNEL) */
 
 /* TB_PACK_KERNEL: the scheduler records and where their fields are. */
-/* field offsets, from the layouts in bpf/record.h */
+/* field offsets, from the layouts in lib/tbrecords.h */
 #define HD(f) offsetof(struct tb_rec_hdr, f)
 #define SW(f) offsetof(struct tb_rec_switch, f)
 #define WK(f) offsetof(struct tb_rec_wake, f)

@@ -3,7 +3,7 @@
  * tbpack.h - the compact record encoding of TB_CHUNK_PACKED chunk payloads
  * (docs/format.md, "Packed payloads"): varints, timestamp and id deltas,
  * trailing zeros dropped. Encodes a run of records laid out as in
- * bpf/record.h and decodes it back byte for byte, so that nothing but the
+ * lib/tbrecords.h and decodes it back byte for byte, so that nothing but the
  * trace file module knows the encoding exists.
  */
 #ifndef TRACEBPF_TBPACK_H

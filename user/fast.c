@@ -26,7 +26,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "record.h"
+#include "tbrecords.h"
 #include "record.skel.h"
 #include "fast.h"
 #include "rings.h"
@@ -47,7 +47,7 @@ _Static_assert(TB_FAST_EVENT_STR == TRACEBPF_FAST_EVENT_STR && TB_STR_MAX == TRA
 	       offsetof(struct tb_fast_id, name_len) == offsetof(struct tracebpf_fast_id, name_len) &&
 	       sizeof(struct tb_fast_str) == sizeof(struct tracebpf_fast_str) &&
 	       offsetof(struct tb_fast_str, flags) == offsetof(struct tracebpf_fast_str, flags),
-	       "string samples: bpf/record.h and trace.h must agree");
+	       "string samples: lib/tbrecords.h and trace.h must agree");
 _Static_assert(TB_FAST_EVENT == TRACEBPF_FAST_EVENT && TB_FAST_SITE == TRACEBPF_FAST_SITE,
 	       "fast rec types");
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * gaps.h - the recorder's side of the gap marks (bpf/ring.bpf.h `gaps`,
- * struct tb_gap_state in bpf/record.h): the kernel side writes a
+ * struct tb_gap_state in lib/tbrecords.h): the kernel side writes a
  * TB_REC_GAP ahead of the next record of the CPU that lost records; what
  * is still pending after a drain (the CPU wrote nothing since, or its
  * mark was being updated) the recorder takes here and appends to the

@@ -17,7 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "record.h"
+#include "tbrecords.h"
 #include "record.skel.h"
 #include "ctl.h"
 #include "fast.h"

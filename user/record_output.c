@@ -22,7 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "record.h"
+#include "tbrecords.h"
 #include "record.skel.h"
 #include "convert.h"
 #include "recorder.h"

@@ -35,7 +35,7 @@
 #include <event-parse.h>
 
 #include "gaps.h"
-#include "record.h"
+#include "tbrecords.h"
 #include "rings.h"
 #include "sched.h"
 #include "sched.skel.h"
@@ -673,7 +673,7 @@ static long unstage(struct tb_sched *s)
 	bool busy;
 
 	if (vsz != sizeof(struct tb_stage) || ncpu <= 0)
-		return -EINVAL;   /* cannot happen: one struct, from record.h */
+		return -EINVAL;   /* cannot happen: one struct, from tbrecords.h */
 	v = calloc(ncpu, sizeof(*v));
 	s->taken = calloc(ncpu, sizeof(*s->taken));
 	if (!v || !s->taken) {

@@ -16,7 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "record.h"
+#include "tbrecords.h"
 #include "rings.h"
 #include "slots.h"
 

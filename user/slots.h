@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * slots.h - the recorder's side of the slot rings (struct tb_slot in
- * bpf/record.h; `slot_pos` and `slots` in bpf/record.bpf.c): each CPU's
+ * lib/tbrecords.h; `slot_pos` and `slots` in bpf/record.bpf.c): each CPU's
  * fixed-size events, which the probe programs write with plain stores.
  * The recorder maps both arrays and turns every slot it reads back into
  * the TB_REC_EVENT or TB_REC_EVENT_ID the ring buffer would have carried.

@@ -395,7 +395,7 @@ def test_notes_with_other_registers(recorder):
 
 def slot_heads(pid):
     """The `head` of every CPU's slot ring in the slot_pos map that pid
-    holds open (bpf/record.h, struct tb_slot_pos)."""
+    holds open (lib/tbrecords.h, struct tb_slot_pos)."""
     for info in fd_infos(pid):
         if "map_id" not in info:
             continue

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * record.h - the records the kernel side hands to user space, and the trace
- * file stores unchanged.
+ * tbrecords.h - the trace's records: what the kernel side hands to user
+ * space, and the trace file stores unchanged (docs/format.md). The
+ * library owns it: the reader needs nothing of bpf/.
  *
  * Shared by bpf/record.bpf.c (which includes vmlinux.h first) and by user
  * space (which includes <linux/types.h> first). Deliberately no includes of
@@ -14,8 +15,8 @@
  * TB_FORMAT_MINOR (compatible additions) or TB_FORMAT_MAJOR (anything else)
  * in lib/tbfile.h and document it in docs/format.md.
  */
-#ifndef TRACEBPF_RECORD_H
-#define TRACEBPF_RECORD_H
+#ifndef TRACEBPF_TBRECORDS_H
+#define TRACEBPF_TBRECORDS_H
 
 enum tb_rec_type {
 	TB_REC_EVENT   = 1,  /* a USDT hit: struct tb_rec_event [+ strings] */
@@ -494,4 +495,4 @@ _Static_assert(sizeof(struct tb_rec_gap) == 80, "tb_rec_gap layout");
 _Static_assert(sizeof(struct tb_gap_state) == 64, "tb_gap_state layout");
 _Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 
-#endif /* TRACEBPF_RECORD_H */
+#endif /* TRACEBPF_TBRECORDS_H */
