@@ -361,11 +361,17 @@ static int next_part(struct conv *c, uint64_t ts)
 	p->j = c->j;
 	if (!p->open_pairs)
 		part_close(c, p);
+	if (!c->sel_err) {
+		c->want_split = false;
+		c->part_events = 0;
+		c->sel_err = add_part(c, ts, NULL);
+	}
+	/* Without a new part, c->j still writes into the part just closed (its
+	 * FILE freed): the error, sticky, stops that (a write into the freed
+	 * FILE ended in "free(): invalid pointer" on a full disk). */
 	if (c->sel_err)
-		return c->sel_err;
-	c->want_split = false;
-	c->part_events = 0;
-	return add_part(c, ts, NULL);
+		c->j.err = c->sel_err;
+	return c->sel_err;
 }
 
 /* The filters f (NULL or none given: none), before the first record:
