@@ -212,6 +212,8 @@ int write_stats(struct recorder *r)
 	st->ncpus = ncpus;
 	st->drops_total = app + kern;
 	r->stats_drops = st->drops_total;
+	r->stats_app = app;
+	r->stats_kern = kern;
 	r->stats_lost = lost;
 	if ((err = tb_writer_append(r->w, &st->hdr)) && !r->write_err)
 		r->write_err = err;   /* reported with the other write errors */

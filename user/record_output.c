@@ -310,6 +310,7 @@ int finish_output(struct recorder *r, int err)
 		if (!err)
 			err = e;
 	}
+	r->stats_final = !e;
 	size = tb_writer_bytes(r->w);
 	e = tb_writer_close(r->w);
 	r->w = NULL;

@@ -78,6 +78,8 @@ struct recorder {
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
 	unsigned wait_ms;      /* the last round's wait (tb_fast_round_wait) */
 	__u64 stats_drops;     /* drops_total of the last STATS record written */
+	__u64 stats_app, stats_kern;   /* its application and kernel parts */
+	bool stats_final;      /* the trace's last STATS record is written */
 	__u64 stats_lost;      /* lost_procs of the last STATS record written */
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
