@@ -623,8 +623,11 @@ def test_slices_ending_on_the_same_ns_nest_exactly(recorder, spawn):
     for e in xs:
         ends[e["tid"], end_of(e)].append(e)
     shared = [v for v in ends.values() if len(v) > 1]
-    # both threads were inside an outer and an inner scope at the stop
-    assert len(shared) == 2 and all(len(v) == 2 for v in shared), shared
+    # a thread inside an outer and an inner scope at the stop has both
+    # closed at one ns. Most of a thread's time is spent in an inner scope,
+    # but on a loaded machine one thread was once between two of them
+    # (CI: 1 pair of 2), so the test asks for at least one such thread
+    assert 1 <= len(shared) <= 2 and all(len(v) == 2 for v in shared), shared
     for pair in shared:
         assert {e["name"] for e in pair} == {"outer", "inner"}, pair
         assert len({float(e["ts"]) + float(e["dur"]) for e in pair}) == 1, pair
