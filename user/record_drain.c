@@ -122,6 +122,16 @@ static void fast_follow(struct recorder *r, const struct tb_rec_hdr *h)
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler
  * programs, bpf/sched.bpf.c) several back to back. */
+/* An application event: through the fast path, or through its probe. */
+static void count_path(struct recorder *r, const struct tb_rec_hdr *h)
+{
+	if ((h->type != TB_REC_EVENT && h->type != TB_REC_EVENT_ID) ||
+	    h->size < sizeof(struct tb_rec_event))
+		return;
+	r->app_events++;
+	r->fast_events += !!(((const struct tb_rec_event *)h)->flags & TB_EVF_FAST);
+}
+
 int on_record(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
@@ -144,6 +154,7 @@ int on_record(void *ctx, void *data, size_t size)
 		}
 		fast_follow(r, h);
 		r->events++;
+		count_path(r, h);
 		if (r->cut && h->ts > r->cut)
 			hold_rec(r, h);
 		else

@@ -301,6 +301,13 @@ void report(struct recorder *r)
 	fprintf(stderr, "tracebpf: recorded %llu records in %.1f s, %s dropped, wrote %s%s\n",
 		(unsigned long long)r->events, (now_ns(CLOCK_MONOTONIC) - r->t0) / 1e9,
 		drops, strcmp(r->tbt_path, "-") ? r->tbt_path : "the trace to stdout", bytes);
+	if (r->o->verbose && r->app_events)
+		fprintf(stderr, "tracebpf: record: %llu of %llu application events took "
+				"the probes (the slow path, %.1f%%), %llu the fast path\n",
+			(unsigned long long)(r->app_events - r->fast_events),
+			(unsigned long long)r->app_events,
+			100.0 * (r->app_events - r->fast_events) / r->app_events,
+			(unsigned long long)r->fast_events);
 	if (r->o->verbose)
 		fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 				"--flush-interval timer, %llu times woken by the kernel\n",

@@ -75,6 +75,9 @@ struct recorder {
 	struct tb_slots slots;  /* the probes' fixed-size events (user/slots.c) */
 	int ncpus;
 	__u64 events;          /* records received */
+	/* application events received, and those of them written by the fast
+	 * path (TB_EVF_FAST): the others took the probes (the slow path) */
+	__u64 app_events, fast_events;
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
 	unsigned wait_ms;      /* the last round's wait (tb_fast_round_wait) */
 	__u64 stats_drops;     /* drops_total of the last STATS record written */

@@ -284,12 +284,6 @@ def pytest_collection_modifyitems(config, items):
         # else
         if item.path.name == "test_fast.py" and item.name.endswith("[probes]"):
             item.add_marker(pytest.mark.full)
-        # `make install` into a DESTDIR of each module's own, but in the one
-        # source tree: side by side, test_library's reader_check once found
-        # no tracebpf/reader.h in its DESTDIR. They share one worker
-        # (tests/run.sh: --dist loadgroup).
-        if item.path.name in ("test_install.py", "test_library.py"):
-            item.add_marker(pytest.mark.xdist_group("make-install"))
 
 
 def pytest_configure(config):

@@ -370,3 +370,36 @@ def test_two_recordings_of_one_process_are_both_complete(recorder, spawn, second
     one_run(s2, "second")
     for t in range(threads):
         assert s1[t][0] < s2[t][0] and s2[t][-1] < s1[t][-1], (t, s1[t][0], s2[t][0])
+
+
+def test_fresh_thread_goes_fast_and_the_slow_share_is_counted(tmp_path):
+    """Threads that start while recorded take the probes until their ring
+    is mapped ("warm" instants), then every event goes on the fast path
+    (TB_EVF_FAST: `[fast]` in dump). record -v says how many application
+    events took the probes and how many the fast path: the same numbers
+    as the file's records."""
+    out = tmp_path / "f.json"
+    p = subprocess.run([TRACEBPF, "record", "-v", "--no-sched", "-o", str(out), "--",
+                        prog("fast_seq"), "run", "2", "3000"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert fast_flags(p.stdout) == {0: 1, 1: 1}, \
+        f"a thread got no ring (another recording live?): {p.stdout}"
+    d = subprocess.run([TRACEBPF, "dump", str(tmp_path / "f.tbt")], capture_output=True,
+                       text=True, timeout=120)
+    assert d.returncode == 0, d.stderr
+    events = [l for l in d.stdout.splitlines()
+              if re.search(r"\] \d+/\d+ [BEICbentsf] test:", l)]
+    seq = [l for l in events if " I test:seq " in l]
+    assert len(seq) == 2 * 3000, len(seq)
+    # once its ring is mapped, a thread's events all take the fast path
+    assert all(l.endswith(" [fast]") for l in seq), [l for l in seq if "[fast]" not in l][:3]
+    fast = sum(l.endswith(" [fast]") for l in events)
+    m = re.search(r"record: (\d+) of (\d+) application events took the probes "
+                  r"\(the slow path, [\d.]+%\), (\d+) the fast path", p.stderr)
+    assert m, p.stderr[-2000:]
+    slow, total, fast_said = map(int, m.groups())
+    assert (total, fast_said, slow) == (len(events), fast, len(events) - fast), \
+        (m.group(0), len(events), fast)
+    # the warm-up took the probes: the share counted is not zero
+    assert slow > 0

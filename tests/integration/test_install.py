@@ -15,6 +15,13 @@ import pytest
 
 from conftest import ROOT, load
 
+# `make install` with a PREFIX of each test's own regenerates build/*.pc in
+# the one source tree: side by side, one test's install got another's
+# PREFIX (tracebpf/reader.h "missing"; mv of build/tracebpf.pc.tmp
+# failing). Every test that installs runs on one xdist worker, in turn
+# (tests/run.sh: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("make-install")
+
 PREFIX = "/usr"
 
 APP_C = r"""

@@ -15,6 +15,13 @@ import pytest
 from conftest import ROOT, TRACEBPF
 from test_install import PREFIX, dest, pkg_env, version  # noqa: F401 (dest: a fixture)
 
+# `make install` with a PREFIX of each test's own regenerates build/*.pc in
+# the one source tree: side by side, one test's install got another's
+# PREFIX (tracebpf/reader.h "missing"; mv of build/tracebpf.pc.tmp
+# failing). Every test that installs runs on one xdist worker, in turn
+# (tests/run.sh: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("make-install")
+
 GOLDEN = sorted((ROOT / "tests/data").glob("v*.tbt"))
 ALLOWED_NEEDED = {"libc.so.6", "libz.so.1", "libtraceevent.so.1"}
 
