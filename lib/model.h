@@ -2,7 +2,8 @@
 /*
  * model.h - the trace model that convert builds, for every output of it.
  *
- * lib/convert.c turns a trace file's records into finished output events:
+ * The converter (lib/convert*.c, docs/design.md "The converter's stages")
+ * turns a trace file's records into finished output events:
  * begin/end matched per thread into complete slices (X, with dur), pid
  * reuse, ghost slices after fork, exec and exit, tracebpf ctl stop/start
  * windows, slices cut at gaps marked as such (docs/tracebpf-convert.md).
@@ -44,7 +45,7 @@ struct lost {
 };
 
 /* Shared by the events of one async slice or flow when convert filters
- * or splits its output (lib/convert.c): they are written whole or not at
+ * or splits its output (lib/convert_select.c): they are written whole or not at
  * all. */
 struct pair;
 

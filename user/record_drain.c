@@ -222,7 +222,6 @@ int write_stats(struct recorder *r)
 	st->events = r->events;
 	st->ncpus = ncpus;
 	st->drops_total = app + kern;
-	r->stats_drops = st->drops_total;
 	r->stats_app = app;
 	r->stats_kern = kern;
 	r->stats_lost = lost;
@@ -296,7 +295,7 @@ static void stats_if_grown(struct recorder *r)
 	__u64 app, kern;
 
 	sweep_gaps(r);
-	if ((!total_drops(r, &app, &kern) && app + kern != r->stats_drops) ||
+	if ((!total_drops(r, &app, &kern) && app + kern != r->stats_app + r->stats_kern) ||
 	    lost_procs(r) != r->stats_lost)
 		write_stats(r);
 }

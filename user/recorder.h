@@ -80,8 +80,9 @@ struct recorder {
 	__u64 app_events, fast_events;
 	__u64 woken, ticks;    /* drains after a kernel wakeup / on the timer */
 	unsigned wait_ms;      /* the last round's wait (tb_fast_round_wait) */
-	__u64 stats_drops;     /* drops_total of the last STATS record written */
-	__u64 stats_app, stats_kern;   /* its application and kernel parts */
+	/* drops_total of the last STATS record written: its application and
+	 * kernel parts */
+	__u64 stats_app, stats_kern;
 	bool stats_final;      /* the trace's last STATS record is written */
 	__u64 stats_lost;      /* lost_procs of the last STATS record written */
 	int write_err;         /* first writer error */

@@ -50,6 +50,7 @@ static void json_losses(struct tb_json *j, const struct report *r, struct tb_rea
 	tb_json_kuint(j, "ends_after_gaps", c->ends_after_gaps);
 	tb_json_kuint(j, "events_in_gaps", c->events_in_gaps);
 	tb_json_kuint(j, "flow_events_left_out", c->flow_events_left_out);
+	tb_json_kuint(j, "slices_parent_lost", c->slices_parent_lost);
 	tb_json_kuint(j, "recording_stopped", c->stopped_windows);
 	tb_json_kuint(j, "records_while_stopped", c->records_while_stopped);
 	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(rd));

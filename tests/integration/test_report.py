@@ -216,6 +216,8 @@ def cross_check(rep, doc):
     meta = doc["metadata"]
     for k in LOSS_KEYS:
         assert rep["losses"][k] == meta[k], (k, rep["losses"][k], meta[k])
+    # convert writes it only when there are gaps; report always
+    assert rep["losses"]["slices_parent_lost"] == meta.get("slices_parent_lost", 0)
     assert rep["events"] == meta["events"]
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
              if e["ph"] == "M" and e["name"] == "thread_name"}

@@ -5,8 +5,8 @@
  * checked textually and parsed by Python's json module (bare NaN/Infinity
  * refused), which also checks ordering and per-thread nesting.
  *
- * gcc -std=gnu11 -Wall -Wextra -Werror -O2 -g tests/unit/test_convert.c \
- *     lib/convert.c lib/json.c lib/tbfile.c -lcmocka -lz -o test_convert
+ * make build/unit/test_convert builds it with every library and CLI
+ * source it needs (CORE_SRCS in the Makefile).
  */
 #include <dirent.h>
 #include <errno.h>
