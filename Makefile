@@ -72,7 +72,7 @@ PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
               $(OUT)/bench/model_cost \
-              $(OUT)/bench/floor $(OUT)/bench/fast_floor
+              $(OUT)/bench/floor $(OUT)/bench/fast_floor $(OUT)/bench/burst
 
 # libbpf >= 1.3: USDT attaches through one uprobe_multi link per binary (one
 # detach synchronisation instead of one per site). tools/deps.sh installs it.
@@ -223,6 +223,11 @@ $(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h tests/progs/now_ns.
 
 # The fast path's protocol alone, in a plain shared mapping (its floor).
 $(OUT)/bench/fast_floor: bench/fast_floor.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+# Many threads' bursts (bench/burst.sh builds its LTTng-UST twin).
+$(OUT)/bench/burst: bench/burst.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
