@@ -33,6 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/stats.sh
+. bench/lttng_lib.sh
 B=build/bench
 T=build/tracebpf
 P=$B/probe_cost_lttng
@@ -43,79 +44,19 @@ subbuf=${BENCH_LTTNG_SUBBUF:-8M}    # sub-buffer size and count, per CPU
 nsubbuf=${BENCH_LTTNG_NSUBBUF:-16}
 session=tracebpf-bench-$$
 out=$(mktemp -d)
-sessiond=  # the pid of the session daemon this script started, if any
 ns() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p'; }
 rate() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
 label() { printf '%-40s: ' "$1"; }
 
-cleanup() {
-  lttng destroy "$session" >/dev/null 2>&1 || true
-  [ -n "$sessiond" ] || { rm -rf "$out"; return; }
-  kill "$sessiond" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$sessiond" 2>/dev/null || break; sleep 0.1; done
-  rm -rf "$out"
-}
+cleanup() { lttng_cleanup; rm -rf "$out"; }
 trap cleanup EXIT
 
 skip() { label "LTTng-UST enabled, recording"; echo "skipped: $1"; exit 0; }
 
-# liblttng-ust-dev and lttng-tools are needed; babeltrace2 only counts.
-install_lttng() {
-  local need=() p
-  for p in liblttng-ust-dev lttng-tools babeltrace2; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-  done
-  [ ${#need[@]} -eq 0 ] && return 0
-  echo "bench: installing ${need[*]} (LTTng-UST peer)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
-    >"$out/apt.log" 2>&1 || true
-}
-
-build() {
-  mkdir -p "$B"
-  # shellcheck disable=SC2046  # pkg-config's flags are words
-  ${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ibench -pthread \
-    bench/probe_cost_lttng.c bench/probe_cost_lttng_tp.c -o "$P" \
-    $(pkg-config --cflags --libs lttng-ust) >"$out/cc.err" 2>&1
-}
-
-# The root session daemon: the running one, or one started here (no
-# kernel tracer: only user space is traced, and lttng-modules is not needed).
-start_sessiond() {
-  pgrep -u 0 -x lttng-sessiond >/dev/null && return 0
-  lttng-sessiond --daemonize --no-kernel >"$out/sessiond.err" 2>&1 || return 1
-  sessiond=$(cat /var/run/lttng/lttng-sessiond.pid 2>/dev/null) || return 1
-}
-
-# Events in trace DIR (babeltrace2's counter), or "-" without babeltrace2.
-count_events() {
-  command -v babeltrace2 >/dev/null || { echo -; return; }
-  babeltrace2 "$1" -c sink.utils.counter -p 'step=+0' 2>/dev/null |
-    awk '/Event messages/ { c = $1 } END { print c + 0 }'
-}
-
-ctl() {
-  lttng "$@" >>"$out/lttng.log" 2>&1 ||
-    { echo "bench: lttng $1 failed: $(tail -n 3 "$out/lttng.log")" >&2; return 1; }
-}
-
 # One recorded run of `probe_cost_lttng N instant2 THREADS`: prints the
 # program's line; leaves "discarded counted" in $out/check.
 run_enabled() {  # THREADS
-  local dir="$out/trace" d
-  rm -rf "$dir"; : >"$out/lttng.log"
-  ctl create "$session" --output="$dir"
-  ctl enable-channel -u -s "$session" --subbuf-size="$subbuf" --num-subbuf="$nsubbuf" bench
-  ctl enable-event -u -s "$session" -c bench 'bench:*'
-  ctl start "$session"
-  "$P" "$N" instant2 "$1"
-  ctl stop "$session"
-  d=$(lttng list "$session" | awk '/Discarded events:/ { s += $3 } END { print s + 0 }')
-  ctl destroy "$session"
-  # stop and destroy warn of discarded events and lost packets
-  if grep -q 'were discarded\|were lost' "$out/lttng.log"; then d="$d+warned"; fi
-  echo "$d $(count_events "$dir")" >"$out/check"
-  rm -rf "$dir"
+  lttng_record "$subbuf" "$nsubbuf" "$P" "$N" instant2 "$1"
 }
 
 # Warns, and counts the run in $out/bad, unless it discarded nothing and
@@ -184,12 +125,8 @@ report() {
   fi
 }
 
-[ "$(id -u)" = 0 ] || skip "needs root (the root session daemon)"
-install_lttng
-{ command -v lttng && command -v lttng-sessiond; } >/dev/null ||
-  skip "lttng-tools not installed ($(tail -n 1 "$out/apt.log" 2>/dev/null))"
-pkg-config --exists lttng-ust || skip "liblttng-ust-dev not installed ($(tail -n 1 "$out/apt.log" 2>/dev/null))"
-build || skip "probe_cost_lttng does not build: $(head -c 200 "$out/cc.err")"
-start_sessiond || skip "lttng-sessiond does not start: $(head -c 200 "$out/sessiond.err")"
+lttng_ready || skip "$lttng_why"
+lttng_build "$P" bench/probe_cost_lttng.c bench/probe_cost_lttng_tp.c || skip "$lttng_why"
+lttng_start_sessiond || skip "$lttng_why"
 measure
 report
