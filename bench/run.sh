@@ -4,6 +4,10 @@
 #                    stopped with ctl; the 5-byte against the 1-byte nop
 #   bench/hotpath.sh a recorded hit against the floor program and bpftrace
 #   bench/lttng.sh   the same 2-integer event recorded by LTTng-UST
+#   bench/fast.sh    the fast path from a thread's first hit with the
+#                    defaults, once its ring is mapped, against LTTng-UST
+#                    and the ring protocol alone (fast_floor.c); the share
+#                    of events on the slow path
 #   bench/sites.py   attach and detach with 20, 200 and 2,000 sites
 #   bench/rate.sh    1 M events/s from two threads, 60 s
 #   bench/sched.sh   scheduler events against trace-cmd
@@ -60,6 +64,7 @@ awk -v a="$on1" -v b="$on5" 'BEGIN { printf "ratio 1-byte / 5-byte              
 bash bench/hotpath.sh
 # a peer, not a part: its failure only skips its lines
 bash bench/lttng.sh || echo "LTTng-UST enabled, recording            : skipped: bench/lttng.sh failed"
+bash bench/fast.sh
 python3 bench/sites.py
 bash bench/rate.sh
 bash bench/sched.sh

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# bench/fast.sh (called by bench/run.sh): the fast path's cost per event,
+# four ways side by side. Each of BENCH_FAST_RUNS (7) runs measures, in
+# turn (the runs interleaved: A B C D A B C D ...), N = BENCH_FAST_N
+# (2,000,000) two-integer instants from one thread:
+#
+#   A first hit    `tracebpf record -q --no-json -v -o X -- probe_cost N
+#                  instant2`: the defaults (-v only adds the counts below),
+#                  timed in a fresh thread from its first hit, so its
+#                  events before its ring is mapped and while the ring is
+#                  full take the probes (the slow path)
+#   B once mapped  the same with PROBE_COST_FAST=1 (the thread warms up
+#                  until its ring is mapped) and --fast-buffer-size 128M
+#                  (a ring that holds the whole loop), as bench/lttng.sh's
+#                  tracebpf runs
+#   C LTTng-UST    probe_cost_lttng N instant2: the same event recorded by
+#                  LTTng-UST in a channel that holds the whole loop
+#                  (bench/lttng.sh's session, BENCH_LTTNG_SUBBUF x
+#                  BENCH_LTTNG_NSUBBUF per CPU)
+#   D floor        fast_floor N: the fast path's ring protocol alone, in a
+#                  plain shared mapping (a 16M ring that wraps) drained by a
+#                  thread every 1 ms (bench/fast_floor.c)
+#
+# Prints each row's median with its 95% bootstrap interval
+# (bench/stats.sh), the paired ratios first hit / once mapped, first hit /
+# LTTng-UST and once mapped / floor, the share of A's events that took the
+# slow path and the recorder's fast-path drain rate (record -v's lines;
+# "n/a" when the recorder does not print it), and the goal: first hit with
+# the defaults <= 60 ns/event. Fails (exit 1) if a program is missing, a
+# recording or the floor fails; without LTTng-UST (see bench/lttng.sh) its
+# rows print "skipped: <reason>".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/stats.sh
+. bench/lttng_lib.sh
+B=build/bench
+T=build/tracebpf
+P=$B/probe_cost_lttng
+N=${BENCH_FAST_N:-2000000}
+runs=${BENCH_FAST_RUNS:-7}
+subbuf=${BENCH_LTTNG_SUBBUF:-8M}
+nsubbuf=${BENCH_LTTNG_NSUBBUF:-16}
+goal=60
+session=tracebpf-fast-$$
+out=$(mktemp -d)
+cleanup() { lttng_cleanup; rm -rf "$out"; }
+trap cleanup EXIT
+label() { printf '%-40s: ' "$1"; }
+die() { echo "bench: fast: $*" >&2; exit 1; }
+ns() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p' "$1"; }
+
+for f in "$T" "$B/probe_cost" "$B/fast_floor"; do
+  [ -x "$f" ] || die "$f is missing: build it with 'make'"
+done
+[ "$(id -u)" = 0 ] || die "recording needs root"
+
+lttng=1
+if ! { lttng_ready && lttng_build "$P" bench/probe_cost_lttng.c bench/probe_cost_lttng_tp.c &&
+       lttng_start_sessiond; }; then
+  lttng=
+fi
+
+# record [VAR=VALUE...] -- [RECORD OPTIONS]: probe_cost N instant2 under
+# tracebpf record; appends its ns per hit to $out/$name, fails on a
+# recorder error or a line without ns_per_hit, warns of drops.
+record() {  # NAME [ENV...] -- [OPTION...]
+  local name=$1 v
+  local -a envs=()
+  shift
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  rm -f "$out"/r.tbt*
+  env "${envs[@]}" "$T" record -q --no-json "$@" -o "$out/r.tbt" -- "$B/probe_cost" "$N" instant2 \
+    >"$out/r.out" 2>"$out/r.err" || die "$name: tracebpf record failed ($?): $(tail -n 5 "$out/r.err")"
+  v=$(ns "$out/r.out")
+  [ -n "$v" ] || die "$name: probe_cost printed no ns_per_hit: $(cat "$out/r.out"; grep -v '^libbpf' "$out/r.err" | tail -n 3)"
+  echo "$v" >>"$out/$name"
+  grep -q "^tracebpf: recorded .* 0 dropped" "$out/r.err" ||
+    echo "bench: WARNING: $name: $(grep '^tracebpf: recorded' "$out/r.err")" >&2
+  rm -f "$out"/r.tbt*
+}
+
+# The first hit's run (A), with record -v's counts: the slow path's share
+# (per cent) to $out/slow, the drain's events/s to $out/drain.
+first_hit() {
+  local s r
+  record first -- -v
+  s=$(sed -n 's/^tracebpf: record: [0-9]* of [0-9]* application events took the probes (the slow path, \([0-9.]*\)%).*/\1/p' \
+      "$out/r.err")
+  [ -n "$s" ] || die "first hit: no slow-path count from record -v: $(grep '^tracebpf:' "$out/r.err" | tail -n 5)"
+  echo "$s" >>"$out/slow"
+  r=$(sed -n 's/^tracebpf: record: fast-path drain: [0-9]* events in [0-9.]* ms (\([0-9.]*\) events\/s).*/\1/p' \
+      "$out/r.err")
+  if [ -n "$r" ]; then echo "$r" >>"$out/drain"; fi
+}
+
+# The LTTng-UST run (C): warns unless it kept all N events.
+lttng_run() {
+  local d c
+  lttng_record "$subbuf" "$nsubbuf" "$P" "$N" instant2 >"$out/l.out" ||
+    die "LTTng-UST run failed: $(tail -n 3 "$out/lttng.log")"
+  ns "$out/l.out" >>"$out/lttng"
+  read -r d c <"$out/check"
+  if [ "$d" != 0 ] || { [ "$c" != - ] && [ "$c" != "$N" ]; }; then
+    echo "bench: WARNING: LTTng-UST: $d discarded, $c of $N events in the trace" >&2
+  fi
+}
+
+floor_run() {
+  "$B/fast_floor" "$N" >"$out/f.out" 2>"$out/f.err" ||
+    die "fast_floor failed: $(cat "$out/f.out" "$out/f.err")"
+  ns "$out/f.out" >>"$out/floor"
+  sed -n 's/.* full=\([0-9]*\).*/\1/p' "$out/f.out" >>"$out/full"
+  # its consumer was kept off the CPU: the run waited, and is slower
+  grep -q ' full=0 ' "$out/f.out" ||
+    echo "bench: WARNING: floor: the ring filled: $(tail -n 1 "$out/f.out")" >&2
+}
+
+for f in first once lttng floor slow drain full; do : >"$out/$f"; done
+for _ in $(seq "$runs"); do
+  first_hit
+  record once PROBE_COST_FAST=1 -- --fast-buffer-size 128M
+  if [ -n "$lttng" ]; then lttng_run; fi
+  floor_run
+done
+
+# "MEDIAN (95% interval LO-HI)" of FILE
+summary() { printf '%s (95%% interval %s)' "$(median <"$1")" "$(interval <"$1")"; }
+# the same for the paired ratios FILE_A / FILE_B
+ratio() { printf '%.3fx (95%% interval %s)' "$(ratios "$1" "$2" | median)" "$(ratios "$1" "$2" | interval)"; }
+
+echo "fast path: probe_cost $N instant2, $runs runs interleaved, medians (95% bootstrap intervals)"
+label "first hit, defaults"; echo "$(summary "$out/first") ns/event"
+label "once mapped, 128M ring"; echo "$(summary "$out/once") ns/event"
+label "LTTng-UST, $nsubbuf x $subbuf per CPU"
+if [ -n "$lttng" ]; then echo "$(summary "$out/lttng") ns/event"; else echo "skipped: $lttng_why"; fi
+label "floor (fast_floor, 16M ring)"
+echo "$(summary "$out/floor") ns/event ($(awk '{ s += $1 } END { print s + 0 }' "$out/full") waits for a full ring)"
+label "ratio first hit / once mapped"; ratio "$out/first" "$out/once"; echo
+label "ratio first hit / LTTng-UST"
+if [ -n "$lttng" ]; then ratio "$out/first" "$out/lttng"; echo; else echo "skipped: $lttng_why"; fi
+label "ratio once mapped / floor"; ratio "$out/once" "$out/floor"; echo
+label "first hit: events on the slow path"; echo "$(median <"$out/slow") % (median)"
+label "first hit: fast-path drain"
+if [ -s "$out/drain" ]; then echo "$(median <"$out/drain") events/s (median)"; else echo "n/a"; fi
+label "goal: first hit, defaults <= $goal ns"
+echo "$(verdict "$(interval <"$out/first")" "$goal") (median $(median <"$out/first") ns/event)"
