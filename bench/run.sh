@@ -8,6 +8,9 @@
 #                    defaults, once its ring is mapped, against LTTng-UST
 #                    and the ring protocol alone (fast_floor.c); the share
 #                    of events on the slow path
+#   bench/burst.sh   100 and 500 threads in bursts (1 M and 5 M events in
+#                    1 s), each tracer with its defaults: tracebpf's lost
+#                    events against LTTng-UST's discarded ones
 #   bench/sites.py   attach and detach with 20, 200 and 2,000 sites
 #   bench/rate.sh    1 M events/s from two threads, 60 s
 #   bench/sched.sh   scheduler events against trace-cmd
@@ -65,6 +68,7 @@ bash bench/hotpath.sh
 # a peer, not a part: its failure only skips its lines
 bash bench/lttng.sh || echo "LTTng-UST enabled, recording            : skipped: bench/lttng.sh failed"
 bash bench/fast.sh
+bash bench/burst.sh
 python3 bench/sites.py
 bash bench/rate.sh
 bash bench/sched.sh
