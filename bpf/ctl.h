@@ -12,8 +12,8 @@
  *
  * `tracebpf ctl` finds recorders by listing the maps with that name and
  * writes a request in TB_CTL_STATE: `want_off`, `pid`, then `ts` last (the
- * request's id). A stop also sets `off` itself, before `ts`, so that it
- * takes effect at once. The recorder handles a request in its next flush
+ * request's id). A stop also sets `off` itself (and `off_ts` before it,
+ * if it was not set), before `ts`, so that it takes effect at once. The recorder handles a request in its next flush
  * round: for a stop it detaches its USDT probes (the sites' semaphores drop
  * to 0, so a stopped recording costs the application nothing), for a start
  * it attaches them again and only then clears `off`. It logs each change as
@@ -35,7 +35,7 @@ enum tb_ctl_key {
 	TB_CTL_NKEYS    = 2,
 };
 
-#define TB_CTL_PATH_MAX 232
+#define TB_CTL_PATH_MAX 224
 
 struct tb_ctl {
 	__u32 off;       /* STATE: 1 while the programs record nothing */
@@ -45,6 +45,10 @@ struct tb_ctl {
 	__u32 want_off;  /* STATE: what it asked for */
 	__s32 err;       /* RECORDER: 0, or the negative errno of the last
 			  * request (probes that could not be attached again) */
+	__u64 off_ts;    /* STATE: when `off` was last set (a start asked
+			  * since leaves it): events the threads stamped
+			  * after it and wrote into their fast-path rings are
+			  * dropped when drained, as the probes drop theirs */
 	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
 };
 

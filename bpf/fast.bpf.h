@@ -288,8 +288,8 @@ int tb_fast_drain(struct tb_fast_drain *d)
 		return 0;
 	}
 	ctl = bpf_map_lookup_elem(&tb_ctl, &key);
-	if (ctl && ctl->off)
-		c.stop_ts = ctl->ts;
+	if (ctl && ctl->off)   /* since the stop, even if a start was asked since */
+		c.stop_ts = ctl->off_ts ? ctl->off_ts : ctl->ts;
 	c.rb_size = bpf_ringbuf_query(c.rb, BPF_RB_RING_SIZE);
 	if (!room_left(&c))
 		return 0;

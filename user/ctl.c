@@ -54,8 +54,10 @@ static __u64 request(struct tb_ctl *m, bool off, __u32 by)
 	struct tb_ctl *st = &m[TB_CTL_STATE];
 	__u64 ts = mono_ns();
 
-	if (off)
-		__atomic_store_n(&st->off, 1u, __ATOMIC_RELAXED);
+	if (off && !__atomic_load_n(&st->off, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&st->off_ts, ts, __ATOMIC_RELAXED);
+		__atomic_store_n(&st->off, 1u, __ATOMIC_RELEASE);
+	}
 	__atomic_store_n(&st->want_off, off ? 1u : 0u, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->pid, by, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->ts, ts, __ATOMIC_RELEASE);
