@@ -28,7 +28,7 @@
 
 #include "tbrecords.h"
 #include "record.skel.h"
-#include "fast.h"
+#include "fast_int.h"
 #include "rings.h"
 #include "tbfile.h"
 #include "tracebpf/trace.h"
@@ -51,65 +51,13 @@ _Static_assert(TB_FAST_EVENT_STR == TRACEBPF_FAST_EVENT_STR && TB_STR_MAX == TRA
 _Static_assert(TB_FAST_EVENT == TRACEBPF_FAST_EVENT && TB_FAST_SITE == TRACEBPF_FAST_SITE,
 	       "fast rec types");
 
-#define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
 #define BPF_FS "/sys/fs/bpf"
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define DRAIN_MAX (128 * 1024)   /* the kernel's BPF_MAX_USER_RINGBUF_SAMPLES */
 
-struct fring {
-	int fd;                /* -1: a free slot */
-	uint32_t pid, tid;
-	uint64_t key;
-	uint64_t dead;         /* the round its thread was seen gone, 0 alive */
-	uint64_t dead_ts;      /* when (its exit or exec record) */
-	const unsigned long *pos;  /* consumer page, producer page (read-only) */
-	char path[96];         /* "" once unpinned */
-};
+static void ctl_dead(int fd);
 
-struct fproc {
-	uint32_t pid;
-	int ctl_fd;            /* its switch (one per process: it may write it) */
-	bool refused;          /* another session has it */
-	char dir[80];
-};
-
-struct req {
-	uint32_t pid, tid;
-	uint64_t key;
-};
-
-/* A thread killed in the middle of writing a sample: one event lost. */
-struct lost {
-	uint32_t pid, tid;
-	uint64_t ts;
-};
-
-struct tb_fast {
-	struct record_bpf *skel;
-	struct tb_fast_opts o;
-	int tmpl_fd, outer_fd, drain_fd;
-	char sess[64];
-	struct fring *rings;   /* by slot */
-	struct fproc *procs;
-	size_t nprocs;
-	struct req *reqs;
-	size_t nreqs, creqs;
-	uint64_t round, lost;
-	unsigned fill;             /* tb_fast_fill's */
-	struct lost *lost_v;       /* not yet marked in the trace */
-	size_t nlost;
-	bool said_full, said_err;
-};
-
-/* A process's switch set by another session that records it too: not
- * LIVE, so the process takes its probes (both sessions see them). */
-#define TB_FAST_SHARED 0x44524853u   /* "SHRD" */
-
-/* What the recorder maps of a thread's ring: the consumer and producer
- * positions' pages (it never reads the data: the drain program does). */
-#define RING_META (2 * 4096)
-
-static bool pid_alive(long pid)
+bool fast_pid_alive(long pid)
 {
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
@@ -135,11 +83,10 @@ static int mkdir_mode(const char *path, mode_t mode)
 	return chmod(path, mode) ? -errno : 0;
 }
 
-static void ctl_dead(int fd);
 
 /* Switches a left-behind session off (its processes stop writing) and
  * removes its pins. */
-static void remove_session(const char *dir, bool off)
+void fast_remove_dir(const char *dir, bool off)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -152,7 +99,7 @@ static void remove_session(const char *dir, bool off)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		if (e->d_type == DT_DIR) {
-			remove_session(path, off);
+			fast_remove_dir(path, off);
 			continue;
 		}
 		if (off && !strcmp(e->d_name, "ctl") && (fd = bpf_obj_get(path)) >= 0) {
@@ -191,8 +138,8 @@ static void sweep(void)
 		return;
 	while ((e = readdir(d))) {
 		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
-		if (e->d_name[0] == 's' && e->d_type == DT_DIR && !pid_alive(atol(e->d_name + 1)))
-			remove_session(path, true);
+		if (e->d_name[0] == 's' && e->d_type == DT_DIR && !fast_pid_alive(atol(e->d_name + 1)))
+			fast_remove_dir(path, true);
 	}
 	rewinddir(d);
 	sweep_links(d);
@@ -205,7 +152,7 @@ void tb_fast_sweep_recorder(pid_t recorder)
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/s%d", TRACEBPF_FAST_ROOT, (int)recorder);
-	remove_session(path, true);
+	fast_remove_dir(path, true);
 	d = opendir(TRACEBPF_FAST_ROOT);
 	if (d) {
 		sweep_links(d);
@@ -222,10 +169,10 @@ static int make_template(struct tb_fast *f)
 
 /* A process's switch: made off, LIVE once the process is this session's
  * alone (get_proc), off again when the session ends. */
-static int make_ctl(void)
+int fast_ctl_make(void)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
-	struct tracebpf_fast_ctl off = { 0, (uint32_t)getpid() };
+	struct tracebpf_fast_ctl off = { .pid = (uint32_t)getpid() };
 	__u32 zero = 0;
 	int fd, err;
 
@@ -240,18 +187,32 @@ static int make_ctl(void)
 	return fd;
 }
 
-static int ctl_set(int fd, uint32_t live)
+/* Sets a switch's `live` to `to` if it is `from` (any, when from is 0),
+ * in place: the rest of it (the spares' pools) is the processes' too. */
+static void ctl_swap(int fd, uint32_t from, uint32_t to)
 {
-	struct tracebpf_fast_ctl v = { live, (uint32_t)getpid() };
-	__u32 zero = 0;
+	volatile struct tracebpf_fast_ctl *c;
+	uint32_t cur;
 
-	return bpf_map_update_elem(fd, &zero, &v, 0) ? -errno : 0;
+	if (fd < 0)
+		return;
+	c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)
+		return;
+	cur = from ? from : __atomic_load_n(&c->live, __ATOMIC_ACQUIRE);
+	__atomic_compare_exchange_n(&c->live, &cur, to, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	munmap((void *)c, 4096);
+}
+
+void fast_ctl_set(int fd, uint32_t live)
+{
+	ctl_swap(fd, 0, live);
 }
 
 static void ctl_dead(int fd)
 {
-	if (fd >= 0)
-		ctl_set(fd, 0);
+	ctl_swap(fd, 0, 0);
 }
 
 /* The recorder of e when it is another live session's directory, or 0. */
@@ -259,11 +220,11 @@ static long other_recorder(const struct dirent *e)
 {
 	long p = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
 
-	return e->d_type == DT_DIR && p != getpid() && pid_alive(p) ? p : 0;
+	return e->d_type == DT_DIR && p != getpid() && fast_pid_alive(p) ? p : 0;
 }
 
 /* The recorder of another live session than ours, or 0. */
-static long other_session(void)
+long fast_other_session(void)
 {
 	DIR *d = opendir(TRACEBPF_FAST_ROOT);
 	struct dirent *e;
@@ -283,9 +244,7 @@ static void share_others(void)
 {
 	DIR *d = opendir(TRACEBPF_FAST_ROOT);
 	char path[PATH_MAX], target[96];
-	struct tracebpf_fast_ctl v;
 	struct dirent *e;
-	__u32 zero = 0;
 	ssize_t n;
 	long rec;
 	int fd;
@@ -299,14 +258,13 @@ static void share_others(void)
 			continue;
 		target[n] = 0;
 		rec = atol(target + 1);
-		if (rec == getpid() || !pid_alive(rec))
+		if (rec == getpid() || !fast_pid_alive(rec))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/ctl", TRACEBPF_FAST_ROOT, e->d_name);
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			continue;
-		if (!bpf_map_lookup_elem(fd, &zero, &v) && v.live == TRACEBPF_FAST_LIVE)
-			ctl_set(fd, TB_FAST_SHARED);
+		ctl_swap(fd, TRACEBPF_FAST_LIVE, TB_FAST_SHARED);
 		close(fd);
 	}
 	if (d)
@@ -318,7 +276,12 @@ static void share_others(void)
 static char announced[64];
 static bool other_seen;   /* and said so */
 
-static void say_other(long other)
+bool fast_other_seen(void)
+{
+	return other_seen;
+}
+
+void fast_say_other(long other)
 {
 	if (!other || other_seen)
 		return;
@@ -347,15 +310,15 @@ static int announce(void)
 		return err;
 	sweep();
 	snprintf(announced, sizeof(announced), "%s/s%d", TRACEBPF_FAST_ROOT, (int)getpid());
-	remove_session(announced, false);   /* a pid of ours reused: nothing lives there */
+	fast_remove_dir(announced, false);   /* a pid of ours reused: nothing lives there */
 	err = mkdir_mode(announced, 0711);
 	if (err) {
 		announced[0] = 0;
 		return err;
 	}
 	share_others();
-	other = other_session();
-	say_other(other);
+	other = fast_other_session();
+	fast_say_other(other);
 	return 0;
 }
 
@@ -399,7 +362,7 @@ bool tb_fast_held_elsewhere(uint32_t pid)
 static void withdraw(void)
 {
 	if (announced[0])
-		remove_session(announced, false);
+		fast_remove_dir(announced, false);
 	announced[0] = 0;
 }
 
@@ -479,300 +442,25 @@ int tb_fast_start(struct tb_fast *f)
 	return 0;
 }
 
-/* The user a process's pins belong to: its file-system ids. */
-static int proc_ids(uint32_t pid, uid_t *uid, gid_t *gid)
+/* Bytes the drain has taken of r (its consumer position). */
+static unsigned long ring_cons(const struct fring *r)
 {
-	char path[64], line[256];
-	unsigned long v[4];
-	int found = 0;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
-			*uid = (uid_t)v[3];
-			found |= 1;
-		} else if (sscanf(line, "Gid: %lu %lu %lu %lu", &v[0], &v[1], &v[2],
-				  &v[3]) == 4) {
-			*gid = (gid_t)v[3];
-			found |= 2;
-		}
-	}
-	fclose(fp);
-	return found == 3 ? 0 : -ENOENT;
+	return __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
 }
 
-static int pin_for(int fd, const char *path, uid_t uid, gid_t gid, mode_t mode)
-{
-	if (bpf_obj_pin(fd, path))
-		return -errno;
-	if (chown(path, uid, gid) || chmod(path, mode)) {
-		int err = -errno;
-
-		unlink(path);
-		return err;
-	}
-	return 0;
-}
-
-/* TRACEBPF_FAST_ROOT/<pid> -> s<us>/<pid>, unless a live session has it. */
-/* A process's link (TRACEBPF_FAST_ROOT/<pid>) and what it holds when it
- * leads into this session (s<recorder>/<pid>). */
-static void link_paths(const struct tb_fast *f, uint32_t pid, char link[96], char target[96])
-{
-	snprintf(link, 96, "%s/%u", TRACEBPF_FAST_ROOT, pid);
-	snprintf(target, 96, "%s/%u", strrchr(f->sess, '/') + 1, pid);
-}
-
-static int link_proc(struct tb_fast *f, struct fproc *p)
-{
-	char link[96], target[96], cur[96];
-	ssize_t n;
-
-	link_paths(f, p->pid, link, target);
-	n = readlink(link, cur, sizeof(cur) - 1);
-	if (n > 0) {
-		cur[n] = 0;
-		if (!strcmp(cur, target))
-			return 0;
-		if (cur[0] == 's' && pid_alive(atol(cur + 1)))
-			return -EBUSY;
-	}
-	unlink(link);
-	return symlink(target, link) ? -errno : 0;
-}
-
-/* A process's link, if it leads into this session. */
-static void unlink_ours(struct tb_fast *f, uint32_t pid)
-{
-	char link[96], target[96], cur[96];
-	ssize_t n;
-
-	link_paths(f, pid, link, target);
-	n = readlink(link, cur, sizeof(cur) - 1);
-	if (n > 0) {
-		cur[n] = 0;
-		if (!strcmp(cur, target))
-			unlink(link);
-	}
-}
-
-/* The directory of a process that asked for a ring (made once). */
-static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t gid)
-{
-	struct fproc *p, *nv;
-	char path[128];
-	long other;
-	int err;
-
-	for (size_t i = 0; i < f->nprocs; i++)
-		if (f->procs[i].pid == pid)
-			return f->procs[i].refused ? NULL : &f->procs[i];
-	nv = realloc(f->procs, (f->nprocs + 1) * sizeof(*nv));
-	if (!nv)
-		return NULL;
-	f->procs = nv;
-	p = &f->procs[f->nprocs++];
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	snprintf(p->dir, sizeof(p->dir), "%s/%u", f->sess, pid);
-	snprintf(path, sizeof(path), "%s/ctl", p->dir);
-	p->ctl_fd = make_ctl();
-	err = p->ctl_fd < 0 ? p->ctl_fd : 0;
-	if (!err && mkdir(p->dir, 0700))
-		err = -errno;
-	if (!err && chown(p->dir, uid, gid))
-		err = -errno;
-	if (!err)
-		err = pin_for(p->ctl_fd, path, uid, gid, 0600);
-	if (!err)
-		err = link_proc(f, p);
-	if (!err && (other = other_session())) {
-		say_other(other);
-		err = -EUSERS;   /* announce(): the other session may record it too */
-	}
-	if (!err)
-		err = ctl_set(p->ctl_fd, TRACEBPF_FAST_LIVE);
-	if (err) {
-		if (err != -EUSERS && !(err == -EBUSY && other_seen))
-			fprintf(stderr, "tracebpf: record: %s: process %u takes the probes for "
-					"every event\n", err == -EBUSY ? "another tracebpf records "
-					"it" : "failed to make its fast-path directory", pid);
-		unlink_ours(f, pid);
-		remove_session(p->dir, false);
-		if (p->ctl_fd >= 0)
-			close(p->ctl_fd);
-		p->ctl_fd = -1;
-		p->refused = true;
-		return NULL;
-	}
-	return p;
-}
-
-static struct fring *find_ring(struct tb_fast *f, uint32_t pid, uint32_t tid, uint64_t key)
-{
-	for (unsigned i = 0; i < f->o.max_rings; i++) {
-		struct fring *r = &f->rings[i];
-
-		if (r->fd >= 0 && !r->dead && r->pid == pid && r->tid == tid && r->key == key)
-			return r;
-	}
-	return NULL;
-}
-
-static struct fring *free_slot(struct tb_fast *f, __u32 *slot)
-{
-	for (unsigned i = 0; i < f->o.max_rings; i++)
-		if (f->rings[i].fd < 0) {
-			*slot = i;
-			return &f->rings[i];
-		}
-	return NULL;
-}
-
-/* Made, pinned for the thread's user, and in fast_rings at its slot. */
-static int make_ring(struct tb_fast *f, struct fring *r, __u32 slot, const struct req *q,
-		     uid_t uid, gid_t gid)
-{
-	char name[BPF_OBJ_NAME_LEN];
-	struct fproc *p = get_proc(f, q->pid, uid, gid);
-	void *pos;
-	int fd, err;
-
-	if (!p)
-		return -ESRCH;
-	snprintf(name, sizeof(name), "tb_fr%u", q->tid % 1000000000u);
-	fd = bpf_map_create(BPF_MAP_TYPE_USER_RINGBUF, name, 0, 0, f->o.ring_size, NULL);
-	if (fd < 0)
-		return -errno;
-	pos = mmap(NULL, RING_META, PROT_READ, MAP_SHARED, fd, 0);
-	snprintf(r->path, sizeof(r->path), "%s/r%u-%llx", p->dir, q->tid,
-		 (unsigned long long)q->key);
-	err = pos == MAP_FAILED ? -errno : 0;
-	if (!err && bpf_map_update_elem(f->outer_fd, &slot, &fd, 0))
-		err = -errno;
-	if (!err)
-		err = pin_for(fd, r->path, uid, gid, 0600);
-	if (err) {
-		if (pos != MAP_FAILED)
-			munmap(pos, RING_META);
-		bpf_map_delete_elem(f->outer_fd, &slot);
-		close(fd);
-		return err;
-	}
-	r->fd = fd;
-	r->pos = pos;
-	r->pid = q->pid;
-	r->tid = q->tid;
-	r->key = q->key;
-	r->dead = 0;
-	return 0;
-}
-
-static void serve_request(struct tb_fast *f, const struct req *q)
-{
-	char task[64];
-	struct fring *r;
-	uid_t uid = 0;
-	gid_t gid = 0;
-	__u32 slot;
-	int err;
-
-	snprintf(task, sizeof(task), "/proc/%u/task/%u", q->pid, q->tid);
-	if (find_ring(f, q->pid, q->tid, q->key) || access(task, F_OK) ||
-	    proc_ids(q->pid, &uid, &gid))
-		return;   /* made already, or the thread is gone */
-	r = free_slot(f, &slot);
-	if (!r) {
-		if (!f->said_full)
-			fprintf(stderr, "tracebpf: record: all %u fast-path rings are in use: "
-					"more threads take their probes (raise --max-fast-rings)\n",
-				f->o.max_rings);
-		f->said_full = true;
-		return;
-	}
-	err = make_ring(f, r, slot, q, uid, gid);
-	if (err == -ESRCH)
-		return;   /* get_proc: the process takes its probes (said) */
-	if (err && !f->said_err) {
-		ERR("failed to make a fast-path ring for thread %u: %s (it takes the probes)",
-		    q->tid, strerror(-err));
-		f->said_err = true;
-	}
-}
-
-void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q)
-{
-	struct req *nv;
-
-	if (!f)
-		return;
-	if (f->nreqs == f->creqs) {
-		size_t c = f->creqs ? 2 * f->creqs : 16;
-
-		nv = realloc(f->reqs, c * sizeof(*nv));
-		if (!nv)
-			return;   /* the thread asks again */
-		f->reqs = nv;
-		f->creqs = c;
-	}
-	f->reqs[f->nreqs++] = (struct req){ q->hdr.pid, q->hdr.tid, q->key };
-}
-
-/* Unpinned now (the same path may be asked for again: a new thread with
- * the tid, a new image), drained and closed in the next round. */
-static void ring_gone(struct tb_fast *f, struct fring *r, uint64_t ts)
-{
-	r->dead_ts = ts;
-	if (r->path[0])
-		unlink(r->path);
-	r->path[0] = 0;
-	r->dead = f->round;
-}
-
-void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts)
-{
-	if (!f)
-		return;
-	for (unsigned i = 0; i < f->o.max_rings; i++) {
-		struct fring *r = &f->rings[i];
-
-		if (r->fd >= 0 && !r->dead && r->pid == pid && (process || r->tid == tid))
-			ring_gone(f, r, ts);
-	}
-	for (size_t i = 0; process && i < f->nprocs; i++)
-		if (f->procs[i].pid == pid && !f->procs[i].refused) {
-			char link[96];
-
-			snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, pid);
-			unlink(link);
-			remove_session(f->procs[i].dir, false);
-			close(f->procs[i].ctl_fd);
-			f->procs[i] = f->procs[--f->nprocs];
-			break;
-		}
-}
-
-void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts)
-{
-	if (!f)
-		return;
-	for (unsigned i = 0; i < f->o.max_rings; i++)
-		if (f->rings[i].fd >= 0 && !f->rings[i].dead && f->rings[i].pid == pid)
-			ring_gone(f, &f->rings[i], ts);
-}
-
-/* One ring into this CPU's ring (as many runs as it takes). */
-static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r)
+/* One ring into this CPU's ring, up to `until` (its producer position when
+ * the round began: a thread writing faster than the drain would otherwise
+ * hold the round forever; what it wrote since is stamped after the cut).
+ * 1 when the recorder's ring is full (consume it, and call again). */
+static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned long until)
 {
 	struct tb_fast_drain d;
 	LIBBPF_OPTS(bpf_test_run_opts, t, .ctx_in = &d, .ctx_size_in = sizeof(d));
 	int err;
 
 	do {
+		if ((long)(until - ring_cons(r)) <= 0)
+			return 0;
 		memset(&d, 0, sizeof(d));
 		d.slot = slot;
 		d.pid = r->pid;
@@ -782,11 +470,12 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 			return -errno;
 		if (d.ret < 0)
 			return (int)d.ret;
+		f->drained += d.drained;
 	} while (d.drained >= DRAIN_MAX && !d.full);
 	return d.full;
 }
 
-static void unmap_ring(struct fring *r)
+void fast_unmap_ring(struct fring *r)
 {
 	munmap((void *)r->pos, RING_META);
 	close(r->fd);
@@ -794,7 +483,7 @@ static void unmap_ring(struct fring *r)
 }
 
 /* Bytes of r its thread has written and the drain not yet taken. */
-static unsigned long ring_used(const struct fring *r)
+unsigned long fast_ring_used(const struct fring *r)
 {
 	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
 	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
@@ -804,83 +493,168 @@ static unsigned long ring_used(const struct fring *r)
 
 /* A ring whose thread is gone: anything left in it is the one sample the
  * thread was writing when it died (BUSY forever), lost. */
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void add_lost(struct tb_fast *f, const struct fring *r, uint64_t n, uint64_t ts)
+{
+	struct lost *nv = realloc(f->lost_v, (f->nlost + 1) * sizeof(*nv));
+
+	f->lost += n;
+	if (nv) {
+		f->lost_v = nv;
+		nv[f->nlost++] = (struct lost){ r->pid, r->tid, ts, n };
+	}
+}
+
 static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 {
-	if (ring_used(r)) {
-		struct lost *nv = realloc(f->lost_v, (f->nlost + 1) * sizeof(*nv));
+	if (fast_ring_used(r))
+		add_lost(f, r, 1, r->dead_ts);
+	fast_close_slot(f, slot);
+}
 
-		f->lost++;
-		if (nv) {
-			f->lost_v = nv;
-			nv[f->nlost++] = (struct lost){ r->pid, r->tid, r->dead_ts };
-		}
+/* The drain program cannot run (BPF_PROG_TEST_RUN refused): every process
+ * takes its probes from its next event on, and what the rings hold is
+ * read by the recorder itself (fast_salvage.c), and the rings closed. */
+static void drain_broken(struct tb_fast *f, int err)
+{
+	struct timespec ms = { 0, 1000000 };
+	uint64_t now = mono_ns();
+
+	if (!f->broken) {
+		ERR("failed to drain the fast-path rings: %s: every thread takes its probes "
+		    "from now on (the recorder reads what their rings hold)", strerror(-err));
+		f->broken = true;
+		fast_share_all(f);
+		nanosleep(&ms, NULL);   /* a write that saw the switch LIVE is done */
 	}
-	bpf_map_delete_elem(f->outer_fd, &slot);
-	unmap_ring(r);
+	for (__u32 i = 0; i < f->o.max_rings; i++) {
+		struct fring *r = &f->rings[i];
+		uint64_t n;
+
+		if (r->fd < 0 || r->spare)
+			continue;
+		n = fast_salvage(f, r);
+		if (n)
+			add_lost(f, r, n, now);
+		fast_close_slot(f, i);
+	}
+}
+
+/* A ring that holds nothing of anyone's: closed, its slot taken out of
+ * fast_rings with the others at the round's end (fast_flush_stale). */
+void fast_close_slot(struct tb_fast *f, __u32 slot)
+{
+	struct fring *r = &f->rings[slot];
+
+
+	if (r->path[0])
+		unlink(r->path);
+	r->path[0] = 0;
+	fast_unmap_ring(r);
+	r->stale = true;
+}
+
+/* Each update or delete of a map-in-map waits for an RCU grace period
+ * (milliseconds here), but a batch waits once: the slots closed in a
+ * round are overwritten together with the template ring (empty, never
+ * drained), which lets their rings go. (Arrays of maps have no batch
+ * delete.) */
+void fast_flush_stale(struct tb_fast *f)
+{
+	__u32 *keys = calloc(f->o.max_rings, sizeof(*keys)), n = 0, count;
+	int *fds = calloc(f->o.max_rings, sizeof(*fds));
+
+	for (__u32 i = 0; keys && fds && i < f->o.max_rings; i++)
+		if (f->rings[i].stale) {
+			keys[n] = i;
+			fds[n++] = f->tmpl_fd;
+		}
+	count = n;
+	if (n && bpf_map_update_batch(f->outer_fd, keys, fds, &count, NULL))
+		for (__u32 i = 0; i < n; i++)
+			bpf_map_delete_elem(f->outer_fd, &keys[i]);
+	for (__u32 i = 0; i < n; i++)
+		f->rings[keys[i]].stale = false;
+	free(keys);
+	free(fds);
 }
 
 /* ring_used, per mille of the ring's size. */
-static unsigned ring_fill(const struct tb_fast *f, const struct fring *r)
+static unsigned ring_fill(const struct fring *r)
 {
-	unsigned long used = ring_used(r);
+	unsigned long used = fast_ring_used(r);
 
-	return used >= f->o.ring_size ? 1000 : (unsigned)(used * 1000 / f->o.ring_size);
+	return used >= r->size ? 1000 : (unsigned)(used * 1000 / r->size);
 }
 
-/* Every ring into the recorder's rings; consume(ctx) empties those when
- * they fill up, and the drain goes on. */
+/* One thread's ring drained; closed if its thread is gone, or if it is a
+ * ring the thread left for a bigger one and is empty now. */
+static void drain_one(struct tb_fast *f, __u32 i, void (*consume)(void *), void *ctx)
+{
+	struct fring *r = &f->rings[i];
+	unsigned long until = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
+	int err;
+
+	r->fill = ring_fill(r);
+	if (r->fill > f->fill)
+		f->fill = r->fill;
+	while ((err = drain_ring(f, i, r, until)) == 1)
+		consume(ctx);
+	if (err) {
+		drain_broken(f, err);
+		return;
+	}
+	if (r->dead && r->dead < f->round)
+		close_ring(f, i, r);
+	else if (r->retired && !fast_ring_used(r))
+		fast_close_slot(f, i);
+}
+
+/* Every thread's ring into the recorder's rings; consume(ctx) empties
+ * those when they fill up, and the drain goes on. Claims first: a thread
+ * writes into a spare only after its claim, so what a spare holds past a
+ * claim not yet seen here is stamped after this round's cut. */
 void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx)
 {
+	uint64_t t0;
+
 	if (!f)
 		return;
 	f->round++;
 	f->fill = 0;
-	for (__u32 i = 0; i < f->o.max_rings; i++) {
-		struct fring *r = &f->rings[i];
-		unsigned fill;
-		int err;
-
-		if (r->fd < 0)
-			continue;
-		fill = ring_fill(f, r);
-		if (fill > f->fill)
-			f->fill = fill;
-		while ((err = drain_ring(f, i, r)) == 1)
-			consume(ctx);
-		if (err && !f->said_err) {
-			ERR("failed to drain the fast-path ring of thread %u: %s", r->tid,
-			    strerror(-err));
-			f->said_err = true;
-		}
-		if (r->dead && r->dead < f->round)
-			close_ring(f, i, r);
-	}
-}
-
-void tb_fast_round_end(struct tb_fast *f)
-{
-	if (!f)
+	fast_take_claims(f);
+	if (f->broken) {   /* rings claimed before the threads saw the switch */
+		drain_broken(f, 0);
 		return;
-	for (size_t i = 0; i < f->nreqs; i++)
-		serve_request(f, &f->reqs[i]);
-	f->nreqs = 0;
+	}
+	t0 = mono_ns();
+	for (__u32 i = 0; i < f->o.max_rings && !f->broken; i++)
+		if (f->rings[i].fd >= 0 && !f->rings[i].spare)
+			drain_one(f, i, consume, ctx);
+	f->drain_ns += mono_ns() - t0;
 }
 
 void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx)
 {
-	struct timespec ms = { 0, 1000000 }, t;
+	struct timespec ms = { 0, 1000000 };
 	uint64_t now;
 
 	if (!f)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	now = mono_ns();
 	for (size_t i = 0; i < f->nprocs; i++)
-		ctl_dead(f->procs[i].ctl_fd);
+		ctl_dead(f->procs[i]->ctl_fd);
 	/* A write that saw the session live takes well under this. */
 	nanosleep(&ms, NULL);
 	for (unsigned i = 0; i < f->o.max_rings; i++)
-		if (f->rings[i].fd >= 0 && !f->rings[i].dead) {
+		if (f->rings[i].fd >= 0 && !f->rings[i].dead && !f->rings[i].spare) {
 			f->rings[i].dead = f->round;
 			f->rings[i].dead_ts = now;
 		}
@@ -911,7 +685,7 @@ int tb_fast_marks(struct tb_fast *f, struct tb_writer *w)
 		m.hdr.ts = m.last_ts = f->lost_v[i].ts;
 		m.hdr.pid = f->lost_v[i].pid;
 		m.hdr.tid = f->lost_v[i].tid;
-		m.count = 1;
+		m.count = f->lost_v[i].n;
 		m.kind = TB_GAP_APP;
 		m.flags = TB_GAPF_SWEPT;
 		m.ntids = 1;
@@ -928,27 +702,38 @@ void tb_fast_close(struct tb_fast *f)
 	withdraw();
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->nprocs; i++) {
-		char link[96];
-
-		/* no process writes into this session again */
-		ctl_dead(f->procs[i].ctl_fd);
-		snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, f->procs[i].pid);
-		if (!f->procs[i].refused)
-			unlink(link);
-		if (f->procs[i].ctl_fd >= 0)
-			close(f->procs[i].ctl_fd);
-	}
+	fast_close_procs(f);
 	if (f->sess[0])
-		remove_session(f->sess, false);
+		fast_remove_dir(f->sess, false);
 	for (unsigned i = 0; i < f->o.max_rings; i++)
 		if (f->rings[i].fd >= 0)
-			unmap_ring(&f->rings[i]);
+			fast_unmap_ring(&f->rings[i]);
 	if (f->tmpl_fd >= 0)
 		close(f->tmpl_fd);
 	free(f->rings);
-	free(f->procs);
 	free(f->reqs);
+	free(f->forks);
+	free(f->plan);
 	free(f->lost_v);
 	free(f);
+}
+
+void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),
+		    void *ctx)
+{
+	if (!f)
+		return;
+	f->put = put;
+	f->put_ctx = ctx;
+}
+
+void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!f)
+		return;
+	st->drained = f->drained;
+	st->drain_ns = f->drain_ns;
+	st->made = f->made;
+	st->grown = f->grown;
 }

@@ -27,6 +27,7 @@ struct tb_writer;
 
 struct tb_fast_opts {
 	size_t ring_size;      /* --fast-buffer-size, a power of 2 */
+	size_t ring_max;       /* --fast-buffer-max: a full ring grows to this */
 	unsigned max_rings;    /* --max-fast-rings */
 	bool off;              /* --no-fast-path */
 };
@@ -35,7 +36,18 @@ struct tb_fast_opts {
 int tb_fast_prepare(struct tb_fast **f, struct record_bpf *skel,
 		    const struct tb_fast_opts *o);
 int tb_fast_start(struct tb_fast *f);
+/* Where records go that the recorder makes itself of what a ring holds,
+ * when the drain program cannot run (as its rings' records go). */
+void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),
+		    void *ctx);
+/* A process traced from the start (-p, or the command before its exec):
+ * its directory and a spare ring for each of its threads, made now, so
+ * that each takes its ring at its first event. */
+void tb_fast_target(struct tb_fast *f, uint32_t pid);
 void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q);
+/* A traced process forked child: if parent has a directory, the child
+ * gets one, with spares, at the end of the round. */
+void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child);
 void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts);
 void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts);
 void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);
@@ -63,6 +75,14 @@ static inline unsigned tb_fast_round_wait(unsigned last, unsigned fill, unsigned
 	w = fill ? w * TB_FAST_FILL_AIM / fill : most;
 	return w < most ? (unsigned)w : most;
 }
+
+struct tb_fast_stats {
+	uint64_t drained;    /* samples the drain took */
+	uint64_t drain_ns;   /* time in the drain (the recorder's thread) */
+	uint64_t made;       /* rings made */
+	uint64_t grown;      /* of them, bigger rings for threads whose ring filled */
+};
+void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st);
 
 /* Events lost in the rings: a thread killed in the middle of a write. */
 uint64_t tb_fast_lost(const struct tb_fast *f);

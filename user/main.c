@@ -34,7 +34,7 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS };
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -51,9 +51,12 @@ static const struct argp_option record_options[] = {
 	{ "no-fast-path", OPT_FAST, NULL, 0, "Every event through its USDT probe: no ring "
 						 "buffers mapped into the traced threads (see the "
 						 "record page's FAST PATH)", 0 },
-	{ "fast-buffer-size", OPT_FAST_BUF, "SIZE", 0, "Fast-path ring buffer per thread, a power "
-						       "of two (default 1M); a full one sends events "
-						       "to the probes", 0 },
+	{ "fast-buffer-size", OPT_FAST_BUF, "SIZE", 0, "Fast-path ring buffer of each thread at "
+						       "first, a power of two (default 64K); a full "
+						       "one sends events to the probes until it grows", 0 },
+	{ "fast-buffer-max", OPT_FAST_MAX, "SIZE", 0, "A thread whose fast-path ring fills gets "
+						      "a bigger one, up to SIZE (default 128M; the "
+						      "--fast-buffer-size: never)", 0 },
 	{ "max-fast-rings", OPT_FAST_RINGS, "N", 0, "At most N fast-path rings at once (default "
 						    "1024); other threads take the probes", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
@@ -196,9 +199,11 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'b':
 	case OPT_KBUF:
-	case OPT_FAST_BUF: {
+	case OPT_FAST_BUF:
+	case OPT_FAST_MAX: {
 		size_t *size = key == 'b' ? &o->buffer_size :
-			       key == OPT_KBUF ? &o->kernel_buffer_size : &o->fast_buffer_size;
+			       key == OPT_KBUF ? &o->kernel_buffer_size :
+			       key == OPT_FAST_MAX ? &o->fast_buffer_max : &o->fast_buffer_size;
 
 		if (parse_size(arg, size) || *size < 4096 || (*size & (*size - 1)) ||
 		    *size > (1ull << 30))
@@ -324,7 +329,8 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 		.cmdline = cmdline,
 		.serve_max_lag = 64 << 20,
 		.max_procs = 16384,
-		.fast_buffer_size = 1 << 20,
+		.fast_buffer_size = 64 << 10,
+		.fast_buffer_max = 128 << 20,
 		.max_fast_rings = 1024,
 	};
 

@@ -431,6 +431,8 @@ static int load_record_bpf(struct recorder *r)
 	if (!err)
 		err = tb_fast_prepare(&r->fast, r->skel, &(struct tb_fast_opts){
 			.ring_size = o->fast_buffer_size, .max_rings = o->max_fast_rings,
+			.ring_max = o->fast_buffer_max > o->fast_buffer_size ?
+				    o->fast_buffer_max : o->fast_buffer_size,
 			.off = o->no_fast_path });
 	if (err)
 		return err;
@@ -474,6 +476,7 @@ int load_bpf(struct recorder *r)
 	err = tb_rings_insert(&r->rings, bpf_map__fd(r->skel->maps.rings), &r->rb, on_record, r);
 	if (!err)
 		err = tb_fast_start(r->fast);
+	tb_fast_output(r->fast, on_record, r);
 	if (err)
 		return err;
 	tb_fast_pin_stopped(bpf_map__fd(r->skel->maps.stopped));
@@ -509,8 +512,10 @@ static int trace_process(struct recorder *r, pid_t pid, __u64 gen)
 	if (err) {
 		ERR("failed to trace process %d: %s", pid, strerror(-err));
 		tb_hint_bpf(err, NULL);
+		return err;
 	}
-	return err;
+	tb_fast_target(r->fast, (uint32_t)pid);
+	return 0;
 }
 
 /* Lifecycle tracepoints first, so that no fork of a target is missed; then

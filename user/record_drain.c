@@ -118,6 +118,8 @@ static void fast_follow(struct recorder *r, const struct tb_rec_hdr *h)
 			     ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS, h->ts);
 	else if (h->type == TB_REC_EXEC)
 		tb_fast_exec(r->fast, h->pid, h->ts);
+	else if (h->type == TB_REC_FORK && h->size >= sizeof(struct tb_rec_fork))
+		tb_fast_fork(r->fast, h->pid, ((const struct tb_rec_fork *)h)->child_pid);
 }
 
 /* One ring record holds one tracebpf record, or (staged by the scheduler

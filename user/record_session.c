@@ -92,6 +92,7 @@ int spawn_child(struct recorder *r, const char *exe)
 		signal(SIGPIPE, SIG_DFL);   /* an ignored signal stays ignored after exec */
 		if (nofile_raised)
 			setrlimit(RLIMIT_NOFILE, &nofile_orig);
+		setpriority(PRIO_PROCESS, 0, r->nice0);
 		/* stdout carries the trace (-o -): the command's output goes
 		 * to stderr */
 		if (!strcmp(r->tbt_path, "-") && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
@@ -308,6 +309,16 @@ void report(struct recorder *r)
 			(unsigned long long)r->app_events,
 			100.0 * (r->app_events - r->fast_events) / r->app_events,
 			(unsigned long long)r->fast_events);
+	if (r->o->verbose && r->fast) {
+		struct tb_fast_stats st;
+
+		tb_fast_stats(r->fast, &st);
+		fprintf(stderr, "tracebpf: record: fast-path drain: %llu events in %.1f ms "
+				"(%.0f events/s); %llu rings made, %llu of them grown\n",
+			(unsigned long long)st.drained, st.drain_ns / 1e6,
+			st.drain_ns ? st.drained * 1e9 / st.drain_ns : 0.0,
+			(unsigned long long)st.made, (unsigned long long)st.grown);
+	}
 	if (r->o->verbose)
 		fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 				"--flush-interval timer, %llu times woken by the kernel\n",

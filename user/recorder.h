@@ -64,6 +64,7 @@ struct object {
 };
 
 struct recorder {
+	int nice0;                       /* the nice the recorder had (the command's) */
 	const struct tb_record_opts *o;
 	struct record_bpf *skel;
 	struct ring_buffer *rb;

@@ -40,6 +40,7 @@ struct tb_record_opts {
 	unsigned max_procs;              /* --max-processes: size of the traced set */
 	bool no_fast_path;               /* --no-fast-path */
 	size_t fast_buffer_size;         /* --fast-buffer-size, per thread */
+	size_t fast_buffer_max;          /* --fast-buffer-max */
 	unsigned max_fast_rings;         /* --max-fast-rings */
 };
 

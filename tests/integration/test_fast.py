@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import TRACEBPF, child_pid_of, prog, wait_for
+from conftest import TRACEBPF, child_pid_of, load, prog, wait_for
 
 ROOT_DIR = "/sys/fs/bpf/tracebpf"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -179,7 +179,9 @@ def test_unprivileged_process_and_other_users(recorder, spawn):
     st = os.stat(f"{ROOT_DIR}/{child}/")
     assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o700)
     pins = ring_pins(child)
-    assert any(os.path.basename(p).startswith("r") for p in pins) and \
+    # the switch, and the spare ring made ahead for its next thread (a
+    # thread's own ring is unpinned once it has claimed it)
+    assert any(re.fullmatch(r"f\d+", os.path.basename(p)) for p in pins) and \
         any(p.endswith("/ctl") for p in pins), pins
     same = subprocess.run([*NOBODY, prog("fast_open"), *pins], capture_output=True,
                           text=True).stdout.split("\n")
@@ -277,7 +279,8 @@ def test_small_rings_fill_and_refill(recorder):
     ring-fulls of events on the fast path: a writer that never saw the
     drain's new consumer position would stop after the first."""
     n, threads, ring_events = 200000, 2, 4096 // 48
-    rec = recorder("--no-sched", "--fast-buffer-size", "4K", "--flush-interval", "10", "--",
+    rec = recorder("--no-sched", "--fast-buffer-size", "4K", "--fast-buffer-max", "4K",
+                   "--flush-interval", "10", "--",
                    prog("fast_seq"), "attach", threads, n).wait(timeout=120)
     assert rec.rc == 0, rec.stderr[-2000:]
     t = rec.trace(consumer=False)
@@ -372,34 +375,125 @@ def test_two_recordings_of_one_process_are_both_complete(recorder, spawn, second
         assert s1[t][0] < s2[t][0] and s2[t][-1] < s1[t][-1], (t, s1[t][0], s2[t][0])
 
 
-def test_fresh_thread_goes_fast_and_the_slow_share_is_counted(tmp_path):
-    """Threads that start while recorded take the probes until their ring
-    is mapped ("warm" instants), then every event goes on the fast path
-    (TB_EVF_FAST: `[fast]` in dump). record -v says how many application
-    events took the probes and how many the fast path: the same numbers
-    as the file's records."""
+def record_fast_seq(tmp_path, *opts, threads=2, n=3000):
+    """`record -v` of `fast_seq run THREADS N`: its stdout, its stderr, the
+    dump's application events, and the counts record -v gave (slow, total,
+    fast)."""
     out = tmp_path / "f.json"
-    p = subprocess.run([TRACEBPF, "record", "-v", "--no-sched", "-o", str(out), "--",
-                        prog("fast_seq"), "run", "2", "3000"], capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run([TRACEBPF, "record", "-v", "--no-sched", *opts, "-o", str(out), "--",
+                        prog("fast_seq"), "run", str(threads), str(n)], capture_output=True,
+                       text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert fast_flags(p.stdout) == {0: 1, 1: 1}, \
-        f"a thread got no ring (another recording live?): {p.stdout}"
     d = subprocess.run([TRACEBPF, "dump", str(tmp_path / "f.tbt")], capture_output=True,
                        text=True, timeout=120)
     assert d.returncode == 0, d.stderr
     events = [l for l in d.stdout.splitlines()
               if re.search(r"\] \d+/\d+ [BEICbentsf] test:", l)]
-    seq = [l for l in events if " I test:seq " in l]
-    assert len(seq) == 2 * 3000, len(seq)
-    # once its ring is mapped, a thread's events all take the fast path
-    assert all(l.endswith(" [fast]") for l in seq), [l for l in seq if "[fast]" not in l][:3]
-    fast = sum(l.endswith(" [fast]") for l in events)
     m = re.search(r"record: (\d+) of (\d+) application events took the probes "
                   r"\(the slow path, [\d.]+%\), (\d+) the fast path", p.stderr)
     assert m, p.stderr[-2000:]
-    slow, total, fast_said = map(int, m.groups())
-    assert (total, fast_said, slow) == (len(events), fast, len(events) - fast), \
-        (m.group(0), len(events), fast)
-    # the warm-up took the probes: the share counted is not zero
-    assert slow > 0
+    return p.stdout, p.stderr, events, tuple(map(int, m.groups()))
+
+
+def test_fresh_thread_goes_fast_from_its_first_event(tmp_path):
+    """Threads that start while recorded (with the defaults) take a spare
+    ring the recorder made ahead at their first event: every event of
+    theirs, the first included, is on the fast path (TB_EVF_FAST: `[fast]`
+    in dump), and record -v counts no event on the probes. (Rings of 1M:
+    with the default the burst may fill a ring before it grows.)"""
+    stdout, _, events, (slow, total, fast) = record_fast_seq(tmp_path, "--fast-buffer-size",
+                                                             "1M")
+    assert fast_flags(stdout) == {0: 1, 1: 1}, \
+        f"a thread got no ring (another recording live?): {stdout}"
+    seq = [l for l in events if " I test:seq " in l]
+    assert len(seq) == 2 * 3000, len(seq)
+    assert all(l.endswith(" [fast]") for l in events), \
+        [l for l in events if "[fast]" not in l][:3]
+    assert (slow, total, fast) == (0, len(events), len(events))
+
+
+def test_full_rings_take_the_probes_and_the_slow_share_is_counted(tmp_path):
+    """4 KiB rings that may not grow: a thread's burst overflows its ring,
+    the overflow takes the probes, and record -v's counts of both paths are
+    the file's own."""
+    _, _, events, (slow, total, fast) = record_fast_seq(
+        tmp_path, "--fast-buffer-size", "4K", "--fast-buffer-max", "4K", n=20000)
+    assert len([l for l in events if " I test:seq " in l]) == 2 * 20000
+    fast_in_file = sum(l.endswith(" [fast]") for l in events)
+    assert (total, fast, slow) == (len(events), fast_in_file, len(events) - fast_in_file)
+    assert slow > 0 and fast > 0, (slow, fast)
+
+
+def bench_prog(name):
+    return os.path.join(os.path.dirname(TRACEBPF), "bench", name)
+
+
+def record_v(tmp_path, *cmd, opts=()):
+    """`record -v --no-sched` of cmd with the defaults: (stdout, stderr,
+    the file's path)."""
+    out = tmp_path / "r.tbt"
+    p = subprocess.run([TRACEBPF, "record", "-v", "--no-sched", "--no-json", *opts,
+                        "-o", str(out), "--", *map(str, cmd)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout, p.stderr, out
+
+
+def dump_count(path, pattern):
+    """Lines of `tracebpf dump path` that match the regex pattern."""
+    d = subprocess.run(f"{TRACEBPF} dump {path} | grep -cE '{pattern}'", shell=True,
+                       capture_output=True, text=True, timeout=300)
+    return int(d.stdout.strip() or 0)
+
+
+def test_many_threads_starting_at_once_lose_nothing(tmp_path):
+    """100 threads start together and each emits bursts of 200 instants
+    every 20 ms for 1 s (1 M events/s in all), recorded with the defaults:
+    each takes a spare ring the recorder made ahead (or made at once when
+    the threads asked for more), nothing is dropped, and every event is in
+    the file."""
+    threads = 100
+    stdout, stderr, out = record_v(tmp_path, bench_prog("burst"), threads)
+    emitted = int(re.search(r"emitted=(\d+)", stdout).group(1))
+    assert emitted == threads * 10000, stdout
+    assert re.search(r"recorded \d+ records in [\d.]+ s, 0 dropped", stderr), stderr[-2000:]
+    assert dump_count(out, r" I bench:burst t=") == emitted
+    made = int(re.search(r"fast-path drain: .*; (\d+) rings made", stderr).group(1))
+    assert made >= threads, stderr[-2000:]
+
+
+def test_a_thread_writing_faster_than_the_drain_gets_a_bigger_ring(tmp_path):
+    """A tight loop of 2 M instants from a fresh thread (about 80 MB, faster
+    than the recorder drains): its first ring fills in a millisecond, the
+    thread takes the bigger one the recorder made ahead for the command,
+    and the recorder makes the next size as soon as it is taken. Every
+    event is in the file, the full rings were drained and closed without
+    loss, and record -v says rings grew."""
+    n = 2000000
+    _, stderr, out = record_v(tmp_path, bench_prog("probe_cost"), n, "instant2")
+    grown = int(re.search(r"rings made, (\d+) of them grown", stderr).group(1))
+    assert grown >= 1, stderr[-2000:]
+    assert re.search(r"recorded \d+ records in [\d.]+ s, 0 dropped", stderr), stderr[-2000:]
+    assert dump_count(out, r" I bench:hit2 i=") == n
+    assert "LOST" not in stderr, stderr[-2000:]
+
+
+def test_drain_refused_the_recorder_reads_the_rings(tmp_path):
+    """BPF_PROG_TEST_RUN refused after the first drains: the recorder says
+    so, switches every thread to its probes, and reads what the threads'
+    rings hold from its own mapping: each thread's numbered events are all
+    there, in order, none twice."""
+    n, threads = 20000, 2
+    out = tmp_path / "d.json"
+    p = subprocess.run([prog("deny_bpf_cmd"), "--after", "3", "10", TRACEBPF, "record",
+                        "--no-sched", "-o", str(out), "--", prog("fast_seq"), "run",
+                        str(threads), str(n)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "deny_bpf_cmd: refused" in p.stderr and \
+        "failed to drain the fast-path rings" in p.stderr, p.stderr[-2000:]
+    assert fast_flags(p.stdout) == {i: 1 for i in range(threads)}, p.stdout
+    t = load(out, consumer=False)
+    seq = per_thread(t, "seq")
+    for i in range(threads):
+        assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
+    assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta

@@ -86,7 +86,12 @@ def test_sigkill_loses_nothing(recorder, tmp_path):
     outer = t.named("outer", "X")
     assert len(outer) == 1
     o = outer[0]
-    assert "thread exited" in str(o["args"].get("tracebpf_unfinished")), o
+    # closed at the thread's exit; or, when the kill fell inside a write on
+    # the fast path, at the one event that sample held, lost and marked (it
+    # was not counted yet: the count is exact)
+    cut = "events lost" in str(o["args"].get("tracebpf_incomplete")) and \
+        len(seqs) == after_kill and t.meta["gap_records"] == 1
+    assert "thread exited" in str(o["args"].get("tracebpf_unfinished")) or cut, (o, t.meta)
     last_seq_ts = t.named("seq", "I")[-1]["ts"]
     assert o["ts"] + o["dur"] >= last_seq_ts
 

@@ -413,16 +413,41 @@ struct tracebpf_fast_id {
 	uint16_t pad[3];
 };
 
-/* The recording session's switch, mapped read-only by every process. */
+/* Rings the recorder makes ahead of the threads that take them (spares),
+ * in two pools: pool 0 of the ring size, for a thread's first ring (pins
+ * f<n>), pool 1 of a bigger size, for a thread whose ring is full (pins
+ * g<n>). A thread claims spare n by moving `taken` from n to n + 1, maps
+ * it, and then says whose it is in claim slot n (seq = n + 1, release). */
+#define TRACEBPF_FAST_CLAIMS  224u  /* pool 0: slots, the spares ahead at most */
+#define TRACEBPF_FAST_GCLAIMS 8u    /* pool 1 */
+
+struct tracebpf_fast_claim {
+	uint32_t seq;      /* n + 1 once spare n is claimed and this filled */
+	uint32_t tid;      /* the thread that took it (0: it could not map it) */
+	uint64_t key;      /* its object (the semaphore's address) */
+};
+
+struct tracebpf_fast_pool {
+	uint32_t made;     /* spares made, n < made (the recorder, release) */
+	uint32_t taken;    /* spares claimed (the threads, compare-and-swap) */
+	uint64_t size;     /* bytes of each spare's ring (written before made) */
+};
+
+/* The recording session's switch and its spares, one per process, mapped
+ * by every thread of it that records on the fast path. */
 struct tracebpf_fast_ctl {
 	uint32_t live;     /* TRACEBPF_FAST_LIVE while the session records */
 	uint32_t pid;      /* the recorder */
+	struct tracebpf_fast_pool pool[2];
+	struct tracebpf_fast_claim claim[TRACEBPF_FAST_CLAIMS];     /* pool 0, by n */
+	struct tracebpf_fast_claim gclaim[TRACEBPF_FAST_GCLAIMS];   /* pool 1 */
 };
 
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_rec) == 40, "tracebpf_fast_rec layout");
 TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF_FAST_HEAD,
 		  "tracebpf_fast_rec layout");
-TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 8, "tracebpf_fast_ctl layout");
+TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 3752 &&
+		  sizeof(struct tracebpf_fast_ctl) <= 4096, "tracebpf_fast_ctl layout: one page");
 
 #ifdef __cplusplus
 extern "C" {
@@ -535,10 +560,10 @@ struct tracebpf__fast_thread {
 	unsigned long mask;                /* data bytes - 1 */
 	unsigned long pos;                 /* our producer position */
 	unsigned long cons_seen;           /* the consumer position last read */
-	const volatile struct tracebpf_fast_ctl *ctl;
+	volatile struct tracebpf_fast_ctl *ctl;
 	unsigned long map_len;             /* of the mapping at prod */
-	uint64_t retry;                    /* next try at a ring, ns */
-	uint64_t backoff;                  /* ns */
+	uint64_t retry;                    /* next look for the process's switch, ns */
+	uint64_t asked;                    /* next request to the recorder, ns */
 	uint32_t state;                    /* TRACEBPF__FAST_* */
 	uint32_t busy;                     /* in a write (signal handlers) */
 	uint32_t dtor;                     /* thread-exit unmap registered */
@@ -546,7 +571,7 @@ struct tracebpf__fast_thread {
 
 /* One per object. */
 struct tracebpf__fast_proc {
-	const volatile struct tracebpf_fast_ctl *ctl;
+	volatile struct tracebpf_fast_ctl *ctl;
 	int pid;                           /* whose ctl */
 	int lock;
 	int init;                          /* fork handler registered */
@@ -675,6 +700,7 @@ TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
 	t->data = 0;
 	t->state = TRACEBPF__FAST_NONE;
 	t->retry = 0;
+	t->asked = 0;
 	t->busy = 0;
 	tracebpf__fast_proc.ctl = 0;
 	tracebpf__fast_proc.pid = 0;
@@ -685,22 +711,28 @@ TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
 /* The session's switch of this process, mapped once per process and
  * session (an ended session's page stays mapped: other threads may still
  * read it). */
-TRACEBPF__FASTFN const volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
+TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 {
 	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
-	const volatile struct tracebpf_fast_ctl *c = p->ctl;
+	volatile struct tracebpf_fast_ctl *c = p->ctl;
 	unsigned long size;
 	char path[64];
 
 	if (c && p->pid == pid && c->live == TRACEBPF_FAST_LIVE)
 		return c;
-	if (__atomic_exchange_n(&p->lock, 1, __ATOMIC_ACQUIRE))
-		return 0;   /* another thread is at it: the slow path meanwhile */
+	if (__atomic_exchange_n(&p->lock, 1, __ATOMIC_ACQUIRE)) {
+		/* another thread is mapping it (a few system calls): the
+		 * threads that start together all take their ring at once */
+		while (__atomic_load_n(&p->lock, __ATOMIC_ACQUIRE))
+			__asm__ __volatile__("pause" ::: "memory");
+		c = __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE);
+		return c && p->pid == pid && c->live == TRACEBPF_FAST_LIVE ? c : 0;
+	}
 	if (!__atomic_exchange_n(&p->init, 1, __ATOMIC_RELAXED))
 		tracebpf__pthread_atfork(0, 0, tracebpf__fast_atfork_child);
 	tracebpf__fast_path(path, pid, "ctl");
-	c = TRACEBPF__SCAST(const volatile struct tracebpf_fast_ctl *,
-			    tracebpf__fast_map(path, 2 /* ARRAY */, 1, &size, 0, 0));
+	c = TRACEBPF__SCAST(volatile struct tracebpf_fast_ctl *,
+			    tracebpf__fast_map(path, 2 /* ARRAY */, 0, &size, 0, 0));
 	if (c && c->live == TRACEBPF_FAST_LIVE) {
 		p->tag++;   /* a new session: write every site's descriptor again */
 		p->pid = TRACEBPF__SCAST(int, pid);
@@ -728,29 +760,25 @@ TRACEBPF__INLINE void tracebpf__fast_request(void)
 			     : "memory");
 }
 
-/* "r<tid>-<key in hex>" */
-TRACEBPF__FASTFN void tracebpf__fast_leaf(char *buf, long tid)
+/* "<root>/<pid>/<c><n>": spare n of a pool ('f' pool 0, 'g' pool 1). */
+TRACEBPF__FASTFN void tracebpf__fast_spare(char *buf, long pid, char c, uint32_t n)
 {
-	uintptr_t key = TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore);
-	int n = 1;
+	char leaf[16];
+	int k;
 
-	buf[0] = 'r';
-	n = tracebpf__fast_num(buf, n, TRACEBPF__SCAST(uint64_t, tid), 10);
-	buf[n++] = '-';
-	n = tracebpf__fast_num(buf, n, key, 16);
-	buf[n] = 0;
+	leaf[0] = c;
+	k = tracebpf__fast_num(leaf, 1, n, 10);
+	leaf[k] = 0;
+	tracebpf__fast_path(buf, pid, leaf);
 }
 
-/* Maps this thread's ring once the recorder has made it. */
-TRACEBPF__FASTFN int tracebpf__fast_open(struct tracebpf__fast_thread *t, long pid,
-					 const volatile struct tracebpf_fast_ctl *c)
+/* Maps the ring pinned at path into t's ring fields (t is left as it is
+ * when it cannot be). 1 when mapped. */
+TRACEBPF__FASTFN int tracebpf__fast_mapring(struct tracebpf__fast_thread *t, const char *path)
 {
-	char leaf[48], path[64];
 	unsigned long size = 0;
 	void *cons, *prod;
 
-	tracebpf__fast_leaf(leaf, tracebpf__sys(TRACEBPF__SYS_GETTID, 0, 0, 0, 0, 0, 0));
-	tracebpf__fast_path(path, pid, leaf);
 	cons = tracebpf__fast_map(path, 31 /* USER_RINGBUF */, 1, &size, 0, 0);
 	if (!cons)
 		return 0;
@@ -769,42 +797,122 @@ TRACEBPF__FASTFN int tracebpf__fast_open(struct tracebpf__fast_thread *t, long p
 	t->mask = size - 1;
 	t->pos = __atomic_load_n(t->prod, __ATOMIC_ACQUIRE);
 	t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
-	t->ctl = c;
-	if (!t->dtor) {
-		t->dtor = 1;
-		tracebpf__thread_atexit(tracebpf__fast_thread_exit, t, &tracebpf__dso_handle);
-	}
-	t->state = TRACEBPF__FAST_READY;
 	return 1;
 }
 
-/* A thread without a usable ring: ask for one and try to map it, with a
- * backoff (1 ms doubling to 256 ms) while there is none. 1 when ready. */
+/* Takes the next spare of pool `pool` (1: only one bigger than t's ring):
+ * claims it, maps it into t, and says whose it is (thread 0: nobody's, it
+ * could not be mapped). 1 when mapped. */
+TRACEBPF__FASTFN int tracebpf__fast_claim(struct tracebpf__fast_thread *t,
+					  volatile struct tracebpf_fast_ctl *c, long pid, int pool)
+{
+	volatile struct tracebpf_fast_pool *p = &c->pool[pool];
+	volatile struct tracebpf_fast_claim *cl;
+	uint32_t n = __atomic_load_n(&p->taken, __ATOMIC_ACQUIRE);
+	char path[64];
+	int mapped;
+
+	do {
+		if (n >= __atomic_load_n(&p->made, __ATOMIC_ACQUIRE) ||
+		    (pool && p->size <= t->mask + 1))
+			return 0;
+	} while (!__atomic_compare_exchange_n(&p->taken, &n, n + 1, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	/* mapped before the claim is filled: the recorder unpins a spare
+	 * once it has read whose it is */
+	tracebpf__fast_spare(path, pid, pool ? 'g' : 'f', n);
+	mapped = tracebpf__fast_mapring(t, path);
+	cl = pool ? &c->gclaim[n % TRACEBPF_FAST_GCLAIMS] : &c->claim[n % TRACEBPF_FAST_CLAIMS];
+	cl->tid = mapped ? TRACEBPF__SCAST(uint32_t, tracebpf__sys(TRACEBPF__SYS_GETTID, 0, 0, 0,
+								   0, 0, 0)) : 0;
+	cl->key = TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore);
+	__atomic_store_n(&cl->seq, n + 1, __ATOMIC_RELEASE);
+	return mapped;
+}
+
+#define TRACEBPF__FAST_LOOK_NS 100000ull    /* a missing switch, looked for again */
+#define TRACEBPF__FAST_ASK_NS  10000000ull  /* a request, made again */
+
+/* Asks the recorder for a ring (a spare, a bigger one, the process's
+ * switch), at most every TRACEBPF__FAST_ASK_NS per thread: 500 threads
+ * asking every millisecond kept the recorder from making what they asked
+ * for (a request lost with a full ring is made again). */
+TRACEBPF__INLINE void tracebpf__fast_ask(struct tracebpf__fast_thread *t, uint64_t now)
+{
+	if (now < t->asked)
+		return;
+	t->asked = now + TRACEBPF__FAST_ASK_NS;
+	tracebpf__fast_request();
+}
+
+/* A thread without a usable ring takes a spare of its process, at its
+ * first event or at the first event after the recorder made one. Until the
+ * process has a switch (the recorder makes it at attach, at the fork of a
+ * traced process, or when asked), the thread looks for it at most every
+ * TRACEBPF__FAST_LOOK_NS. 1 when ready. */
 TRACEBPF__FASTFN int tracebpf__fast_setup(struct tracebpf__fast_thread *t)
 {
-	const volatile struct tracebpf_fast_ctl *c;
-	uint64_t now = tracebpf__now();
+	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
+	volatile struct tracebpf_fast_ctl *c;
+	uint64_t now = 0;
 	long pid;
 
 	if (t->state == TRACEBPF__FAST_READY)
 		tracebpf__fast_unmap(t);   /* its session ended */
-	if (now < t->retry || t->busy)
+	if (t->busy)
 		return 0;
 	t->busy = 1;
-	pid = tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0);
-	tracebpf__fast_request();   /* again at every try: a request may be lost */
-	c = tracebpf__fast_ctl(pid);
-	if (c && tracebpf__fast_open(t, pid, c)) {
-		t->backoff = 0;
+	c = __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE);
+	pid = p->pid;
+	now = tracebpf__now();
+	if (!c || c->live != TRACEBPF_FAST_LIVE) {
+		c = 0;
+		if (now >= t->retry) {
+			t->retry = now + TRACEBPF__FAST_LOOK_NS;
+			pid = tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0);
+			tracebpf__fast_ask(t, now);
+			c = tracebpf__fast_ctl(pid);
+		}
+	}
+	if (c && tracebpf__fast_claim(t, c, pid, 0)) {
+		t->ctl = c;
+		if (!t->dtor) {
+			t->dtor = 1;
+			tracebpf__thread_atexit(tracebpf__fast_thread_exit, t,
+						&tracebpf__dso_handle);
+		}
+		t->state = TRACEBPF__FAST_READY;
 		t->busy = 0;
 		return 1;
 	}
-	t->backoff = t->backoff ? t->backoff * 2 : 1000000;
-	if (t->backoff > 256000000)
-		t->backoff = 256000000;
-	t->retry = now + t->backoff;
+	if (c)
+		tracebpf__fast_ask(t, now);
 	t->busy = 0;
 	return 0;
+}
+
+TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *t,
+						  uint32_t len);
+
+/* t's ring is full: a bigger spare, if the recorder made one, becomes its
+ * ring (the full one is left to the drain), and the sample goes there.
+ * NULL when there is none (the event takes the probe, and the recorder is
+ * asked for one). */
+TRACEBPF__FASTFN uint32_t *tracebpf__fast_grow(struct tracebpf__fast_thread *t, uint32_t len)
+{
+	volatile struct tracebpf_fast_ctl *c = t->ctl;
+	struct tracebpf__fast_thread old = *t;
+
+	if (__atomic_load_n(&c->pool[1].made, __ATOMIC_ACQUIRE) <= c->pool[1].taken ||
+	    !tracebpf__fast_claim(t, c, tracebpf__fast_proc.pid, 1)) {
+		tracebpf__fast_ask(t, tracebpf__now());
+		return 0;
+	}
+	tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, old.prod),
+		      TRACEBPF__SCAST(long, old.map_len), 0, 0, 0, 0);
+	tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, old.cons), 4096, 0, 0, 0, 0);
+	tracebpf__fast_request();   /* wakes the recorder: it makes the next size now */
+	return tracebpf__fast_reserve(t, len);
 }
 
 /* Room for a sample of len bytes (a multiple of 8), marked BUSY and
@@ -822,7 +930,7 @@ TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *
 	if (pos - t->cons_seen + total > t->mask + 1) {
 		t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
 		if (pos - t->cons_seen + total > t->mask + 1)
-			return 0;
+			return tracebpf__fast_grow(t, len);
 	}
 	hdr = TRACEBPF__RCAST(uint32_t *, t->data + (pos & t->mask));
 	hdr[0] = len | TRACEBPF_FAST_BUSY;

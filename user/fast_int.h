@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * fast_int.h - what fast.c (the session: its directory in bpffs, the
+ * drain, the end) and fast_pool.c (the processes: their directories and
+ * switches, the spare rings made ahead of their threads, growth) share.
+ * Not for other users of fast.h.
+ */
+#ifndef TRACEBPF_FAST_INT_H
+#define TRACEBPF_FAST_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fast.h"
+#include "tracebpf/trace.h"
+
+#define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
+
+/* A ring in fast_rings: a spare (made ahead, no thread yet), a thread's,
+ * or one its thread left for a bigger one (retired: drained, then closed). */
+struct fring {
+	int fd;                /* -1: a free slot */
+	uint32_t pid, tid;     /* tid 0: a spare */
+	uint64_t key;
+	uint64_t size;         /* bytes of data */
+	uint64_t dead;         /* the round its thread was seen gone, 0 alive */
+	uint64_t dead_ts;      /* when (its exit or exec record) */
+	unsigned fill;         /* per mille, when last drained */
+	uint64_t given_ns;     /* when its thread's claim was taken in */
+	unsigned long prod0;   /* its producer position then */
+	bool spare, retired;
+	bool hot;              /* its thread asked (full), or took a grown one */
+	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */
+	const unsigned long *pos;  /* consumer page, producer page (read-only) */
+	char path[96];         /* "" once unpinned */
+};
+
+/* A process with a directory in this session. */
+struct fproc {
+	uint32_t pid;
+	uid_t uid;
+	gid_t gid;
+	int ctl_fd;            /* its switch (one per process: it may write it) */
+	volatile struct tracebpf_fast_ctl *c;   /* mapped */
+	bool refused;          /* another session has it */
+	uint32_t seen[2];      /* claims taken in, per pool */
+	bool given[2][TRACEBPF_FAST_CLAIMS];   /* claim n taken in, by n, until seen */
+	uint32_t slot[2][TRACEBPF_FAST_CLAIMS];   /* spare n's ring, by n */
+	unsigned asked;        /* requests this round */
+	unsigned claimed;      /* claims taken in this round */
+	bool grow_planned;
+	char dir[80];
+};
+
+/* A spare to make (fast_pool.c). */
+struct plan {
+	struct fproc *p;
+	int pool;
+	uint64_t size;
+	uint32_t slot;         /* once its ring is made; ~0u before */
+};
+
+struct req {
+	uint32_t pid, tid;
+	uint64_t key;
+};
+
+/* Events lost in a thread's ring: the one it was writing when it was
+ * killed, or all it held when the drain could not run. */
+struct lost {
+	uint32_t pid, tid;
+	uint64_t ts;
+	uint64_t n;
+};
+
+struct tb_fast {
+	struct record_bpf *skel;
+	struct tb_fast_opts o;
+	int tmpl_fd, outer_fd, drain_fd;
+	char sess[64];
+	struct fring *rings;   /* by slot */
+	struct fproc **procs;
+	size_t nprocs;
+	struct req *reqs;
+	size_t nreqs, creqs;
+	struct plan *plan;
+	size_t nplan, cplan;
+	uint32_t *forks;       /* processes forked by one with a directory */
+	size_t nforks, cforks;
+	uint64_t round, lost;
+	unsigned fill;             /* tb_fast_fill's */
+	struct lost *lost_v;       /* not yet marked in the trace */
+	size_t nlost;
+	uint64_t drained, drain_ns, made, grown;   /* tb_fast_stats */
+	bool said_full, said_err;
+	bool broken;           /* the drain cannot run: every process on its probes */
+	int (*put)(void *ctx, void *rec, size_t size);   /* tb_fast_output */
+	void *put_ctx;
+};
+
+/* A process's switch set by another session that records it too: not
+ * LIVE, so the process takes its probes (both sessions see them). */
+#define TB_FAST_SHARED 0x44524853u   /* "SHRD" */
+
+/* What the recorder maps of a thread's ring: the consumer and producer
+ * positions' pages (it never reads the data: the drain program does). */
+#define RING_META (2 * 4096)
+
+/* fast.c */
+bool fast_pid_alive(long pid);
+void fast_remove_dir(const char *dir, bool off);
+int fast_ctl_make(void);
+void fast_ctl_set(int fd, uint32_t live);
+long fast_other_session(void);
+void fast_say_other(long other);
+bool fast_other_seen(void);
+unsigned long fast_ring_used(const struct fring *r);
+void fast_unmap_ring(struct fring *r);
+void fast_close_slot(struct tb_fast *f, uint32_t slot);
+void fast_flush_stale(struct tb_fast *f);
+
+/* fast_salvage.c: the committed samples of r as records to f->put; the
+ * events lost (a sample still BUSY). */
+uint64_t fast_salvage(struct tb_fast *f, const struct fring *r);
+
+/* fast_pool.c */
+/* The processes' claims of spares, taken in before a drain (after the
+ * round's cut: a thread writes into a spare only after its claim), and
+ * bigger rings made for the threads whose ring filled. */
+void fast_take_claims(struct tb_fast *f);
+void fast_close_procs(struct tb_fast *f);
+/* Every process of the session switched to its probes (TB_FAST_SHARED). */
+void fast_share_all(struct tb_fast *f);
+
+#endif

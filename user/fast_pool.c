@@ -1,0 +1,753 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * fast_pool.c - the processes of a fast-path session (fast.h). Each has a
+ * directory <session>/<pid>, owned by its user with mode 0700, holding its
+ * switch `ctl` and the spare rings made ahead of its threads: f<n> of the
+ * ring size, and g<n>, bigger, for a thread whose ring filled.
+ * TRACEBPF_FAST_ROOT/<pid> is a symbolic link to it. A thread takes a
+ * spare by claiming it in the switch (trace.h, struct tracebpf_fast_ctl);
+ * every drain first takes the claims in and gives each claimed ring its
+ * thread. Every round's end makes spares again, SPARES_AHEAD and as many
+ * as the process took or asked for lately, and a bigger one for a process
+ * whose ring was half full or more when drained.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <time.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+
+#include "tbrecords.h"
+#include "fast_int.h"
+
+/* Spares of a process kept ahead of its threads' claims, at least. */
+#define SPARES_AHEAD 4u
+/* The bigger ring made ahead for a target's first thread that fills its
+ * ring (it grows again from there). */
+#define TARGET_GROWN (64ull << 20)
+/* A grown ring holds this long of its thread's writing. */
+#define GROW_HOLD_MS 100u
+/* Grown rings, all together, at most (a thread's ring grows to
+ * --fast-buffer-max while this allows). */
+#define GROWN_MAX (512ull << 20)
+
+/* The user a process's pins belong to: its file-system ids. */
+static int proc_ids(uint32_t pid, uid_t *uid, gid_t *gid)
+{
+	char path[64], line[256];
+	unsigned long v[4];
+	int found = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while (fgets(line, sizeof(line), fp)) {
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
+			*uid = (uid_t)v[3];
+			found |= 1;
+		} else if (sscanf(line, "Gid: %lu %lu %lu %lu", &v[0], &v[1], &v[2],
+				  &v[3]) == 4) {
+			*gid = (gid_t)v[3];
+			found |= 2;
+		}
+	}
+	fclose(fp);
+	return found == 3 ? 0 : -ENOENT;
+}
+
+static int pin_for(int fd, const char *path, uid_t uid, gid_t gid, mode_t mode)
+{
+	if (bpf_obj_pin(fd, path))
+		return -errno;
+	if (chown(path, uid, gid) || chmod(path, mode)) {
+		int err = -errno;
+
+		unlink(path);
+		return err;
+	}
+	return 0;
+}
+
+/* TRACEBPF_FAST_ROOT/<pid> -> s<us>/<pid>, unless a live session has it. */
+/* A process's link (TRACEBPF_FAST_ROOT/<pid>) and what it holds when it
+ * leads into this session (s<recorder>/<pid>). */
+static void link_paths(const struct tb_fast *f, uint32_t pid, char link[96], char target[96])
+{
+	snprintf(link, 96, "%s/%u", TRACEBPF_FAST_ROOT, pid);
+	snprintf(target, 96, "%s/%u", strrchr(f->sess, '/') + 1, pid);
+}
+
+static int link_proc(struct tb_fast *f, struct fproc *p)
+{
+	char link[96], target[96], cur[96];
+	ssize_t n;
+
+	link_paths(f, p->pid, link, target);
+	n = readlink(link, cur, sizeof(cur) - 1);
+	if (n > 0) {
+		cur[n] = 0;
+		if (!strcmp(cur, target))
+			return 0;
+		if (cur[0] == 's' && fast_pid_alive(atol(cur + 1)))
+			return -EBUSY;
+	}
+	unlink(link);
+	return symlink(target, link) ? -errno : 0;
+}
+
+/* A process's link, if it leads into this session. */
+static void unlink_ours(struct tb_fast *f, uint32_t pid)
+{
+	char link[96], target[96], cur[96];
+	ssize_t n;
+
+	link_paths(f, pid, link, target);
+	n = readlink(link, cur, sizeof(cur) - 1);
+	if (n > 0) {
+		cur[n] = 0;
+		if (!strcmp(cur, target))
+			unlink(link);
+	}
+}
+
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static unsigned long ring_prod(const struct fring *r)
+{
+	return __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
+}
+
+/* The ring a thread that filled r grows to: what it writes in GROW_HOLD at
+ * the rate it wrote since it took r (a power of two), at least four
+ * times r, at most --fast-buffer-max. */
+static uint64_t grown_size(const struct tb_fast *f, const struct fring *r)
+{
+	uint64_t dt = mono_ns() - r->given_ns, bytes = ring_prod(r) - r->prod0, want, size;
+
+	if (dt < 1000000)
+		dt = 1000000;
+	want = bytes * GROW_HOLD_MS / (dt / 1000000);
+	for (size = r->size * 4; size < want && size < f->o.ring_max; size *= 2)
+		;
+	return size < f->o.ring_max ? size : f->o.ring_max;
+}
+
+static uint32_t pool_cap(int pool)
+{
+	return pool ? TRACEBPF_FAST_GCLAIMS : TRACEBPF_FAST_CLAIMS;
+}
+
+static struct fproc *find_proc(struct tb_fast *f, uint32_t pid)
+{
+	for (size_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]->pid == pid)
+			return f->procs[i];
+	return NULL;
+}
+
+static int free_slot(struct tb_fast *f, __u32 *slot)
+{
+	for (unsigned i = 0; i < f->o.max_rings; i++)
+		if (f->rings[i].fd < 0 && !f->rings[i].stale) {
+			*slot = i;
+			return 0;
+		}
+	if (!f->said_full)
+		fprintf(stderr, "tracebpf: record: all %u fast-path rings are in use: more "
+				"threads take their probes (raise --max-fast-rings)\n",
+			f->o.max_rings);
+	f->said_full = true;
+	return -ENOSPC;
+}
+
+/* A spare to make at the end of this step (make_planned). */
+static void plan(struct tb_fast *f, struct fproc *p, int pool, uint64_t size)
+{
+	struct plan *nv;
+
+	if (f->nplan == f->cplan) {
+		size_t c = f->cplan ? 2 * f->cplan : 16;
+
+		nv = realloc(f->plan, c * sizeof(*nv));
+		if (!nv)
+			return;   /* its threads ask again */
+		f->plan = nv;
+		f->cplan = c;
+	}
+	f->plan[f->nplan++] = (struct plan){ p, pool, size, ~0u };
+}
+
+/* A planned spare's ring: made and mapped, in a free slot, not yet in
+ * fast_rings. */
+static int new_ring(struct tb_fast *f, struct plan *w)
+{
+	char name[BPF_OBJ_NAME_LEN];
+	struct fring *r;
+	void *pos;
+	__u32 slot;
+	int fd, err;
+
+	err = free_slot(f, &slot);
+	if (err)
+		return err;
+	snprintf(name, sizeof(name), "tb_fr%u", w->p->pid % 1000000000u);
+	fd = bpf_map_create(BPF_MAP_TYPE_USER_RINGBUF, name, 0, 0, (__u32)w->size, NULL);
+	if (fd < 0)
+		return -errno;
+	pos = mmap(NULL, RING_META, PROT_READ, MAP_SHARED, fd, 0);
+	if (pos == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	r = &f->rings[slot];
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	r->pos = pos;
+	r->pid = w->p->pid;
+	r->size = w->size;
+	r->spare = true;
+	w->slot = slot;
+	return 0;
+}
+
+/* A planned spare pinned for the process's user as spare `made` of its
+ * pool; then the pool says it is there. */
+static int publish(struct tb_fast *f, const struct plan *w)
+{
+	volatile struct tracebpf_fast_pool *pl = &w->p->c->pool[w->pool];
+	struct fring *r = &f->rings[w->slot];
+	uint32_t n = pl->made;
+	int err;
+
+	snprintf(r->path, sizeof(r->path), "%s/%c%u", w->p->dir, w->pool ? 'g' : 'f', n);
+	err = pin_for(r->fd, r->path, w->p->uid, w->p->gid, 0600);
+	if (err) {
+		r->path[0] = 0;
+		return err;
+	}
+	w->p->slot[w->pool][n % pool_cap(w->pool)] = w->slot;
+	pl->size = w->size;
+	__atomic_store_n(&pl->made, n + 1, __ATOMIC_RELEASE);
+	f->made++;
+	f->grown += w->pool;
+	return 0;
+}
+
+static void say_spare_err(struct tb_fast *f, const struct fproc *p, int err);
+
+/* Inserts the new rings into fast_rings in one batch: each update of a
+ * map-in-map waits for an RCU grace period, a batch once. */
+static int insert_batch(struct tb_fast *f, __u32 *keys, int *fds, __u32 n)
+{
+	__u32 count = n;
+
+	if (!n || !bpf_map_update_batch(f->outer_fd, keys, fds, &count, NULL))
+		return 0;
+	for (__u32 i = 0; i < n; i++)
+		if (bpf_map_update_elem(f->outer_fd, &keys[i], &fds[i], 0))
+			return -errno;
+	return 0;
+}
+
+/* The planned spares: made, in fast_rings, published, in plan order. */
+static void make_planned(struct tb_fast *f)
+{
+	__u32 *keys = calloc(f->nplan + 1, sizeof(*keys)), n = 0;
+	int *fds = calloc(f->nplan + 1, sizeof(*fds)), err = 0;
+
+	for (size_t i = 0; keys && fds && i < f->nplan; i++) {
+		err = new_ring(f, &f->plan[i]);
+		if (err) {
+			say_spare_err(f, f->plan[i].p, err);
+			continue;
+		}
+		keys[n] = f->plan[i].slot;
+		fds[n++] = f->rings[f->plan[i].slot].fd;
+	}
+	err = insert_batch(f, keys, fds, n);
+	for (size_t i = 0; i < f->nplan; i++) {
+		struct plan *w = &f->plan[i];
+
+		if (w->slot == ~0u)
+			continue;
+		if (!err && (err = publish(f, w)) == 0)
+			continue;
+		say_spare_err(f, w->p, err);
+		fast_close_slot(f, w->slot);
+	}
+	f->nplan = 0;
+	free(keys);
+	free(fds);
+}
+
+static void say_spare_err(struct tb_fast *f, const struct fproc *p, int err)
+{
+	if (f->said_err || err == -ENOSPC)
+		return;
+	ERR("failed to make a fast-path ring for process %u: %s (its threads take the probes "
+	    "until one is made)", p->pid, strerror(-err));
+	f->said_err = true;
+}
+
+/* The ring its thread left for a bigger one: drained, then closed. */
+static void retire_old(struct tb_fast *f, const struct fring *nr)
+{
+	for (unsigned i = 0; i < f->o.max_rings; i++) {
+		struct fring *r = &f->rings[i];
+
+		if (r != nr && r->fd >= 0 && !r->spare && !r->dead && !r->retired &&
+		    r->pid == nr->pid && r->tid == nr->tid && r->key == nr->key)
+			r->retired = true;
+	}
+}
+
+/* A claimed spare becomes its thread's ring. A thread already gone (its
+ * exit taken in before its claim) has it drained once more and closed. */
+static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
+		 const volatile struct tracebpf_fast_claim *cl, int pool)
+{
+	char task[64];
+
+	r->tid = cl->tid;
+	r->key = cl->key;
+	r->spare = false;
+	r->given_ns = mono_ns();
+	r->prod0 = ring_prod(r);
+	if (r->path[0])
+		unlink(r->path);   /* nobody else maps it */
+	r->path[0] = 0;
+	if (pool) {
+		retire_old(f, r);
+		r->hot = true;   /* it filled one: the next size is made ahead */
+	}
+	snprintf(task, sizeof(task), "/proc/%u/task/%u", r->pid, r->tid);
+	if (access(task, F_OK)) {
+		r->dead = f->round;
+		r->dead_ts = 0;
+	}
+	p->claimed++;
+}
+
+/* The claims of one pool whose slots are filled, in any order (a thread
+ * may be preempted between its claim and filling the slot: the others do
+ * not wait for it, and its claim is never given up). */
+static void take_pool(struct tb_fast *f, struct fproc *p, int pool)
+{
+	volatile struct tracebpf_fast_pool *pl = &p->c->pool[pool];
+	uint32_t cap = pool_cap(pool);
+	uint32_t taken = __atomic_load_n(&pl->taken, __ATOMIC_ACQUIRE);
+
+	if (taken > pl->made)
+		taken = pl->made;   /* made is ours; the process may write anything */
+	for (uint32_t n = p->seen[pool]; n < taken; n++) {
+		const volatile struct tracebpf_fast_claim *cl =
+			pool ? &p->c->gclaim[n % cap] : &p->c->claim[n % cap];
+
+		if (!p->given[pool][n % cap] &&
+		    __atomic_load_n(&cl->seq, __ATOMIC_ACQUIRE) == n + 1) {
+			if (cl->tid)
+				give(f, p, &f->rings[p->slot[pool][n % cap]], cl, pool);
+			else   /* its thread could not map it: nothing in it */
+				fast_close_slot(f, p->slot[pool][n % cap]);
+			p->given[pool][n % cap] = true;
+		}
+	}
+	while (p->seen[pool] < taken && p->given[pool][p->seen[pool] % cap]) {
+		p->given[pool][p->seen[pool] % cap] = false;
+		p->seen[pool]++;
+	}
+}
+
+static void grow(struct tb_fast *f);
+
+/* Before a drain: the claims taken in, and the bigger rings made for the
+ * threads whose ring filled (here, not at the round's end: a drain may
+ * take long while a thread writes faster than it). */
+void fast_take_claims(struct tb_fast *f)
+{
+	for (size_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]->c) {
+			take_pool(f, f->procs[i], 0);
+			take_pool(f, f->procs[i], 1);
+		}
+	grow(f);
+	make_planned(f);
+}
+
+/* Pool 0 kept `want` spares ahead (at most TRACEBPF_FAST_CLAIMS). */
+static void top_up(struct tb_fast *f, struct fproc *p, unsigned want)
+{
+	volatile struct tracebpf_fast_pool *pl = &p->c->pool[0];
+	uint32_t taken = __atomic_load_n(&pl->taken, __ATOMIC_ACQUIRE);
+	uint32_t ahead = taken < pl->made ? pl->made - taken : 0;
+	uint32_t room = TRACEBPF_FAST_CLAIMS - (pl->made - p->seen[0]);
+
+	if (want > TRACEBPF_FAST_CLAIMS)
+		want = TRACEBPF_FAST_CLAIMS;
+	for (uint32_t i = ahead; i < want && room; i++, room--)
+		plan(f, p, 0, f->o.ring_size);
+}
+
+static void unmap_ctl(struct fproc *p)
+{
+	if (p->c)
+		munmap((void *)p->c, 4096);
+	p->c = NULL;
+}
+
+/* The directory of a process (made once): its switch, mapped, LIVE once
+ * its link is made and no other session is seen. NULL when the process
+ * takes its probes (said). */
+static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t gid)
+{
+	struct fproc *p = find_proc(f, pid), **nv;
+	char path[128];
+	long other;
+	int err;
+
+	if (p)
+		return p->refused ? NULL : p;
+	nv = realloc(f->procs, (f->nprocs + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	f->procs = nv;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	f->procs[f->nprocs++] = p;
+	p->pid = pid;
+	p->uid = uid;
+	p->gid = gid;
+	snprintf(p->dir, sizeof(p->dir), "%s/%u", f->sess, pid);
+	snprintf(path, sizeof(path), "%s/ctl", p->dir);
+	p->ctl_fd = fast_ctl_make();
+	err = p->ctl_fd < 0 ? p->ctl_fd : 0;
+	if (!err) {
+		p->c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, p->ctl_fd, 0);
+		if (p->c == MAP_FAILED) {
+			p->c = NULL;
+			err = -errno;
+		}
+	}
+	if (!err && mkdir(p->dir, 0700))
+		err = -errno;
+	if (!err && chown(p->dir, uid, gid))
+		err = -errno;
+	if (!err)
+		err = pin_for(p->ctl_fd, path, uid, gid, 0600);
+	if (!err)
+		err = link_proc(f, p);
+	if (!err && (other = fast_other_session())) {
+		fast_say_other(other);
+		err = -EUSERS;   /* announce(): the other session may record it too */
+	}
+	if (!err)
+		fast_ctl_set(p->ctl_fd, TRACEBPF_FAST_LIVE);
+	if (err) {
+		if (err != -EUSERS && !(err == -EBUSY && fast_other_seen()))
+			fprintf(stderr, "tracebpf: record: %s: process %u takes the probes for "
+					"every event\n", err == -EBUSY ? "another tracebpf records "
+					"it" : "failed to make its fast-path directory", pid);
+		unlink_ours(f, pid);
+		fast_remove_dir(p->dir, false);
+		if (p->ctl_fd >= 0)
+			close(p->ctl_fd);
+		p->ctl_fd = -1;
+		unmap_ctl(p);
+		p->refused = true;
+		return NULL;
+	}
+	return p;
+}
+
+/* A process whose user changed (an exec of a setuid program, or of the
+ * command after `su`): its directory, switch and spares become the new
+ * user's, so that it can open them. */
+static void reown(struct tb_fast *f, struct fproc *p, uid_t uid, gid_t gid)
+{
+	char path[128];
+
+	p->uid = uid;
+	p->gid = gid;
+	snprintf(path, sizeof(path), "%s/ctl", p->dir);
+	if (chown(p->dir, uid, gid) || chown(path, uid, gid))
+		ERR("failed to give process %u its fast-path directory: %s", p->pid,
+		    strerror(errno));
+	for (unsigned i = 0; i < f->o.max_rings; i++)
+		if (f->rings[i].fd >= 0 && f->rings[i].pid == p->pid && f->rings[i].path[0] &&
+		    chown(f->rings[i].path, uid, gid))
+			ERR("failed to give process %u its ring %s: %s", p->pid,
+			    f->rings[i].path, strerror(errno));
+}
+
+/* The directory of a live process, made if new (and its user's). */
+static struct fproc *proc_for(struct tb_fast *f, uint32_t pid)
+{
+	struct fproc *p = find_proc(f, pid);
+	uid_t uid = 0;
+	gid_t gid = 0;
+
+	if (proc_ids(pid, &uid, &gid))
+		return p && !p->refused ? p : NULL;   /* gone */
+	if (p && !p->refused && (p->uid != uid || p->gid != gid))
+		reown(f, p, uid, gid);
+	return get_proc(f, pid, uid, gid);
+}
+
+static unsigned count_threads(uint32_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+void tb_fast_target(struct tb_fast *f, uint32_t pid)
+{
+	struct fproc *p;
+
+	if (!f || f->broken || !(p = proc_for(f, pid)))
+		return;
+	top_up(f, p, count_threads(pid) + SPARES_AHEAD);
+	if (f->o.ring_max > f->o.ring_size)   /* for the first thread that fills its ring */
+		plan(f, p, 1, f->o.ring_max < TARGET_GROWN ? f->o.ring_max : TARGET_GROWN);
+	make_planned(f);
+}
+
+void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q)
+{
+	struct req *nv;
+
+	if (!f)
+		return;
+	if (f->nreqs == f->creqs) {
+		size_t c = f->creqs ? 2 * f->creqs : 16;
+
+		nv = realloc(f->reqs, c * sizeof(*nv));
+		if (!nv)
+			return;   /* the thread asks again */
+		f->reqs = nv;
+		f->creqs = c;
+	}
+	f->reqs[f->nreqs++] = (struct req){ q->hdr.pid, q->hdr.tid, q->key };
+}
+
+void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child)
+{
+	uint32_t *nv;
+
+	if (!f || parent == child || !find_proc(f, parent))
+		return;
+	if (f->nforks == f->cforks) {
+		size_t c = f->cforks ? 2 * f->cforks : 16;
+
+		nv = realloc(f->forks, c * sizeof(*nv));
+		if (!nv)
+			return;   /* its threads ask */
+		f->forks = nv;
+		f->cforks = c;
+	}
+	f->forks[f->nforks++] = child;
+}
+
+/* A thread asks when it has no ring and finds no spare, or when its ring
+ * is full and it finds no bigger one. */
+static void serve_request(struct tb_fast *f, const struct req *q)
+{
+	struct fproc *p = proc_for(f, q->pid);
+
+	if (!p)
+		return;
+	for (unsigned i = 0; i < f->o.max_rings; i++) {
+		struct fring *r = &f->rings[i];
+
+		if (r->fd >= 0 && !r->spare && r->pid == q->pid && r->tid == q->tid &&
+		    r->key == q->key) {
+			r->hot |= !r->dead && !r->retired;   /* full: it grows */
+			return;
+		}
+	}
+	p->asked++;
+}
+
+/* A bigger spare for each process whose ring was half full or more when
+ * drained (one at a time; rings grow fourfold to --fast-buffer-max, while
+ * the grown rings together stay under GROWN_MAX). */
+static void grow(struct tb_fast *f)
+{
+	uint64_t grown = 0;
+
+	for (unsigned i = 0; i < f->o.max_rings; i++)
+		if (f->rings[i].fd >= 0 && f->rings[i].size > f->o.ring_size)
+			grown += f->rings[i].size;
+	for (unsigned i = 0; i < f->o.max_rings; i++) {
+		struct fring *r = &f->rings[i];
+		struct fproc *p;
+		uint64_t size;
+
+		if (r->fd < 0 || r->spare || r->dead || r->retired || (r->fill < 500 && !r->hot))
+			continue;
+		size = grown_size(f, r);
+		if (size <= r->size || grown + size > GROWN_MAX)
+			continue;
+		p = find_proc(f, r->pid);
+		if (!p || !p->c || p->grow_planned || p->c->pool[1].made > p->c->pool[1].taken ||
+		    p->c->pool[1].made - p->seen[1] >= TRACEBPF_FAST_GCLAIMS)
+			continue;
+		r->hot = false;
+		p->grow_planned = true;
+		plan(f, p, 1, size);
+		grown += size;
+	}
+	for (size_t i = 0; i < f->nprocs; i++)
+		f->procs[i]->grow_planned = false;
+}
+
+/* Spares for the processes that fork made and the threads that asked;
+ * closed rings out of fast_rings. */
+void tb_fast_round_end(struct tb_fast *f)
+{
+	if (!f || f->broken)
+		return;
+	for (size_t i = 0; i < f->nforks; i++)
+		proc_for(f, f->forks[i]);
+	f->nforks = 0;
+	for (size_t i = 0; i < f->nreqs; i++)
+		serve_request(f, &f->reqs[i]);
+	f->nreqs = 0;
+	for (size_t i = 0; i < f->nprocs; i++) {
+		struct fproc *p = f->procs[i];
+
+		if (p->c)
+			top_up(f, p, SPARES_AHEAD + p->asked + p->claimed);
+		p->asked = p->claimed = 0;
+	}
+	make_planned(f);
+	fast_flush_stale(f);
+}
+
+/* Unpinned now (the same path may be asked for again: a new thread with
+ * the tid, a new image), drained and closed in the next round. */
+static void ring_gone(struct tb_fast *f, struct fring *r, uint64_t ts)
+{
+	r->dead_ts = ts;
+	if (r->path[0])
+		unlink(r->path);
+	r->path[0] = 0;
+	r->dead = f->round;
+}
+
+static void free_proc(struct fproc *p)
+{
+	char link[96];
+
+	fast_ctl_set(p->ctl_fd, 0);   /* no thread of it writes into this session again */
+	snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, p->pid);
+	if (!p->refused)
+		unlink(link);
+	if (p->ctl_fd >= 0)
+		close(p->ctl_fd);
+	unmap_ctl(p);
+	free(p);
+}
+
+/* A process gone: what its threads claimed is theirs (and gone with them),
+ * its spares closed, its directory removed. */
+static void proc_gone(struct tb_fast *f, size_t i, uint64_t ts)
+{
+	struct fproc *p = f->procs[i];
+
+	if (p->c) {
+		take_pool(f, p, 0);
+		take_pool(f, p, 1);
+	}
+	for (unsigned k = 0; k < f->o.max_rings; k++) {
+		struct fring *r = &f->rings[k];
+
+		if (r->fd < 0 || r->pid != p->pid || r->dead)
+			continue;
+		if (r->spare && !fast_ring_used(r))
+			fast_close_slot(f, k);
+		else
+			ring_gone(f, r, ts);
+	}
+	fast_remove_dir(p->dir, false);
+	free_proc(p);
+	f->procs[i] = f->procs[--f->nprocs];
+}
+
+void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; process && i < f->nprocs; i++)
+		if (f->procs[i]->pid == pid) {
+			proc_gone(f, i, ts);
+			return;
+		}
+	for (unsigned i = 0; i < f->o.max_rings; i++) {
+		struct fring *r = &f->rings[i];
+
+		if (r->fd >= 0 && !r->dead && !r->spare && r->pid == pid &&
+		    (process || r->tid == tid))
+			ring_gone(f, r, ts);
+	}
+}
+
+void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts)
+{
+	struct fproc *p;
+
+	if (!f)
+		return;
+	p = find_proc(f, pid);
+	if (p && p->c) {   /* what the old image claimed goes with it */
+		take_pool(f, p, 0);
+		take_pool(f, p, 1);
+		proc_for(f, pid);   /* its user may have changed */
+	}
+	for (unsigned i = 0; i < f->o.max_rings; i++)
+		if (f->rings[i].fd >= 0 && !f->rings[i].dead && !f->rings[i].spare &&
+		    f->rings[i].pid == pid)
+			ring_gone(f, &f->rings[i], ts);
+}
+
+void fast_close_procs(struct tb_fast *f)
+{
+	for (size_t i = 0; i < f->nprocs; i++)
+		free_proc(f->procs[i]);
+	free(f->procs);
+	f->procs = NULL;
+	f->nprocs = 0;
+}
+
+void fast_share_all(struct tb_fast *f)
+{
+	for (size_t i = 0; i < f->nprocs; i++)
+		if (!f->procs[i]->refused)
+			fast_ctl_set(f->procs[i]->ctl_fd, TB_FAST_SHARED);
+}
