@@ -263,7 +263,11 @@ def test_drops_survive_a_killed_recorder(recorder, tmp_path):
     the kill). Fails if the counts are written only when the recorder
     stops."""
     from conftest import BUILD
-    rec = recorder("--buffer-size", "4K", "--", str(BUILD / "bench" / "rate"), 10**9, 60)
+    # drops for certain on both paths: a fast-path ring that may not grow
+    # sends the overflow to the probes, and the 4K rings refuse most of it
+    # (a ring that grows keeps every event: no drops to find)
+    rec = recorder("--buffer-size", "4K", "--fast-buffer-size", "4K", "--fast-buffer-max", "4K",
+                   "--", str(BUILD / "bench" / "rate"), 10**9, 60)
     pid = child_pid_of(rec)
     partial = tmp_path / "partial.json"
 
