@@ -192,17 +192,20 @@ int fast_ctl_make(void)
 static void ctl_swap(int fd, uint32_t from, uint32_t to)
 {
 	volatile struct tracebpf_fast_ctl *c;
+	size_t len = TRACEBPF_FAST_CTL_BYTES;
 	uint32_t cur;
 
 	if (fd < 0)
 		return;
-	c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)   /* an older recorder's one-page switch */
+		c = mmap(NULL, len = 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (c == MAP_FAILED)
 		return;
 	cur = from ? from : __atomic_load_n(&c->live, __ATOMIC_ACQUIRE);
 	__atomic_compare_exchange_n(&c->live, &cur, to, false, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
-	munmap((void *)c, 4096);
+	munmap((void *)c, len);
 }
 
 void fast_ctl_set(int fd, uint32_t live)

@@ -407,7 +407,7 @@ static void top_up(struct tb_fast *f, struct fproc *p, unsigned want)
 static void unmap_ctl(struct fproc *p)
 {
 	if (p->c)
-		munmap((void *)p->c, 4096);
+		munmap((void *)p->c, TRACEBPF_FAST_CTL_BYTES);
 	p->c = NULL;
 }
 
@@ -439,7 +439,8 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 	p->ctl_fd = fast_ctl_make();
 	err = p->ctl_fd < 0 ? p->ctl_fd : 0;
 	if (!err) {
-		p->c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, p->ctl_fd, 0);
+		p->c = mmap(NULL, TRACEBPF_FAST_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     p->ctl_fd, 0);
 		if (p->c == MAP_FAILED) {
 			p->c = NULL;
 			err = -errno;

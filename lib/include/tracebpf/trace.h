@@ -418,7 +418,7 @@ struct tracebpf_fast_id {
  * f<n>), pool 1 of a bigger size, for a thread whose ring is full (pins
  * g<n>). A thread claims spare n by moving `taken` from n to n + 1, maps
  * it, and then says whose it is in claim slot n (seq = n + 1, release). */
-#define TRACEBPF_FAST_CLAIMS  224u  /* pool 0: slots, the spares ahead at most */
+#define TRACEBPF_FAST_CLAIMS  480u  /* pool 0: slots, the spares ahead at most */
 #define TRACEBPF_FAST_GCLAIMS 8u    /* pool 1 */
 
 struct tracebpf_fast_claim {
@@ -426,6 +426,8 @@ struct tracebpf_fast_claim {
 	uint32_t tid;      /* the thread that took it (0: it could not map it) */
 	uint64_t key;      /* its object (the semaphore's address) */
 };
+
+#define TRACEBPF_FAST_CTL_BYTES 8192u  /* a switch's mapping: two pages */
 
 struct tracebpf_fast_pool {
 	uint32_t made;     /* spares made, n < made (the recorder, release) */
@@ -446,8 +448,9 @@ struct tracebpf_fast_ctl {
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_rec) == 40, "tracebpf_fast_rec layout");
 TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF_FAST_HEAD,
 		  "tracebpf_fast_rec layout");
-TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 3752 &&
-		  sizeof(struct tracebpf_fast_ctl) <= 4096, "tracebpf_fast_ctl layout: one page");
+TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 7848 &&
+		  sizeof(struct tracebpf_fast_ctl) <= TRACEBPF_FAST_CTL_BYTES,
+		  "tracebpf_fast_ctl layout: two pages");
 
 #ifdef __cplusplus
 extern "C" {
@@ -653,7 +656,8 @@ TRACEBPF__FASTFN void *tracebpf__fast_map(const char *path, uint32_t type, int r
 			  TRACEBPF__RCAST(long, q), sizeof(q), 0, 0, 0) == 0 &&
 	    info[0] == type) {
 		*size = info[4];   /* max_entries */
-		len = TRACEBPF__SCAST(long, 4096 + (data ? 2 * *size : 0));
+		len = TRACEBPF__SCAST(long, type == 2 ? TRACEBPF_FAST_CTL_BYTES :
+					    4096 + (data ? 2 * *size : 0));
 		p = tracebpf__sys(TRACEBPF__SYS_MMAP, 0, len, rdonly ? 1 : 3, 1 /* MAP_SHARED */,
 				  fd, TRACEBPF__SCAST(long, off));
 		if (p < 0 && p > -4096)
@@ -739,7 +743,8 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 		__atomic_store_n(&p->ctl, c, __ATOMIC_RELEASE);
 	} else {
 		if (c)
-			tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, c), 4096,
+			tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, c),
+				      TRACEBPF_FAST_CTL_BYTES,
 				      0, 0, 0, 0);
 		c = 0;
 	}
