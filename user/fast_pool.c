@@ -339,7 +339,7 @@ static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
 	snprintf(task, sizeof(task), "/proc/%u/task/%u", r->pid, r->tid);
 	if (access(task, F_OK)) {
 		r->dead = f->round;
-		r->dead_ts = 0;
+		r->dead_ts = r->given_ns;   /* gone by now; a mark at 0 would be off the trace */
 	}
 	p->claimed++;
 }
