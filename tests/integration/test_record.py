@@ -233,6 +233,11 @@ def build_demo():
 # JavaScript string can hold. Paced at 2 M/s, at most 2 M events are emitted
 # (about 200 MB of JSON), and a 4 KiB ring still overflows within 50 us.
 RATE_BOUNDED = 2 * 10**6
+# Tests that need records lost: a thread's fast-path ring that grows keeps
+# up with the writer, and the drain waits for room in the recorder's rings
+# rather than drop; rings that may not grow send their overflow to the
+# probes, which the small rings refuse.
+NO_GROWTH = ("--fast-buffer-max", "64K")
 
 
 def test_drops_are_counted_and_reported(recorder):
@@ -241,7 +246,7 @@ def test_drops_are_counted_and_reported(recorder):
     # flat out, so the JSON stays far below the 512 MiB a JavaScript string
     # can hold however fast the machine records (RATE_BOUNDED).
     from conftest import BUILD
-    rec = recorder("--buffer-size", "4K", "--flush-interval", "200", "--",
+    rec = recorder("--buffer-size", "4K", "--flush-interval", "200", *NO_GROWTH, "--",
                    str(BUILD / "bench" / "rate"), RATE_BOUNDED, 1).wait()
     m = re.search(r"emitted=(\d+)", rec.stdout)
     emitted = int(m.group(1))
@@ -819,8 +824,8 @@ def test_gaps_never_pair_across_lost_records(recorder, size):
     marks count every lost record. Fails when the converter pairs an END
     after a gap with a BEGIN before it."""
     inner_n = 10
-    rec = recorder("--no-sched", "-b", size, "--", prog("numbered_nest"), 2, 20000,
-                   inner_n).wait(timeout=120)
+    rec = recorder("--no-sched", "-b", size, *NO_GROWTH, "--", prog("numbered_nest"), 2,
+                   20000, inner_n).wait(timeout=120)
     t = rec.trace(consumer=False)   # the content first, the viewer at the end
     m = t.meta
     assert m["drops_total"] > 0, f"{size} rings at full speed must overflow"
@@ -864,8 +869,8 @@ def test_gap_marks_count_every_drop(recorder, kind):
     every drop. The JSON counts them."""
     from conftest import BUILD
     if kind == "application":
-        rec = recorder("--no-sched", "-b", "4K", "--", str(BUILD / "bench" / "rate"),
-                       RATE_BOUNDED, 1).wait(timeout=120)
+        rec = recorder("--no-sched", "-b", "4K", *NO_GROWTH, "--",
+                       str(BUILD / "bench" / "rate"), RATE_BOUNDED, 1).wait(timeout=120)
         pid = int(re.search(r"pid=(\d+)", rec.stdout).group(1))
     else:
         rec = recorder("--sched=traced", "-b", "4K", "--kernel-buffer-size", "4K", "--",
