@@ -20,6 +20,7 @@
 #                    on the fast path, default ring against a 64M one
 #   bench/report.sh  report's events/s and memory on 10 M instants and
 #                    10 M nested slices, beside convert -o /dev/null
+#   bench/testtime.sh how long the last make test took (goal <= 5 min)
 # Numbers vary with the machine's load, ratios less so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,3 +76,4 @@ bash bench/sched.sh
 bash bench/busy.sh
 bash bench/convert.sh
 bash bench/report.sh
+bash bench/testtime.sh
