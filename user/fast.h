@@ -45,8 +45,8 @@ void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t s
  * that each takes its ring at its first event. */
 void tb_fast_target(struct tb_fast *f, uint32_t pid);
 void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q);
-/* A traced process forked child: if parent has a directory, the child
- * gets one, with spares, at the end of the round. */
+/* Traced process `parent` forked `child`: if the parent has a directory,
+ * the child gets one, with spares, at the end of the round. */
 void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child);
 void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts);
 void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts);

@@ -6,10 +6,10 @@
  * ring size, and g<n>, bigger, for a thread whose ring filled.
  * TRACEBPF_FAST_ROOT/<pid> is a symbolic link to it. A thread takes a
  * spare by claiming it in the switch (trace.h, struct tracebpf_fast_ctl);
- * every drain first takes the claims in and gives each claimed ring its
- * thread. Every round's end makes spares again, SPARES_AHEAD and as many
- * as the process took or asked for lately, and a bigger one for a process
- * whose ring was half full or more when drained.
+ * every drain first takes the claims in, gives each claimed ring its
+ * thread, and makes a bigger spare for a process whose ring filled (grow).
+ * Every round's end makes spares again: SPARES_AHEAD, and as many as the
+ * process's threads took or asked for in the round.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -595,9 +595,9 @@ static void serve_request(struct tb_fast *f, const struct req *q)
 	p->asked++;
 }
 
-/* A bigger spare for each process whose ring was half full or more when
- * drained (one at a time; rings grow fourfold to --fast-buffer-max, while
- * the grown rings together stay under GROWN_MAX). */
+/* A bigger spare for each process one of whose rings was half full or
+ * more when drained, or full, or just grown: one at a time per process,
+ * of grown_size, while the grown rings together stay under GROWN_MAX. */
 static void grow(struct tb_fast *f)
 {
 	uint64_t grown = 0;
