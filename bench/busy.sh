@@ -30,4 +30,4 @@ for _ in $(seq "$runs"); do
   share --fast-buffer-size 64M >>"$out/big"
 done
 echo "busy thread, 1.5 M events/s, on the fast path: $(median <"$out/def") % with the default" \
-     "1M ring, $(median <"$out/big") % with a 64M one (medians of $runs)"
+     "rings (64K, grown as it fills), $(median <"$out/big") % with a 64M one (medians of $runs)"

@@ -175,20 +175,28 @@ static int free_slot(struct tb_fast *f, __u32 *slot)
 	return -ENOSPC;
 }
 
+/* Room in *v (*cap elements of elem bytes) for element n: doubled when
+ * full. 0, or -ENOMEM (*v left as it was). */
+static int room_for(void **v, size_t *cap, size_t n, size_t elem)
+{
+	size_t c = *cap ? 2 * *cap : 16;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, c * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
 /* A spare to make at the end of this step (make_planned). */
 static void plan(struct tb_fast *f, struct fproc *p, int pool, uint64_t size)
 {
-	struct plan *nv;
-
-	if (f->nplan == f->cplan) {
-		size_t c = f->cplan ? 2 * f->cplan : 16;
-
-		nv = realloc(f->plan, c * sizeof(*nv));
-		if (!nv)
-			return;   /* its threads ask again */
-		f->plan = nv;
-		f->cplan = c;
-	}
+	if (room_for((void **)&f->plan, &f->cplan, f->nplan, sizeof(*f->plan)))
+		return;   /* its threads ask again */
 	f->plan[f->nplan++] = (struct plan){ p, pool, size, ~0u };
 }
 
@@ -541,37 +549,16 @@ void tb_fast_target(struct tb_fast *f, uint32_t pid)
 
 void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q)
 {
-	struct req *nv;
-
-	if (!f)
-		return;
-	if (f->nreqs == f->creqs) {
-		size_t c = f->creqs ? 2 * f->creqs : 16;
-
-		nv = realloc(f->reqs, c * sizeof(*nv));
-		if (!nv)
-			return;   /* the thread asks again */
-		f->reqs = nv;
-		f->creqs = c;
-	}
+	if (!f || room_for((void **)&f->reqs, &f->creqs, f->nreqs, sizeof(*f->reqs)))
+		return;   /* the thread asks again */
 	f->reqs[f->nreqs++] = (struct req){ q->hdr.pid, q->hdr.tid, q->key };
 }
 
 void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child)
 {
-	uint32_t *nv;
-
-	if (!f || parent == child || !find_proc(f, parent))
-		return;
-	if (f->nforks == f->cforks) {
-		size_t c = f->cforks ? 2 * f->cforks : 16;
-
-		nv = realloc(f->forks, c * sizeof(*nv));
-		if (!nv)
-			return;   /* its threads ask */
-		f->forks = nv;
-		f->cforks = c;
-	}
+	if (!f || parent == child || !find_proc(f, parent) ||
+	    room_for((void **)&f->forks, &f->cforks, f->nforks, sizeof(*f->forks)))
+		return;   /* its threads ask */
 	f->forks[f->nforks++] = child;
 }
 
