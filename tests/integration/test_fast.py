@@ -494,9 +494,9 @@ def test_drain_refused_the_recorder_reads_the_rings(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert "deny_bpf_cmd: refused" in p.stderr and \
         "failed to drain the fast-path rings" in p.stderr, p.stderr[-2000:]
-    # a thread that had not taken its ring when the drain was refused
-    # stays on its probes: at least one wrote into its ring
-    assert 1 in fast_flags(p.stdout).values(), p.stdout
+    # which events were in rings when the drain was refused depends on
+    # when the threads took them (the main thread's ring may take the two
+    # calls first): whatever the split, every event is there once
     t = load(out, consumer=False)
     seq = per_thread(t, "seq")
     for i in range(threads):
