@@ -495,6 +495,7 @@ tracebpf__sys(long n, long a, long b, long c, long d, long e, long f)
 #define TRACEBPF__SYS_BPF     321
 #define TRACEBPF__SYS_OPEN    2
 #define TRACEBPF__SYS_PWRITE  18
+#define TRACEBPF__SYS_FUTEX   202
 
 /* Linux 6.18 rewrites a hit 5-byte-nop site into a call to its
  * [uprobes-trampoline] page, which fork() does not copy: a child would
@@ -726,9 +727,13 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 		return c;
 	if (__atomic_exchange_n(&p->lock, 1, __ATOMIC_ACQUIRE)) {
 		/* another thread is mapping it (a few system calls): the
-		 * threads that start together all take their ring at once */
+		 * threads that start together all take their ring at once.
+		 * They sleep on the lock (a futex): 500 threads spinning on 2
+		 * CPUs kept the one mapping it off the CPU for most of a
+		 * second. */
 		while (__atomic_load_n(&p->lock, __ATOMIC_ACQUIRE))
-			__asm__ __volatile__("pause" ::: "memory");
+			tracebpf__sys(TRACEBPF__SYS_FUTEX, TRACEBPF__RCAST(long, &p->lock),
+				      128 /* FUTEX_WAIT_PRIVATE */, 1, 0, 0, 0);
 		c = __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE);
 		return c && p->pid == pid && c->live == TRACEBPF_FAST_LIVE ? c : 0;
 	}
@@ -749,6 +754,8 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 		c = 0;
 	}
 	__atomic_store_n(&p->lock, 0, __ATOMIC_RELEASE);
+	tracebpf__sys(TRACEBPF__SYS_FUTEX, TRACEBPF__RCAST(long, &p->lock),
+		      129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, 0, 0, 0);
 	return c;
 }
 
