@@ -67,8 +67,11 @@ def check_pingpong(t, ping, pong, cpu, n):
         w = [dict(l, **parse_kv(l["details"])) for l in t.systrace if l["event"] == kind]
         to_pong = [x for x in w if int(x["pid"]) == pong and x["tid"] == ping]
         to_ping = [x for x in w if int(x["pid"]) == ping and x["tid"] == pong]
-        # one per block in read()
-        assert len(to_pong) + len(to_ping) >= n // 2 and to_pong and to_ping, \
+        # one per block in read(); one side may never block: when pong,
+        # woken by ping's write, preempts ping at once and writes back
+        # before ping reads, ping finds its byte there every round (seen
+        # in a full run: 500 ping->pong, 0 pong->ping)
+        assert len(to_pong) + len(to_ping) >= n // 2, \
             f"{kind}: {len(to_pong)} ping->pong, {len(to_ping)} pong->ping for {n} rounds"
         assert all(x["comm"] == "pong" and int(x["target_cpu"]) == cpu for x in to_pong)
         if kind == "sched_wakeup":
