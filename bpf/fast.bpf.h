@@ -20,34 +20,6 @@ struct {
 	});
 } fast_rings SEC(".maps");
 
-/* When tb_ring_req last woke the recorder. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} fast_woken SEC(".maps");
-
-#define FAST_WAKE_NS 200000ull   /* at most one wakeup per 200 us */
-
-/* tracebpf:ring (argument: the object's key). A thread of a traced process
- * asks for a ring (a spare, a bigger one, its process's switch); the
- * recorder is woken, at most every FAST_WAKE_NS (a wakeup costs several
- * microseconds here; hundreds of threads asking at once must not keep the
- * recorder from answering). */
-static __always_inline bool fast_wake(__u64 now)
-{
-	__u32 zero = 0;
-	__u64 *last = bpf_map_lookup_elem(&fast_woken, &zero);
-
-	if (!last)
-		return true;
-	if (now - *last < FAST_WAKE_NS)
-		return false;
-	*last = now;   /* racy between CPUs: at worst two wakeups */
-	return true;
-}
-
 SEC("usdt")
 int tb_ring_req(struct pt_regs *ctx)
 {
@@ -64,7 +36,7 @@ int tb_ring_req(struct pt_regs *ctx)
 		return 0;
 	fill_hdr(&rec->hdr, TB_RING_FAST_REQ, sizeof(*rec), cpu, bpf_ktime_get_ns(), pid_tgid);
 	rec->key = ctx->di;
-	bpf_ringbuf_submit(rec, fast_wake(rec->hdr.ts) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(rec, wake_soon(rec->hdr.ts));
 	return 0;
 }
 

@@ -491,6 +491,7 @@ int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ctgid = child->tgid;
 	struct tb_rec_fork *rec;
 	struct tb_proc_gen np;
+	__u64 flags;
 	__u32 cpu;
 	void *rb;
 
@@ -513,7 +514,12 @@ int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)
 	rec->flags = ctgid == ptgid ? TB_FORKF_THREAD : 0;
 	rec->pad = 0;
 	bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), child->comm);
-	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	/* the recorder makes a new thread or process its fast-path ring
+	 * before its first event, if it hears of it soon */
+	flags = wake_soon(rec->hdr.ts);
+	if (flags == BPF_RB_NO_WAKEUP)
+		flags = wake_flags(rb, sizeof(*rec));
+	bpf_ringbuf_submit(rec, flags);
 	return 0;
 }
 

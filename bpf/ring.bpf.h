@@ -88,6 +88,34 @@ static __always_inline __u64 wake_flags(void *rb, __u64 size)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/* When a record that wants the recorder soon last woke it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} woken SEC(".maps");
+
+#define WAKE_SOON_NS 200000ull   /* at most one wakeup per 200 us */
+
+/* The flags of a record the recorder must act on soon (a thread asking for
+ * a fast-path ring, a new thread that will want one): a wakeup at most
+ * every WAKE_SOON_NS (a wakeup costs several microseconds here; hundreds
+ * of threads starting or asking at once must not keep the recorder from
+ * answering). */
+static __always_inline __u64 wake_soon(__u64 now)
+{
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&woken, &zero);
+
+	if (!last)
+		return BPF_RB_FORCE_WAKEUP;
+	if (now - *last < WAKE_SOON_NS)
+		return BPF_RB_NO_WAKEUP;
+	*last = now;   /* racy between CPUs: at worst two wakeups */
+	return BPF_RB_FORCE_WAKEUP;
+}
+
 static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 size,
 				     __u32 cpu, __u64 ts, __u64 pid_tgid)
 {

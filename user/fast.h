@@ -48,6 +48,9 @@ void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q);
 /* Traced process `parent` forked `child`: if the parent has a directory,
  * the child gets one, with spares, at the end of the round. */
 void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child);
+/* Traced process `pid` started a thread: a spare is made for it before the
+ * next drain. */
+void tb_fast_thread(struct tb_fast *f, uint32_t pid);
 void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts);
 void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts);
 void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);

@@ -48,7 +48,7 @@ struct fproc {
 	bool given[2][TRACEBPF_FAST_CLAIMS];   /* claim n taken in, by n, until seen */
 	uint32_t slot[2][TRACEBPF_FAST_CLAIMS];   /* spare n's ring, by n */
 	unsigned asked;        /* requests this round */
-	unsigned claimed;      /* claims taken in this round */
+	unsigned waiting;      /* threads it started, not yet given a ring nor gone */
 	bool grow_planned;
 	char dir[80];
 };

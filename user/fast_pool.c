@@ -7,9 +7,11 @@
  * TRACEBPF_FAST_ROOT/<pid> is a symbolic link to it. A thread takes a
  * spare by claiming it in the switch (trace.h, struct tracebpf_fast_ctl);
  * every drain first takes the claims in, gives each claimed ring its
- * thread, and makes a bigger spare for a process whose ring filled (grow).
- * Every round's end makes spares again: SPARES_AHEAD, and as many as the
- * process's threads took or asked for in the round.
+ * thread, makes a bigger spare for a process whose ring filled (grow),
+ * and keeps a spare ahead for each thread the process started that has
+ * no ring yet (its FORK record wakes the recorder: the spare is there
+ * before the thread's first event). Every round's end keeps SPARES_AHEAD
+ * more ahead, and one more for each request of a thread that found none.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -340,6 +342,8 @@ static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
 	if (r->path[0])
 		unlink(r->path);   /* nobody else maps it */
 	r->path[0] = 0;
+	if (!pool && p->waiting)
+		p->waiting--;
 	if (pool) {
 		retire_old(f, r);
 		r->hot = true;   /* it filled one: the next size is made ahead */
@@ -349,7 +353,6 @@ static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
 		r->dead = f->round;
 		r->dead_ts = r->given_ns;   /* gone by now; a mark at 0 would be off the trace */
 	}
-	p->claimed++;
 }
 
 /* The claims of one pool whose slots are filled, in any order (a thread
@@ -384,20 +387,6 @@ static void take_pool(struct tb_fast *f, struct fproc *p, int pool)
 
 static void grow(struct tb_fast *f);
 
-/* Before a drain: the claims taken in, and the bigger rings made for the
- * threads whose ring filled (here, not at the round's end: a drain may
- * take long while a thread writes faster than it). */
-void fast_take_claims(struct tb_fast *f)
-{
-	for (size_t i = 0; i < f->nprocs; i++)
-		if (f->procs[i]->c) {
-			take_pool(f, f->procs[i], 0);
-			take_pool(f, f->procs[i], 1);
-		}
-	grow(f);
-	make_planned(f);
-}
-
 /* Pool 0 kept `want` spares ahead (at most TRACEBPF_FAST_CLAIMS). */
 static void top_up(struct tb_fast *f, struct fproc *p, unsigned want)
 {
@@ -410,6 +399,23 @@ static void top_up(struct tb_fast *f, struct fproc *p, unsigned want)
 		want = TRACEBPF_FAST_CLAIMS;
 	for (uint32_t i = ahead; i < want && room; i++, room--)
 		plan(f, p, 0, f->o.ring_size);
+}
+
+/* Before a drain: the claims taken in, and the bigger rings made for the
+ * threads whose ring filled (here, not at the round's end: a drain may
+ * take long while a thread writes faster than it). */
+void fast_take_claims(struct tb_fast *f)
+{
+	for (size_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]->c) {
+			take_pool(f, f->procs[i], 0);
+			take_pool(f, f->procs[i], 1);
+		}
+	grow(f);
+	for (size_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]->c && f->procs[i]->waiting)
+			top_up(f, f->procs[i], SPARES_AHEAD + f->procs[i]->waiting);
+	make_planned(f);
 }
 
 static void unmap_ctl(struct fproc *p)
@@ -562,6 +568,17 @@ void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child)
 	f->forks[f->nforks++] = child;
 }
 
+/* A new thread of a process with spares: it waits for its ring until it
+ * claims one or is gone, and each waiting thread has a spare made for it
+ * before the next drain, ready for its first event. */
+void tb_fast_thread(struct tb_fast *f, uint32_t pid)
+{
+	struct fproc *p = f ? find_proc(f, pid) : NULL;
+
+	if (p && p->c)
+		p->waiting++;
+}
+
 /* A thread asks when it has no ring and finds no spare, or when its ring
  * is full and it finds no bigger one. */
 static void serve_request(struct tb_fast *f, const struct req *q)
@@ -631,8 +648,8 @@ void tb_fast_round_end(struct tb_fast *f)
 		struct fproc *p = f->procs[i];
 
 		if (p->c)
-			top_up(f, p, SPARES_AHEAD + p->asked + p->claimed);
-		p->asked = p->claimed = 0;
+			top_up(f, p, SPARES_AHEAD + p->waiting + p->asked);
+		p->asked = 0;
 	}
 	make_planned(f);
 	fast_flush_stale(f);
@@ -690,6 +707,9 @@ static void proc_gone(struct tb_fast *f, size_t i, uint64_t ts)
 
 void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts)
 {
+	struct fproc *p;
+	bool had = false;
+
 	if (!f)
 		return;
 	for (size_t i = 0; process && i < f->nprocs; i++)
@@ -701,9 +721,13 @@ void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, u
 		struct fring *r = &f->rings[i];
 
 		if (r->fd >= 0 && !r->dead && !r->spare && r->pid == pid &&
-		    (process || r->tid == tid))
+		    (process || r->tid == tid)) {
 			ring_gone(f, r, ts);
+			had = true;
+		}
 	}
+	if (!had && (p = find_proc(f, pid)) && p->waiting)
+		p->waiting--;   /* gone before it took a ring */
 }
 
 void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts)

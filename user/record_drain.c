@@ -118,6 +118,9 @@ static void fast_follow(struct recorder *r, const struct tb_rec_hdr *h)
 			     ((const struct tb_rec_exit *)h)->flags & TB_EXITF_PROCESS, h->ts);
 	else if (h->type == TB_REC_EXEC)
 		tb_fast_exec(r->fast, h->pid, h->ts);
+	else if (h->type == TB_REC_FORK && h->size >= sizeof(struct tb_rec_fork) &&
+		 (((const struct tb_rec_fork *)h)->flags & TB_FORKF_THREAD))
+		tb_fast_thread(r->fast, h->pid);
 	else if (h->type == TB_REC_FORK && h->size >= sizeof(struct tb_rec_fork))
 		tb_fast_fork(r->fast, h->pid, ((const struct tb_rec_fork *)h)->child_pid);
 }

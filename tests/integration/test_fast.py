@@ -462,6 +462,49 @@ def test_many_threads_starting_at_once_lose_nothing(tmp_path):
     assert made >= threads, stderr[-2000:]
 
 
+def test_each_new_thread_has_a_spare_before_its_first_event(tmp_path):
+    """A recorded process starts 200 threads that emit nothing yet: the
+    recorder makes a spare ring for each as it sees the thread start (its
+    FORK record), not when the thread first asks. Once the process's
+    directory holds 200 spares, the threads are released together: every
+    one takes its ring at its first event, and no event takes the probes.
+    (Before, a process kept 4 spares ahead until its threads asked, and a
+    crowd of new threads started on the slow path.)"""
+    threads = 200
+    out = tmp_path / "h.tbt"
+    # stderr (record -v says much) to a file: a full pipe would block it
+    err = open(tmp_path / "h.err", "w+")
+    rec = subprocess.Popen([TRACEBPF, "record", "-v", "--no-sched", "--no-json", "-o",
+                            str(out), "--", prog("held_threads"), str(threads)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                           text=True)
+    try:
+        assert rec.stdout.readline() == "started\n"
+        pid = int(subprocess.check_output(["pgrep", "-n", "-x", "held_threads"], text=True))
+
+        def spares():
+            try:
+                return sum(bool(re.fullmatch(r"f\d+", n))
+                           for n in os.listdir(f"{ROOT_DIR}/{pid}/")) >= threads
+            except FileNotFoundError:
+                return False
+        # waits for the recorder to have made them, however long it takes
+        wait_for(spares, what=f"{threads} spare rings in {ROOT_DIR}/{pid}")
+        stdout, _ = rec.communicate(input="", timeout=120)   # end of file: released
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+        err.seek(0)
+        stderr = err.read()
+        err.close()
+    assert rec.returncode == 0, stderr[-2000:]
+    assert stdout.strip() == f"fast={threads}", stdout
+    m = re.search(r"record: (\d+) of (\d+) application events took the probes", stderr)
+    assert m and m.groups() == ("0", str(threads)), stderr[-2000:]
+    assert dump_count(out, r" I test:held t=[0-9]+ \[fast\]$") == threads
+
+
 def test_a_thread_writing_faster_than_the_drain_gets_a_bigger_ring(tmp_path):
     """A tight loop of 2 M instants from a fresh thread (about 80 MB, faster
     than the recorder drains): its first ring fills in a millisecond, the
