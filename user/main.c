@@ -34,13 +34,16 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX };
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
 				     "(default trace.json)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
+	{ "keep-running", OPT_KEEP, NULL, 0, "Leave the command (-- CMD) running when the "
+					     "recording ends by a signal or --duration (by default "
+					     "it gets SIGTERM, and its last events are recorded)", 0 },
 	{ "buffer-size", 'b', "SIZE", 0, "Each of the two rings per CPU for the application's "
 					  "events, a power of two (K/M suffix; default 8M)", 0 },
 	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
@@ -92,7 +95,8 @@ static const char record_doc[] =
 	"  sudo tracebpf record -- ./app --its-args     # start ./app and record it\n"
 	"  sudo tracebpf record -p 1234 -d 10           # attach to pid 1234 for 10 s\n"
 	"  sudo tracebpf record -o run.json -- ./app     # run.tbt + run.json\n"
-	"Stops when every traced process has exited, on Ctrl-C or SIGTERM, or after --duration.";
+	"Stops when every traced process has exited, on Ctrl-C or SIGTERM, or after --duration; "
+	"then a command it started that still runs gets SIGTERM (unless --keep-running).";
 
 static int parse_size(const char *s, size_t *out)
 {
@@ -237,6 +241,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_JSON:
 		o->no_json = true;
+		break;
+	case OPT_KEEP:
+		o->keep_running = true;
 		break;
 	case OPT_PAUSED:
 		o->paused = true;

@@ -105,6 +105,37 @@ static int check_env(const struct tb_record_opts *o)
 	return check_nofile();
 }
 
+/* How long a command told to end may take to exit while still recorded. */
+#define END_CMD_NS (5ull * 1000000000ull)
+
+/* The recording ends (a signal, --duration) while the command it started
+ * still runs: like perf record, it sends the command SIGTERM, and records
+ * on until the command has exited (its last events are in the file), for
+ * at most END_CMD_NS; a second signal ends it at once. --keep-running
+ * leaves the command running. */
+static int end_command(struct recorder *r)
+{
+	__u64 until;
+	int ret = 0;
+
+	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
+		r->child = -1;
+	if (r->child <= 0 || r->o->keep_running || r->go_fd >= 0)
+		return 0;
+	if (kill(r->child, SIGTERM))
+		return 0;
+	r->ending = true;
+	stop_signal = 0;
+	until = now_ns(CLOCK_MONOTONIC) + END_CMD_NS;
+	while (!stop_signal && !ret && r->child > 0 && now_ns(CLOCK_MONOTONIC) < until)
+		ret = poll_round(r);
+	if (r->child > 0 && ret >= 0)
+		fprintf(stderr, "tracebpf: record: the command (process %d) has not exited %s "
+				"SIGTERM: it is left running\n", r->child,
+			stop_signal ? "after" : "within 5 s of");
+	return ret < 0 ? ret : 0;
+}
+
 static int record_loop(struct recorder *r)
 {
 	int ret = 0;
@@ -112,6 +143,8 @@ static int record_loop(struct recorder *r)
 	r->t0 = r->last_status = now_ns(CLOCK_MONOTONIC);
 	while (!stop_signal && !ret)
 		ret = poll_round(r);
+	if (ret >= 0)
+		ret = end_command(r);
 	if (r->tty)
 		fputs("\r\033[K", stderr);
 	return ret < 0 ? ret : 0;
@@ -127,8 +160,9 @@ static void destroy(struct recorder *r, int err)
 	if (r->exec_err_fd >= 0)
 		close(r->exec_err_fd);
 	if (r->child > 0) {
-		/* A command still running (Ctrl-C, --duration) is left running,
-		 * as perf record does; one we failed to start is killed. */
+		/* A command still running was told to end (end_command) or is
+		 * left running (--keep-running); one we failed to start is
+		 * killed. */
 		if (err && r->go_fd < 0 && r->exec_err_fd < 0)
 			kill(r->child, SIGKILL);
 		waitpid(r->child, NULL, err ? 0 : WNOHANG);

@@ -364,7 +364,7 @@ int poll_round(struct recorder *r)
 		r->last_status = now;
 		r->last_events = r->events;
 	}
-	if (o->duration > 0 && now - r->t0 >= o->duration * 1e9)
+	if (o->duration > 0 && !r->ending && now - r->t0 >= o->duration * 1e9)
 		return 1;
 	alive = targets_alive(r);
 	return alive <= 0 ? (alive ? alive : 1) : 0;

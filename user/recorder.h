@@ -92,6 +92,7 @@ struct recorder {
 	struct object *objs;   /* every object with probes the targets mapped */
 	int nobjs;
 	pid_t child;           /* -- CMD */
+	bool ending;           /* the command was told to end: no --duration */
 	int go_fd;             /* write end: releases the child */
 	int exec_err_fd;       /* read end: the child's exec errno */
 	struct tb_server *server;  /* --serve */

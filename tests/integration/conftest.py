@@ -224,7 +224,7 @@ def child_pid_of(rec):
 def kill_group(proc):
     """SIGKILLs what is left of the process group of `proc`, started with
     start_new_session=True: `record -- CMD` leaves CMD running when the
-    recorder ends. (pkill -f NAME would also kill the same program of a
+    recorder is killed, or with --keep-running. (pkill -f NAME would also kill the same program of a
     test running side by side.)"""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

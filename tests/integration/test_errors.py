@@ -158,7 +158,7 @@ def test_output_in_use(tmp_path):
     finally:
         first.send_signal(signal.SIGINT)
         first.wait(timeout=60)
-        # record leaves its command running, and it holds our stdout pipe
+        # the command ends with the recording (SIGTERM); the group, in case
         kill_group(first)
         _, err = first.communicate(timeout=60)
     assert first.returncode == 0, err

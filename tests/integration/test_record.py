@@ -109,10 +109,8 @@ def test_quiet_thread_event_delivered(recorder, tmp_path):
                            capture_output=True, text=True)
         return p.returncode == 0 and Trace(partial).named("quiet")
     wait_for(quiet_in_file, what="the quiet thread's event in the file being written")
-    rec.proc.send_signal(signal.SIGINT)
-    rec.proc.wait(timeout=60)
-    os.kill(pid, signal.SIGKILL)   # it holds our stdout pipe open
-    rec.wait()
+    rec.stop(signal.SIGINT)   # the command gets SIGTERM, and ends
+    assert not alive(pid)
     t = rec.trace()
     quiet = t.named("quiet", "I")
     assert len(quiet) == 1
@@ -322,10 +320,8 @@ def test_stop_signals(recorder, sig):
     rec = recorder("--", prog("quiet_thread"))
     pid = child_pid_of(rec)
     assert rec.proc.stdout.readline().strip() == "ready"   # its events are out
-    rec.proc.send_signal(sig)
-    rec.proc.wait(timeout=60)
-    os.kill(pid, signal.SIGKILL)   # record leaves its command running; it holds our pipe
-    rec.wait()
+    rec.stop(sig)   # the command gets SIGTERM, and ends
+    assert not alive(pid)
     t = rec.trace(consumer=False)
     assert len(t.named("main_ready", "I")) == 1
     info = subprocess.run([TRACEBPF, "info", str(rec.tbt)], capture_output=True, text=True)
@@ -890,3 +886,61 @@ def test_gap_marks_count_every_drop(recorder, kind):
     assert m[key] == len(marks), m
     assert m[key.replace("gaps", "gap_records")] == sum(int(n) for n, _ in marks), m
     assert m["gap_records"] + m["kernel_gap_records"] == drops == m["drops_total"], m
+
+
+def command_pid(rec):
+    """The pid of the command `record -- CMD` started: its EXEC record."""
+    return int(re.search(r"^\S+ \[\s*\d+\] (\d+)/\1 EXEC ", dump_text(rec.tbt),
+                         re.M).group(1))
+
+
+def dump_text(tbt):
+    d = subprocess.run([TRACEBPF, "dump", str(tbt)], capture_output=True, text=True,
+                       timeout=120)
+    assert d.returncode == 0, d.stderr
+    return d.stdout
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["duration", "SIGINT"])
+def test_the_command_ends_with_the_recording(recorder, how):
+    """docs/tracebpf-record.md, "The command": a recording that ends by
+    --duration or by a signal sends the command it started SIGTERM, as
+    perf record does, and records until it has exited: its exit by
+    SIGTERM (code 15) is in the trace, and nothing of it runs on."""
+    if how == "duration":
+        rec = recorder("--no-sched", "--duration", "1", "--", prog("quiet_thread")).wait()
+    else:
+        rec = recorder("--no-sched", "--", prog("quiet_thread"))
+        assert rec.proc.stdout.readline() == "ready\n"
+        rec.stop(signal.SIGINT)
+    assert rec.rc == 0, rec.stderr
+    pid = command_pid(rec)
+    assert re.search(rf"\] {pid}/\d+ EXIT process code=15 ", dump_text(rec.tbt)), \
+        dump_text(rec.tbt)[-2000:]
+    assert not alive(pid)
+
+
+def test_keep_running_leaves_the_command_running(tmp_path):
+    """--keep-running: the command outlives a recording ended by
+    --duration. (Output to files: the command keeps the recorder's stdout
+    and stderr open, a pipe would never end.)"""
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "--no-json",
+                            "--keep-running", "--duration", "1", "-o", str(tmp_path / "t.tbt"),
+                            "--", prog("quiet_thread")], stdout=out, stderr=err, timeout=120)
+    assert p.returncode == 0, (tmp_path / "err").read_text()
+    text = dump_text(tmp_path / "t.tbt")
+    pid = int(re.search(r"^\S+ \[\s*\d+\] (\d+)/\1 EXEC ", text, re.M).group(1))
+    try:
+        assert alive(pid), f"--keep-running: the command {pid} was ended"
+        assert " EXIT process" not in text
+    finally:
+        os.kill(pid, signal.SIGKILL)

@@ -533,11 +533,9 @@ def test_kernel_rings(recorder, args, want):
     assert rec.proc.stdout.readline().strip() == "ready"
     child = child_pid_of(rec)
     sizes = ring_sizes(rec.proc.pid)
-    rec.proc.send_signal(signal.SIGINT)
-    rec.proc.wait(60)
-    os.kill(child, signal.SIGKILL)   # record leaves its command running
-    rec.wait()
+    rec.stop(signal.SIGINT)   # the command gets SIGTERM, and ends
     assert rec.rc == 0, rec.stderr[-2000:]
+    assert not os.path.exists(f"/proc/{child}"), "the command outlived the recording"
     n = possible_cpus()
     assert sizes == {size: k * n for size, k in want.items()}, (sizes, n)
 
