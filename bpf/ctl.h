@@ -10,7 +10,8 @@
  * is set, the programs that record application and kernel events return at
  * once (those that follow processes keep running).
  *
- * `tracebpf ctl` finds recorders by listing the maps with that name and
+ * `tracebpf ctl` finds recorders by listing the maps with that name (a
+ * recorder's session name is in TB_CTL_RECORDER, set before its pid) and
  * writes a request in TB_CTL_STATE: `want_off`, `pid`, then `ts` last (the
  * request's id). A stop also sets `off` itself (and `off_ts` before it,
  * if it was not set), before `ts`, so that it takes effect at once. The recorder handles a request in its next flush
@@ -35,7 +36,8 @@ enum tb_ctl_key {
 	TB_CTL_NKEYS    = 2,
 };
 
-#define TB_CTL_PATH_MAX 224
+#define TB_CTL_PATH_MAX 192
+#define TB_CTL_SESSION_MAX 32   /* a session's name, with its NUL */
 
 struct tb_ctl {
 	__u32 off;       /* STATE: 1 while the programs record nothing */
@@ -50,6 +52,7 @@ struct tb_ctl {
 			  * after it and wrote into their fast-path rings are
 			  * dropped when drained, as the probes drop theirs */
 	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
+	char session[TB_CTL_SESSION_MAX];  /* RECORDER: the session's name */
 };
 
 _Static_assert(sizeof(struct tb_ctl) == 256, "tb_ctl layout");

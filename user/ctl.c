@@ -66,7 +66,8 @@ static __u64 request(struct tb_ctl *m, bool off, __u32 by)
 
 /* ---- the recorder's side ---- */
 
-int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path)
+int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path,
+		const char *session)
 {
 	struct tb_ctl *m = map_ctl(map_fd), *rec;
 	char cwd[PATH_MAX], full[PATH_MAX];
@@ -84,6 +85,7 @@ int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path)
 		path = strcat(full, path);
 	}
 	strncpy(rec->path, path, sizeof(rec->path) - 1);
+	strncpy(rec->session, session, sizeof(rec->session) - 1);
 	if (paused)   /* a stop request of our own, handled by the caller */
 		request(m, true, getpid());
 	/* the pid last: `tracebpf ctl` skips a map whose recorder is not set */
@@ -165,6 +167,7 @@ struct recording {
 	int fd;
 	struct tb_ctl *m;
 	__u32 pid;
+	char session[TB_CTL_SESSION_MAX];
 };
 
 static void free_recordings(struct recording *v, int n)
@@ -231,7 +234,9 @@ static int find_recordings(struct recording **out, int *nout)
 			continue;
 		}
 		v = nv;
-		v[n++] = (struct recording){ fd, m, pid };
+		v[n] = (struct recording){ fd, m, pid, "" };
+		memcpy(v[n].session, m[TB_CTL_RECORDER].session, sizeof(v[n].session) - 1);
+		n++;
 	}
 	if (err) {
 		free_recordings(v, n);
@@ -240,6 +245,52 @@ static int find_recordings(struct recording **out, int *nout)
 	*out = v;
 	*nout = n;
 	return 0;
+}
+
+bool tb_session_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n >= TB_CTL_SESSION_MAX)
+		return false;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._-") == n;
+}
+
+long tb_session_recorder(const char *name)
+{
+	struct recording *v;
+	long pid = 0;
+	int n, err = find_recordings(&v, &n);
+
+	if (err)
+		return err;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i].session, name))
+			pid = v[i].pid;
+	free_recordings(v, n);
+	return pid;
+}
+
+/* On, stopped, or asked to change: one word for `ctl list`. */
+static const char *state_word(const struct recording *r)
+{
+	const struct tb_ctl *st = &r->m[TB_CTL_STATE], *rec = &r->m[TB_CTL_RECORDER];
+
+	if (rec->ts != st->ts)
+		return st->want_off ? "stopping" : "starting";
+	return st->off ? "stopped" : "on";
+}
+
+/* `ctl list`: the running sessions, a line each. */
+static void print_list(struct recording *v, int n)
+{
+	printf("%-*s %-8s %-8s %s\n", TB_CTL_SESSION_MAX - 1, "SESSION", "RECORDER", "STATE",
+	       "OUTPUT");
+	for (int i = 0; i < n; i++)
+		printf("%-*s %-8u %-8s %.*s\n", TB_CTL_SESSION_MAX - 1,
+		       v[i].session[0] ? v[i].session : "-", v[i].pid, state_word(&v[i]),
+		       TB_CTL_PATH_MAX, v[i].m[TB_CTL_RECORDER].path);
 }
 
 /* What is in effect (the kernel side's switch), and a request the recorder
@@ -321,12 +372,14 @@ static int switch_recording(struct recording *r, bool off)
 
 struct ctl_args {
 	const char *verb;
+	const char *session;
 	long recorder;
 };
 
 static const struct argp_option ctl_options[] = {
-	{ "recorder", 'r', "PID", 0, "The recording to act on: its recorder's process id "
-				     "(needed when several run; 'status' lists them)", 0 },
+	{ "session", 's', "NAME", 0, "The session to act on (record --session; 'ctl list' "
+				     "lists them)", 0 },
+	{ "recorder", 'r', "PID", 0, "The recording to act on: its recorder's process id", 0 },
 	{ 0 },
 };
 
@@ -336,23 +389,31 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	char *end;
 
 	switch (key) {
+	case 's':
+		if (!tb_session_name_ok(arg))
+			argp_error(state, "invalid session name '%s': 1 to %d letters, digits, "
+				   "'.', '_' or '-' ('tracebpf ctl list' lists them)", arg,
+				   TB_CTL_SESSION_MAX - 1);
+		a->session = arg;
+		break;
 	case 'r':
 		errno = 0;
 		a->recorder = strtol(arg, &end, 10);
 		if (errno || *end || a->recorder <= 0 || a->recorder > 0x7fffffff)
 			argp_error(state, "invalid recorder pid '%s': give a positive process id "
-				   "('tracebpf ctl status' lists them)", arg);
+				   "('tracebpf ctl list' lists them)", arg);
 		break;
 	case ARGP_KEY_ARG:
 		if (a->verb)
 			argp_error(state, "one command only, not '%s' after '%s'", arg, a->verb);
-		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status"))
-			argp_error(state, "unknown command '%s': start, stop or status", arg);
+		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status") &&
+		    strcmp(arg, "list"))
+			argp_error(state, "unknown command '%s': start, stop, status or list", arg);
 		a->verb = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!a->verb)
-			argp_error(state, "no command: start, stop or status");
+			argp_error(state, "no command: start, stop, status or list");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -360,13 +421,49 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* The recording --session or --recorder names (NULL when neither is
+ * given); says so when none matches, and sets *err. */
+static struct recording *chosen(const struct ctl_args *a, struct recording *v, int n, int *err)
+{
+	for (int i = 0; i < n; i++)
+		if ((!a->session || !strcmp(v[i].session, a->session)) &&
+		    (!a->recorder || v[i].pid == (__u32)a->recorder))
+			return a->session || a->recorder ? &v[i] : NULL;
+	if (a->session && a->recorder)
+		ERR("no tracebpf session named '%s' has recorder %ld", a->session, a->recorder);
+	else if (a->session)
+		ERR("no tracebpf session named '%s' is running", a->session);
+	else if (a->recorder)
+		ERR("no tracebpf recording runs in process %ld", a->recorder);
+	else
+		return NULL;
+	fprintf(stderr, "tracebpf: hint: 'tracebpf ctl list' lists the sessions and their "
+			"recorders' process ids\n");
+	*err = -ESRCH;
+	return NULL;
+}
+
+/* Several run and none was named: never guess. */
+static int refuse_to_guess(const struct recording *v, int n, const char *verb)
+{
+	ERR("%d recordings are running: which one should %s?", n, verb);
+	fprintf(stderr, "tracebpf: hint: choose one with --session NAME (or --recorder PID):");
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "%s %s (recorder %u)", i ? "," : "",
+			v[i].session[0] ? v[i].session : "-", v[i].pid);
+	fprintf(stderr, "\n");
+	return -EINVAL;
+}
+
 int tb_cmd_ctl(int argc, char **argv)
 {
-	static const struct argp argp = { ctl_options, ctl_parse, "start|stop|status",
+	static const struct argp argp = { ctl_options, ctl_parse, "start|stop|status|list",
 		"Stop and start a running recording without ending it: 'stop' switches "
 		"recording off in the kernel (processes are still followed, nothing else "
-		"is recorded), 'start' switches it back on, 'status' lists the running "
-		"recordings. 'tracebpf record --paused' starts one switched off.", NULL, NULL, NULL };
+		"is recorded), 'start' switches it back on, 'status' says what each "
+		"recording does, 'list' lists the sessions. With several recordings "
+		"running, --session NAME says which. 'tracebpf record --paused' starts "
+		"one switched off.", NULL, NULL, NULL };
 	struct ctl_args a = {};
 	struct recording *v = NULL, *r = NULL;
 	int n = 0, err, i;
@@ -382,30 +479,24 @@ int tb_cmd_ctl(int argc, char **argv)
 			tb_hint_bpf(err, NULL);
 		return 1;
 	}
-	for (i = 0; i < n; i++)
-		if (a.recorder && v[i].pid == (__u32)a.recorder)
-			r = &v[i];
-	if (a.recorder && !r) {
-		ERR("no tracebpf recording runs in process %ld", a.recorder);
-		fprintf(stderr, "tracebpf: hint: 'tracebpf ctl status' lists the recordings "
-				"and their recorders' process ids\n");
-		err = -ESRCH;
+	r = chosen(&a, v, n, &err);
+	if (err) {
+		/* said */
+	} else if (!n && !strcmp(a.verb, "list")) {
+		print_list(v, n);
 	} else if (!n) {
 		ERR("no tracebpf recording is running");
 		fprintf(stderr, "tracebpf: hint: start one with 'sudo tracebpf record -p PID' or "
 				"'sudo tracebpf record -- CMD' (--paused starts it stopped)\n");
 		err = -ESRCH;
+	} else if (!strcmp(a.verb, "list")) {
+		print_list(r ? r : v, r ? 1 : n);
 	} else if (!strcmp(a.verb, "status")) {
 		for (i = 0; i < n; i++)
 			if (!r || r == &v[i])
 				print_status(&v[i]);
 	} else if (!r && n > 1) {
-		ERR("%d recordings are running: which one should %s?", n, a.verb);
-		fprintf(stderr, "tracebpf: hint: choose one with --recorder PID:");
-		for (i = 0; i < n; i++)
-			fprintf(stderr, " %u", v[i].pid);
-		fprintf(stderr, " ('tracebpf ctl status' says more)\n");
-		err = -EINVAL;
+		err = refuse_to_guess(v, n, a.verb);
 	} else {
 		err = switch_recording(r ? r : &v[0], !strcmp(a.verb, "stop"));
 	}

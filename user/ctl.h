@@ -22,10 +22,18 @@ struct tb_ctl_rec {
 };
 
 /* Maps the control map (map_fd, BPF_F_MMAPABLE) and fills in the recorder's
- * entry (its pid, the trace file path); with paused, switches recording
- * off before anything is attached (handled as a request once the file
- * is open). 0 or a negative errno. */
-int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path);
+ * entry (its pid, the trace file path, the session's name); with paused,
+ * switches recording off before anything is attached (handled as a
+ * request once the file is open). 0 or a negative errno. */
+int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path,
+		const char *session);
+
+/* A session name as `record --session` takes it: 1-31 of [A-Za-z0-9._-]. */
+bool tb_session_name_ok(const char *name);
+
+/* The pid of the recorder of a running session named `name`, 0 when none
+ * runs, or a negative errno when the recordings cannot be listed. */
+long tb_session_recorder(const char *name);
 
 /* A request not handled yet: 1 with *want_off, *by and *ts filled in, else
  * 0. *gate_off: the kernel side's switch as it is now. */

@@ -27,20 +27,22 @@ static const char top_doc[] =
 	"  report     summarize a trace: losses, slices by total and self time\n"
 	"  dump       print a trace file one line per record\n"
 	"  pack       rewrite a trace at maximum compression for transport\n"
-	"  ctl        stop and start a running recording (start|stop|status)\n"
+	"  ctl        stop and start a running recording (start|stop|status|list)\n"
 	"  version    print the version\n\n"
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP };
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
 				     "(default trace.json)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
+	{ "session", OPT_SESSION, "NAME", 0, "Name this recording for 'tracebpf ctl --session "
+					     "NAME' (default tb-<recorder pid>; printed at start)", 0 },
 	{ "keep-running", OPT_KEEP, NULL, 0, "Leave the command (-- CMD) running when the "
 					     "recording ends by a signal or --duration (by default "
 					     "it gets SIGTERM, and its last events are recorded)", 0 },
@@ -241,6 +243,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_JSON:
 		o->no_json = true;
+		break;
+	case OPT_SESSION:
+		if (!tb_session_name_ok(arg))
+			argp_error(state, "invalid session name '%s': 1 to 31 letters, digits, "
+				   "'.', '_' or '-'", arg);
+		o->session = arg;
 		break;
 	case OPT_KEEP:
 		o->keep_running = true;

@@ -25,6 +25,7 @@
 #include "record.skel.h"
 #include "fast.h"
 #include "recorder.h"
+#include "ctl.h"
 #include "sched.h"
 #include "serve.h"
 #include "tbfile.h"
@@ -214,6 +215,28 @@ static void raise_priority(struct recorder *r)
 			r->nice0);
 }
 
+/* The session's name: --session, or tb-<our pid>; one that a running
+ * session has is refused. */
+static int name_session(struct recorder *r)
+{
+	long pid;
+
+	snprintf(r->session, sizeof(r->session), "%s", r->o->session ? r->o->session : "");
+	if (!r->o->session)
+		snprintf(r->session, sizeof(r->session), "tb-%d", (int)getpid());
+	pid = tb_session_recorder(r->session);
+	if (pid > 0) {
+		ERR("a session named '%s' is already running (recorder %ld)", r->session, pid);
+		fprintf(stderr, "tracebpf: hint: give this one another name with --session NAME "
+				"('tracebpf ctl list' lists the sessions)\n");
+		return -EEXIST;
+	}
+	if (!r->o->quiet)
+		fprintf(stderr, "tracebpf: record: session '%s' (tracebpf ctl --session %s "
+				"stop|start|status)\n", r->session, r->session);
+	return 0;
+}
+
 int tb_record(const struct tb_record_opts *o)
 {
 	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1,
@@ -229,7 +252,9 @@ int tb_record(const struct tb_record_opts *o)
 	if (err)
 		return err;
 	raise_priority(&r);
-	err = find_targets(&r);
+	err = name_session(&r);
+	if (!err)
+		err = find_targets(&r);
 	if (!err)
 		err = load_bpf(&r);
 	if (!err)

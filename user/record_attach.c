@@ -482,7 +482,7 @@ int load_bpf(struct recorder *r)
 	tb_fast_pin_stopped(bpf_map__fd(r->skel->maps.stopped));
 	/* before anything is attached: --paused holds from the first event */
 	err = tb_ctl_init(&r->ctl, bpf_map__fd(r->skel->maps.tb_ctl), o->paused,
-			  strcmp(r->tbt_path, "-") ? r->tbt_path : "<stdout>");
+			  strcmp(r->tbt_path, "-") ? r->tbt_path : "<stdout>", r->session);
 	if (err) {
 		ERR("failed to map the control map (for tracebpf ctl): %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "

@@ -88,6 +88,7 @@ struct recorder {
 	__u64 stats_lost;      /* lost_procs of the last STATS record written */
 	int write_err;         /* first writer error */
 	char tbt_path[PATH_MAX];
+	char session[32];      /* its name (TB_CTL_SESSION_MAX) */
 	char json_path[PATH_MAX];
 	struct object *objs;   /* every object with probes the targets mapped */
 	int nobjs;

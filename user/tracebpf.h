@@ -25,6 +25,7 @@ struct tb_record_opts {
 	unsigned flush_ms;               /* drain/flush period */
 	int zlevel;                      /* zlib level for chunks */
 	const char *btf_path;            /* kernel BTF to check (default sysfs) */
+	const char *session;             /* --session NAME (default tb-<recorder pid>) */
 	bool verbose;                    /* -v: libbpf debug output */
 	bool quiet;                      /* -q: no live status */
 	bool no_json;                    /* --no-json: keep only the .tbt */

@@ -211,9 +211,9 @@ def test_errors(recorder, tmp_path):
     st = check_ok(ctl("status"))
     assert f"recording {pa}: on" in st and f"recording {pb}: stopped" in st, st
     # which one? never both, never a guess
-    check_error(ctl("stop"), "2 recordings are running", f" {pa}", f" {pb}", "--recorder")
+    check_error(ctl("stop"), "2 recordings are running", f" {pa})", f" {pb})", "--recorder")
     check_error(ctl("-r", os.getpid(), "stop"), f"no tracebpf recording runs in process "
-                f"{os.getpid()}", "tracebpf ctl status")
+                f"{os.getpid()}", "tracebpf ctl list")
     assert check_ok(ctl("-r", pb, "start")) == f"recording {pb} started\n"
     assert check_ok(ctl("--recorder", pa, "stop")) == f"recording {pa} stopped\n"
     st = check_ok(ctl("status"))
@@ -231,6 +231,48 @@ def test_errors(recorder, tmp_path):
     assert len(b.rec.trace().named("phase")) == 3
     assert "stopped at the end" in subprocess.run(
         [TRACEBPF, "info", str(a.rec.tbt)], capture_output=True, text=True).stdout
+
+
+def test_named_sessions(recorder, tmp_path):
+    """docs/tracebpf-ctl.md, "Sessions": each recording has a name
+    (--session, or tb-<recorder pid>); `ctl list` shows them; --session
+    reaches that one only; without it ctl refuses to guess and names them;
+    a name that runs already is refused."""
+    a = Phases(recorder, tmp_path, "--paused", "--session", "alpha", name="a")
+    b = Phases(recorder, tmp_path, "--paused", name="b")
+    pa, pb = a.rec.proc.pid, b.rec.proc.pid
+    lst = check_ok(ctl("list"))
+    assert lst.splitlines()[0].split() == ["SESSION", "RECORDER", "STATE", "OUTPUT"], lst
+    assert re.search(rf"^alpha +{pa} +stopped +{re.escape(str(a.rec.tbt))}$", lst, re.M), lst
+    assert re.search(rf"^tb-{pb} +{pb} +stopped +{re.escape(str(b.rec.tbt))}$", lst, re.M), lst
+    assert check_ok(ctl("--session", "alpha", "list")).count("\n") == 2
+    check_error(ctl("start"), "2 recordings are running", f"alpha (recorder {pa})",
+                f"tb-{pb} (recorder {pb})", "--session NAME")
+    check_error(ctl("--session", "gamma", "stop"), "no tracebpf session named 'gamma' is "
+                "running", "tracebpf ctl list")
+    check_error(ctl("--session", "alpha", "-r", pb, "stop"), "no tracebpf session named "
+                f"'alpha' has recorder {pb}")
+    for bad in ("a/b", "x" * 32, ""):
+        p = ctl("--session", bad, "list")
+        assert p.returncode == 64 and "invalid session name" in p.stderr, (bad, p.stderr)
+    # the name is taken; a new name is printed at start (then the missing
+    # command fails the recording)
+    p = run("record", "-q", "--session", "alpha", "--", prog("phases"))
+    assert p.returncode == 1 and f"a session named 'alpha' is already running " \
+        f"(recorder {pa})" in p.stderr, p.stderr
+    p = run("record", "--session", "zeta", "--", str(tmp_path / "missing"))
+    assert p.returncode == 1 and "tracebpf: record: session 'zeta' (tracebpf ctl --session " \
+        "zeta" in p.stderr, p.stderr
+    # --session reaches its own only
+    assert check_ok(ctl("--session", f"tb-{pb}", "start")) == f"recording {pb} started\n"
+    lst = check_ok(ctl("list"))
+    assert re.search(rf"^alpha +{pa} +stopped ", lst, re.M) and \
+        re.search(rf"^tb-{pb} +{pb} +on ", lst, re.M), lst
+    for ph in (a, b):
+        ph.do("i 3")
+        assert ph.finish().rc == 0, ph.rec.stderr
+    assert a.rec.trace().named("phase") == []
+    assert len(b.rec.trace().named("phase")) == 3
 
 
 def test_recorder_frozen(recorder, tmp_path):
