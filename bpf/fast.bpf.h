@@ -69,6 +69,7 @@ struct fast_cb {
 	__u64 last_ts;
 	__u32 n;          /* events in the batch */
 	__u32 cpu;
+	bool skip;        /* not a thread of --tid: its events are left out */
 };
 
 /* A record (or batch of n) the recorder's ring refuses is counted, with a
@@ -245,6 +246,8 @@ static long fast_sample(struct bpf_dynptr *dp, void *ctx)
 		return 0;
 	}
 	f = *p;
+	if (c->skip && f.type != TB_FAST_SITE)
+		return 0;   /* record --tid: another thread's event */
 	if (f.type == TB_FAST_EVENT) {
 		if (f.ts >= c->stop_ts)
 			return 0;   /* after a ctl stop: dropped, as by the probes */
@@ -277,6 +280,7 @@ int tb_fast_drain(struct tb_fast_drain *d)
 	void *ring;
 
 	c.pid_tgid = (__u64)d->pid << 32 | d->tid;
+	c.skip = !tid_chosen(d->tid);
 	c.cpu = bpf_get_smp_processor_id();
 	c.rb = cpu_ring(c.cpu);
 	ring = bpf_map_lookup_elem(&fast_rings, &slot);

@@ -299,6 +299,22 @@ static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 	return info;
 }
 
+/* record --tid: only these threads' application events, when tid_filter
+ * is set (user space sizes the map and fills it before attaching). */
+const volatile bool tid_filter = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} tids SEC(".maps");
+
+static __always_inline bool tid_chosen(__u32 tid)
+{
+	return !tid_filter || bpf_map_lookup_elem(&tids, &tid);
+}
+
 static __always_inline void traced_changed(void)
 {
 	__sync_fetch_and_add(&traced_epoch, 1);
@@ -401,7 +417,7 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 
 	h->cpu = bpf_get_smp_processor_id();
 	gen = traced_gen(h->pid_tgid >> 32, h->cpu);
-	if (!gen || recording_stopped())
+	if (!gen || recording_stopped() || !tid_chosen((__u32)h->pid_tgid))
 		return 0;
 	h->is_id = is_id;
 	rb = cpu_ring(h->cpu);

@@ -34,10 +34,13 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION };
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION, OPT_TID };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
+	{ "tid", OPT_TID, "TID[,TID...]", 0, "Record the application events of these running "
+					    "threads only (their processes are recorded as by -p: "
+					    "their other threads' events are not)", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
 				     "(default trace.json)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
@@ -124,23 +127,32 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
-/* -p takes processes; a thread id names the process it belongs to (the
- * kernel side keys traced processes by tgid: a tid would match nothing). */
-static long process_of(long pid)
+/* The process of thread `tid` (tid itself if it cannot be read: record
+ * then says it does not exist). */
+static long tgid_of(long tid)
 {
 	char path[64], line[128];
-	long tgid = pid;
+	long tgid = tid;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	snprintf(path, sizeof(path), "/proc/%ld/status", tid);
 	f = fopen(path, "re");
 	if (!f)
-		return pid;   /* record says it does not exist */
+		return tid;
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
 			break;
 	fclose(f);
-	if (tgid > 0 && tgid != pid) {
+	return tgid > 0 ? tgid : tid;
+}
+
+/* -p takes processes; a thread id names the process it belongs to (the
+ * kernel side keys traced processes by tgid: a tid would match nothing). */
+static long process_of(long pid)
+{
+	long tgid = tgid_of(pid);
+
+	if (tgid != pid) {
 		fprintf(stderr, "tracebpf: record: %ld is a thread of process %ld: recording "
 				"process %ld\n", pid, tgid, tgid);
 		return tgid;
@@ -149,6 +161,35 @@ static long process_of(long pid)
 }
 
 /* -p PID[,PID...]: a thread id stands for its process; duplicates go. */
+static void add_pid(struct argp_state *state, struct tb_record_opts *o, long v)
+{
+	for (int i = 0; i < o->npids; i++)
+		if (o->pids[i] == v)
+			return;   /* given twice, or two threads of it */
+	if (o->npids == TB_MAX_TARGETS)
+		argp_error(state, "too many pids (at most %d)", TB_MAX_TARGETS);
+	o->pids[o->npids++] = v;
+}
+
+/* --tid: each thread, and its process as a target. A thread that does not
+ * exist is an error once the targets are looked up (its process is). */
+static void add_tids(struct argp_state *state, struct tb_record_opts *o, char *arg)
+{
+	char *end, *tok, *save;
+	long v;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		errno = 0;
+		v = strtol(tok, &end, 10);
+		if (errno || *end || v <= 0 || v > INT_MAX)
+			argp_error(state, "invalid thread id '%s': give a positive thread id", tok);
+		if (o->ntids == TB_MAX_TIDS)
+			argp_error(state, "too many thread ids (at most %d)", TB_MAX_TIDS);
+		o->tids[o->ntids++] = v;
+		add_pid(state, o, tgid_of(v));
+	}
+}
+
 static void add_pids(struct argp_state *state, struct tb_record_opts *o, char *arg)
 {
 	char *end, *tok, *save;
@@ -159,15 +200,7 @@ static void add_pids(struct argp_state *state, struct tb_record_opts *o, char *a
 		v = strtol(tok, &end, 10);
 		if (errno || *end || v <= 0 || v > INT_MAX)
 			argp_error(state, "invalid pid '%s': give a positive process id", tok);
-		v = process_of(v);
-		for (int i = 0; i < o->npids; i++)
-			if (o->pids[i] == v)
-				v = 0;   /* given twice, or two threads of it */
-		if (!v)
-			continue;
-		if (o->npids == TB_MAX_TARGETS)
-			argp_error(state, "too many pids (at most %d)", TB_MAX_TARGETS);
-		o->pids[o->npids++] = v;
+		add_pid(state, o, process_of(v));
 	}
 }
 
@@ -193,6 +226,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'p':
 		add_pids(state, o, arg);
+		break;
+	case OPT_TID:
+		add_tids(state, o, arg);
 		break;
 	case 'o':
 		o->out = arg;
@@ -299,7 +335,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!o->cmd && !o->npids)
-			argp_error(state, "nothing to record: give -p PID or -- COMMAND");
+			argp_error(state, "nothing to record: give -p PID, --tid TID or -- COMMAND");
+		if (o->cmd && o->ntids)
+			argp_error(state, "--tid names running threads: give it with -p PID or "
+				   "alone, not with -- COMMAND");
 		if (o->cmd && o->npids)
 			argp_error(state, "give either -p PID or -- COMMAND, not both");
 		if (o->no_sched && o->sched_select)

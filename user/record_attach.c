@@ -386,6 +386,39 @@ int find_targets(struct recorder *r)
 	return err;
 }
 
+/* record --tid: the threads into the kernel side's set; one that does not
+ * exist (or not in the process it was in when the options were read) is
+ * an error, as a -p that does not. */
+static int choose_tids(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	char path[64];
+	__u8 one = 1;
+
+	for (int i = 0; i < o->ntids; i++) {
+		__u32 tid = (__u32)o->tids[i];
+		bool found = false;
+
+		for (int k = 0; k < o->npids && !found; k++) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%u", o->pids[k], tid);
+			found = !access(path, F_OK);
+		}
+		if (!found) {
+			ERR("no thread %u runs", tid);
+			fprintf(stderr, "tracebpf: hint: --tid takes running threads' ids "
+					"(ls /proc/PID/task lists a process's)\n");
+			return -ESRCH;
+		}
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.tids), &tid, &one, BPF_ANY)) {
+			int err = -errno;
+
+			ERR("failed to choose thread %u: %s", tid, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 /* open -> configure -> load record.bpf.c; its rings. */
 static int load_record_bpf(struct recorder *r)
 {
@@ -420,6 +453,13 @@ static int load_record_bpf(struct recorder *r)
 		ERR("failed to size the set of traced processes: %s", strerror(-err));
 		return err;
 	}
+	r->skel->rodata->tid_filter = o->ntids > 0;
+	if (!err && o->ntids)
+		err = bpf_map__set_max_entries(r->skel->maps.tids, o->ntids);
+	if (err) {
+		ERR("failed to size the set of --tid threads: %s", strerror(-err));
+		return err;
+	}
 	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
 	r->skel->rodata->stop_for_attach = true;
 	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
@@ -440,8 +480,9 @@ static int load_record_bpf(struct recorder *r)
 	if (err) {
 		ERR("failed to load BPF programs: %s", strerror(-err));
 		tb_hint_bpf(err, "run with -v to see the verifier's log");
+		return err;
 	}
-	return err;
+	return choose_tids(r);
 }
 
 /* Both BPF objects loaded, their rings in one manager, the releaser and

@@ -12,11 +12,14 @@
 #endif
 
 #define TB_MAX_TARGETS 64
+#define TB_MAX_TIDS 1024   /* --tid */
 #define TB_MAX_EVENT_SPECS 64
 
 struct tb_record_opts {
-	pid_t pids[TB_MAX_TARGETS];      /* -p */
+	pid_t pids[TB_MAX_TARGETS];      /* -p (and the processes of --tid) */
 	int npids;
+	pid_t tids[TB_MAX_TIDS];         /* --tid: only these threads' events */
+	int ntids;
 	char **cmd;                      /* -- CMD ARGS (NULL-terminated) */
 	const char *out;                 /* -o: x.tbt, x.json or a base name */
 	double duration;                 /* --duration, 0 = until targets exit */

@@ -944,3 +944,38 @@ def test_keep_running_leaves_the_command_running(tmp_path):
         assert " EXIT process" not in text
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.both_paths
+def test_tid_records_only_those_threads(recorder, spawn):
+    """docs/tracebpf-record.md, --tid: of a running process's 4 threads,
+    the application events of the 2 chosen ones are recorded (each its own
+    unbroken run of numbers), the others' not at all, on either path."""
+    app = spawn(prog("fast_seq"), "attach", 4, 10**12)
+    tasks = wait_for(lambda: len(os.listdir(f"/proc/{app.pid}/task")) == 5 and
+                     sorted(map(int, os.listdir(f"/proc/{app.pid}/task"))),
+                     what="fast_seq's 4 threads")
+    chosen = [t for t in tasks if t != app.pid][1:3]
+    rec = recorder("--no-sched", "--tid", ",".join(map(str, chosen)), "--duration", "1.5").wait()
+    assert app.poll() is None, "the target keeps running after we detach"
+    t = rec.trace()
+    seq = t.named("seq", "I")
+    assert {e["tid"] for e in seq} == set(chosen), Counter(e["tid"] for e in seq)
+    assert {e["pid"] for e in t.events if e["ph"] != "M"} <= {app.pid}
+    for tid in chosen:
+        s = [e["args"]["seq"] for e in sorted(seq, key=lambda e: e["ts"]) if e["tid"] == tid]
+        assert s == list(range(s[0], s[0] + len(s))), f"thread {tid}: a hole"
+
+
+def test_tid_errors(tmp_path):
+    p = run_record("--tid", "x", "-o", tmp_path / "t.json")
+    assert p.returncode == 64 and "invalid thread id 'x'" in p.stderr, p.stderr
+    p = run_record("--tid", str(os.getpid()), "-o", tmp_path / "t.json", "--", "true")
+    assert p.returncode == 64 and "--tid names running threads" in p.stderr, p.stderr
+    p = run_record("--tid", "2147483647", "-o", tmp_path / "t.json")
+    assert p.returncode == 1 and "tracebpf: hint: " in p.stderr, p.stderr
+
+
+def run_record(*args):
+    return subprocess.run([TRACEBPF, "record", "-q", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
