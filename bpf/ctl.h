@@ -36,7 +36,13 @@ enum tb_ctl_key {
 	TB_CTL_NKEYS    = 2,
 };
 
-#define TB_CTL_PATH_MAX 192
+#define TB_CTL_PATH_MAX 176
+
+/* tb_ctl.filter: which sets choose the application events recorded
+ * (record --tid, tracebpf ctl filter). */
+#define TB_FILTER_TID 1u   /* only the threads in the map named "tb_tids" */
+#define TB_FILTER_PID 2u   /* only the processes in "tb_pids" */
+#define TB_FILTER_MAX 1024 /* entries of each */
 #define TB_CTL_SESSION_MAX 32   /* a session's name, with its NUL */
 
 struct tb_ctl {
@@ -51,6 +57,9 @@ struct tb_ctl {
 			  * since leaves it): events the threads stamped
 			  * after it and wrote into their fast-path rings are
 			  * dropped when drained, as the probes drop theirs */
+	__u32 filter;    /* STATE: TB_FILTER_* (ctl filter writes it) */
+	__u32 set_id[2]; /* RECORDER: the ids of the maps tb_tids, tb_pids */
+	__u32 pad;
 	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
 	char session[TB_CTL_SESSION_MAX];  /* RECORDER: the session's name */
 };

@@ -69,7 +69,7 @@ struct fast_cb {
 	__u64 last_ts;
 	__u32 n;          /* events in the batch */
 	__u32 cpu;
-	bool skip;        /* not a thread of --tid: its events are left out */
+	bool skip;        /* a thread the filters leave out: its events too */
 };
 
 /* A record (or batch of n) the recorder's ring refuses is counted, with a
@@ -247,7 +247,7 @@ static long fast_sample(struct bpf_dynptr *dp, void *ctx)
 	}
 	f = *p;
 	if (c->skip && f.type != TB_FAST_SITE)
-		return 0;   /* record --tid: another thread's event */
+		return 0;   /* the filters leave this thread out */
 	if (f.type == TB_FAST_EVENT) {
 		if (f.ts >= c->stop_ts)
 			return 0;   /* after a ctl stop: dropped, as by the probes */
@@ -280,7 +280,6 @@ int tb_fast_drain(struct tb_fast_drain *d)
 	void *ring;
 
 	c.pid_tgid = (__u64)d->pid << 32 | d->tid;
-	c.skip = !tid_chosen(d->tid);
 	c.cpu = bpf_get_smp_processor_id();
 	c.rb = cpu_ring(c.cpu);
 	ring = bpf_map_lookup_elem(&fast_rings, &slot);
@@ -290,6 +289,7 @@ int tb_fast_drain(struct tb_fast_drain *d)
 		return 0;
 	}
 	ctl = bpf_map_lookup_elem(&tb_ctl, &key);
+	c.skip = ctl && !filters_pass(ctl, c.pid_tgid);
 	if (ctl && ctl->off)   /* since the stop, even if a start was asked since */
 		c.stop_ts = ctl->off_ts ? ctl->off_ts : ctl->ts;
 	c.rb_size = bpf_ringbuf_query(c.rb, BPF_RB_RING_SIZE);

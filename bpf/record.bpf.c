@@ -299,20 +299,34 @@ static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 	return info;
 }
 
-/* record --tid: only these threads' application events, when tid_filter
- * is set (user space sizes the map and fills it before attaching). */
-const volatile bool tid_filter = false;
-
+/* The filters (record --tid, tracebpf ctl filter): while tb_ctl's STATE
+ * says so, only the threads in tb_tids and the processes in tb_pids have
+ * their application events recorded. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
+	__uint(max_entries, TB_FILTER_MAX);
 	__type(key, __u32);
 	__type(value, __u8);
-} tids SEC(".maps");
+} tb_tids SEC(".maps"), tb_pids SEC(".maps");
 
-static __always_inline bool tid_chosen(__u32 tid)
+/* The filters let this thread's application events through. */
+static __always_inline bool filters_pass(const struct tb_ctl *c, __u64 pid_tgid)
 {
-	return !tid_filter || bpf_map_lookup_elem(&tids, &tid);
+	__u32 tid = (__u32)pid_tgid, pid = pid_tgid >> 32, filter = c->filter;
+
+	if (!filter)
+		return true;
+	return (!(filter & TB_FILTER_TID) || bpf_map_lookup_elem(&tb_tids, &tid)) &&
+	       (!(filter & TB_FILTER_PID) || bpf_map_lookup_elem(&tb_pids, &pid));
+}
+
+/* Recording is on, and the filters let this thread's events through. */
+static __always_inline bool recording_chosen(__u64 pid_tgid)
+{
+	__u32 key = TB_CTL_STATE;
+	struct tb_ctl *c = bpf_map_lookup_elem(&tb_ctl, &key);
+
+	return !c || (!c->off && filters_pass(c, pid_tgid));
 }
 
 static __always_inline void traced_changed(void)
@@ -417,7 +431,7 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 
 	h->cpu = bpf_get_smp_processor_id();
 	gen = traced_gen(h->pid_tgid >> 32, h->cpu);
-	if (!gen || recording_stopped() || !tid_chosen((__u32)h->pid_tgid))
+	if (!gen || !recording_chosen(h->pid_tgid))
 		return 0;
 	h->is_id = is_id;
 	rb = cpu_ring(h->cpu);

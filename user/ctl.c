@@ -93,6 +93,26 @@ int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path,
 	return 0;
 }
 
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+int tb_ctl_filters(struct tb_ctl_rec *c, int tids_fd, int pids_fd, __u32 filter)
+{
+	struct tb_ctl *rec = &c->map[TB_CTL_RECORDER];
+
+	rec->set_id[0] = map_id(tids_fd);
+	rec->set_id[1] = map_id(pids_fd);
+	if (!rec->set_id[0] || !rec->set_id[1])
+		return -errno;
+	__atomic_store_n(&c->map[TB_CTL_STATE].filter, filter, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
 		   bool *gate_off)
 {
@@ -316,12 +336,41 @@ static void print_status(const struct recording *r)
 		       r->pid, st->want_off ? "stop" : "start", st->pid);
 }
 
+/* Waits until the recorder has handled request ts (what: "stop", "start"
+ * or "filter"). 0 or a negative errno (said). */
+static int wait_ack(struct recording *r, __u64 ts, const char *what)
+{
+	struct timespec tick = { 0, 5 * 1000 * 1000 };
+	bool on = !strcmp(what, "start");
+	__u64 t0 = mono_ns();
+
+	while (__atomic_load_n(&r->m[TB_CTL_RECORDER].ts, __ATOMIC_ACQUIRE) < ts) {
+		if (kill(r->pid, 0) && errno == ESRCH) {
+			ERR("failed to %s recording %u: it ended before it could log that",
+			    what, r->pid);
+			fprintf(stderr, "tracebpf: hint: nothing left to %s: its trace file "
+					"holds what it recorded until it ended\n", what);
+			return -ESRCH;
+		}
+		if (mono_ns() - t0 > ACK_TIMEOUT_NS) {
+			ERR("failed to %s recording %u: the recorder did not confirm within %llu s",
+			    what, r->pid, ACK_TIMEOUT_NS / 1000000000ull);
+			fprintf(stderr, "tracebpf: hint: %s; is the recorder itself stopped "
+					"(kill -CONT %u)?\n", !strcmp(what, "stop") ? "its BPF "
+					"programs record nothing already, but the trace file does not "
+					"say so yet" : on ? "recording starts when it answers" :
+					"the filter is unchanged", r->pid);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&tick, NULL);
+	}
+	return 0;
+}
+
 /* Flip the switch and wait until the recorder has written the change. */
 static int switch_recording(struct recording *r, bool off)
 {
 	const char *done = off ? "stopped" : "started";
-	struct timespec tick = { 0, 5 * 1000 * 1000 };
-	__u64 ts, t0;
 	int err;
 
 	/* one `tracebpf ctl` at a time: two with opposite verbs would mix
@@ -336,28 +385,9 @@ static int switch_recording(struct recording *r, bool off)
 		printf("recording %u is already %s\n", r->pid, done);
 		return 0;
 	}
-	t0 = mono_ns();
-	ts = request(r->m, off, getpid());
-	while (__atomic_load_n(&r->m[TB_CTL_RECORDER].ts, __ATOMIC_ACQUIRE) < ts) {
-		if (kill(r->pid, 0) && errno == ESRCH) {
-			ERR("failed to %s recording %u: it ended before it could log that",
-			    off ? "stop" : "start", r->pid);
-			fprintf(stderr, "tracebpf: hint: nothing left to %s: its trace file "
-					"holds what it recorded until it ended\n",
-				off ? "stop" : "start");
-			return -ESRCH;
-		}
-		if (mono_ns() - t0 > ACK_TIMEOUT_NS) {
-			ERR("failed to %s recording %u: the recorder did not confirm within %llu s",
-			    off ? "stop" : "start", r->pid, ACK_TIMEOUT_NS / 1000000000ull);
-			fprintf(stderr, "tracebpf: hint: %s; is the recorder itself stopped "
-					"(kill -CONT %u)?\n", off ? "its BPF programs record "
-					"nothing already, but the trace file does not say so yet" :
-					"recording starts when it answers", r->pid);
-			return -ETIMEDOUT;
-		}
-		nanosleep(&tick, NULL);
-	}
+	err = wait_ack(r, request(r->m, off, getpid()), off ? "stop" : "start");
+	if (err)
+		return err;
 	err = __atomic_load_n(&r->m[TB_CTL_RECORDER].err, __ATOMIC_RELAXED);
 	if (err) {
 		ERR("recording %u %s, but failed to attach to some probes again: %s", r->pid,
@@ -372,14 +402,140 @@ static int switch_recording(struct recording *r, bool off)
 
 struct ctl_args {
 	const char *verb;
+	const char *action;    /* filter: add, remove or clear */
+	const char *clear_kind;   /* filter clear tid|pid (NULL: both) */
 	const char *session;
 	long recorder;
+	__u32 ids[2][TB_FILTER_MAX];   /* --tid, --pid */
+	int nids[2];
 };
+
+static const char *const kind_name[2] = { "threads", "processes" };
+static const __u32 kind_bit[2] = { TB_FILTER_TID, TB_FILTER_PID };
+
+/* The ids in one of the filter's sets, in map order: printed as a list. */
+static void print_set(int fd)
+{
+	__u32 key, next, *prev = NULL;
+	int n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		printf("%s%u", n++ ? ", " : " ", next);
+		key = next;
+		prev = &key;
+	}
+	if (!n)
+		printf(" none");
+}
+
+/* What the filters let through, a line per set in effect. */
+static void print_filter(const struct recording *r)
+{
+	__u32 filter = __atomic_load_n(&r->m[TB_CTL_STATE].filter, __ATOMIC_ACQUIRE);
+
+	for (int k = 0; k < 2; k++) {
+		int fd;
+
+		if (!(filter & kind_bit[k]))
+			continue;
+		fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].set_id[k]);
+		printf("recording %u: only the application events of %s", r->pid, kind_name[k]);
+		if (fd < 0)
+			printf(" (unreadable: %s)", strerror(errno));
+		else
+			print_set(fd);
+		printf("\n");
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* One set of the filter changed as `action` says; its bit in *filter. */
+static int change_set(struct recording *r, const struct ctl_args *a, int k, __u32 *filter)
+{
+	__u8 one = 1;
+	__u32 key;
+	int fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].set_id[k]), err = 0;
+
+	if (fd < 0) {
+		ERR("failed to open recording %u's set of %s: %s", r->pid, kind_name[k],
+		    strerror(errno));
+		return -errno;
+	}
+	if (!strcmp(a->action, "clear")) {
+		while (!bpf_map_get_next_key(fd, NULL, &key))
+			bpf_map_delete_elem(fd, &key);
+		*filter &= ~kind_bit[k];
+	}
+	for (int i = 0; i < a->nids[k] && !strcmp(a->action, "add"); i++)
+		if (bpf_map_update_elem(fd, &a->ids[k][i], &one, BPF_ANY)) {
+			err = -errno;
+			ERR("failed to add %u to recording %u's %s: %s", a->ids[k][i], r->pid,
+			    kind_name[k], err == -E2BIG ? "the set is full" : strerror(-err));
+			break;
+		}
+	for (int i = 0; i < a->nids[k] && !strcmp(a->action, "remove"); i++)
+		bpf_map_delete_elem(fd, &a->ids[k][i]);   /* one not there: nothing to do */
+	if (!strcmp(a->action, "add") && !err)
+		*filter |= kind_bit[k];
+	close(fd);
+	return err;
+}
+
+/* `ctl filter add|remove|clear`: the kernel side's sets and switch, written
+ * here (the probes and the next drain apply them). */
+static int filter_recording(struct recording *r, const struct ctl_args *a)
+{
+	__u32 filter;
+	int err = 0;
+	bool all = !a->nids[0] && !a->nids[1] && !a->clear_kind;
+
+	if (flock(r->fd, LOCK_EX)) {
+		ERR("failed to lock recording %u's control map: %s", r->pid, strerror(errno));
+		return -errno;
+	}
+	/* a request that changes nothing: the recorder drains every ring
+	 * first, so what was emitted before this command is judged by the
+	 * filter it was emitted under (the fast path's events are judged
+	 * when drained) */
+	err = wait_ack(r, request(r->m, r->m[TB_CTL_STATE].want_off, getpid()), "filter");
+	if (err)
+		return err;
+	filter = __atomic_load_n(&r->m[TB_CTL_STATE].filter, __ATOMIC_ACQUIRE);
+	for (int k = 0; k < 2 && !err; k++)
+		if (a->nids[k] || all || (a->clear_kind && !strcmp(a->clear_kind, k ? "pid" : "tid")))
+			err = change_set(r, a, k, &filter);
+	__atomic_store_n(&r->m[TB_CTL_STATE].filter, filter, __ATOMIC_RELEASE);
+	if (!filter)
+		printf("recording %u: no filter, every traced thread's events\n", r->pid);
+	print_filter(r);
+	return err;
+}
+
+/* --tid or --pid LIST into the ids of kind k. */
+static void parse_ids(struct argp_state *state, struct ctl_args *a, int k, char *arg)
+{
+	char *end, *tok, *save;
+	long v;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		errno = 0;
+		v = strtol(tok, &end, 10);
+		if (errno || *end || v <= 0 || v > 0x7fffffff)
+			argp_error(state, "invalid %s id '%s': give positive ids", k ? "process" :
+				   "thread", tok);
+		if (a->nids[k] == TB_FILTER_MAX)
+			argp_error(state, "too many ids (at most %d)", TB_FILTER_MAX);
+		a->ids[k][a->nids[k]++] = (__u32)v;
+	}
+}
 
 static const struct argp_option ctl_options[] = {
 	{ "session", 's', "NAME", 0, "The session to act on (record --session; 'ctl list' "
 				     "lists them)", 0 },
 	{ "recorder", 'r', "PID", 0, "The recording to act on: its recorder's process id", 0 },
+	{ "tid", 't', "TID[,TID...]", 0, "filter: these threads", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0, "filter: these processes", 0 },
 	{ 0 },
 };
 
@@ -403,17 +559,45 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid recorder pid '%s': give a positive process id "
 				   "('tracebpf ctl list' lists them)", arg);
 		break;
+	case 't':
+	case 'p':
+		parse_ids(state, a, key == 'p', arg);
+		break;
 	case ARGP_KEY_ARG:
+		if (a->action && !strcmp(a->action, "clear") && !a->clear_kind) {
+			if (strcmp(arg, "tid") && strcmp(arg, "pid"))
+				argp_error(state, "filter clear: 'tid', 'pid' or nothing (both), "
+					   "not '%s'", arg);
+			a->clear_kind = arg;
+			break;
+		}
+		if (a->verb && !strcmp(a->verb, "filter") && !a->action) {
+			if (strcmp(arg, "add") && strcmp(arg, "remove") && strcmp(arg, "clear"))
+				argp_error(state, "unknown filter action '%s': add, remove or "
+					   "clear", arg);
+			a->action = arg;
+			break;
+		}
 		if (a->verb)
 			argp_error(state, "one command only, not '%s' after '%s'", arg, a->verb);
 		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status") &&
-		    strcmp(arg, "list"))
-			argp_error(state, "unknown command '%s': start, stop, status or list", arg);
+		    strcmp(arg, "list") && strcmp(arg, "filter"))
+			argp_error(state, "unknown command '%s': start, stop, status, list or "
+				   "filter", arg);
 		a->verb = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!a->verb)
-			argp_error(state, "no command: start, stop, status or list");
+			argp_error(state, "no command: start, stop, status, list or filter");
+		if (!strcmp(a->verb, "filter") && !a->action)
+			argp_error(state, "filter: add, remove or clear?");
+		if ((a->nids[0] || a->nids[1]) && !a->action)
+			argp_error(state, "--tid and --pid go with 'filter add|remove|clear'");
+		if (a->action && strcmp(a->action, "clear") && !a->nids[0] && !a->nids[1])
+			argp_error(state, "filter %s: give --tid LIST or --pid LIST", a->action);
+		if (a->action && !strcmp(a->action, "clear") && (a->nids[0] || a->nids[1]))
+			argp_error(state, "filter clear drops a whole set: 'filter clear tid', "
+				   "'filter clear pid' or 'filter clear' (both)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -457,11 +641,13 @@ static int refuse_to_guess(const struct recording *v, int n, const char *verb)
 
 int tb_cmd_ctl(int argc, char **argv)
 {
-	static const struct argp argp = { ctl_options, ctl_parse, "start|stop|status|list",
+	static const struct argp argp = { ctl_options, ctl_parse,
+		"start|stop|status|list\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]",
 		"Stop and start a running recording without ending it: 'stop' switches "
 		"recording off in the kernel (processes are still followed, nothing else "
 		"is recorded), 'start' switches it back on, 'status' says what each "
-		"recording does, 'list' lists the sessions. With several recordings "
+		"recording does, 'list' lists the sessions, 'filter' records only the "
+		"application events of some threads or processes. With several recordings "
 		"running, --session NAME says which. 'tracebpf record --paused' starts "
 		"one switched off.", NULL, NULL, NULL };
 	struct ctl_args a = {};
@@ -493,10 +679,14 @@ int tb_cmd_ctl(int argc, char **argv)
 		print_list(r ? r : v, r ? 1 : n);
 	} else if (!strcmp(a.verb, "status")) {
 		for (i = 0; i < n; i++)
-			if (!r || r == &v[i])
+			if (!r || r == &v[i]) {
 				print_status(&v[i]);
+				print_filter(&v[i]);
+			}
 	} else if (!r && n > 1) {
 		err = refuse_to_guess(v, n, a.verb);
+	} else if (!strcmp(a.verb, "filter")) {
+		err = filter_recording(r ? r : &v[0], &a);
 	} else {
 		err = switch_recording(r ? r : &v[0], !strcmp(a.verb, "stop"));
 	}

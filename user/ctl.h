@@ -28,6 +28,11 @@ struct tb_ctl_rec {
 int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path,
 		const char *session);
 
+/* The filter sets' map ids for `tracebpf ctl filter`, and the filters in
+ * effect from the start (TB_FILTER_*: record --tid). 0 or a negative
+ * errno. */
+int tb_ctl_filters(struct tb_ctl_rec *c, int tids_fd, int pids_fd, __u32 filter);
+
 /* A session name as `record --session` takes it: 1-31 of [A-Za-z0-9._-]. */
 bool tb_session_name_ok(const char *name);
 

@@ -23,6 +23,7 @@
 
 #include "tbrecords.h"
 #include "record.skel.h"
+#include "../bpf/ctl.h"
 #include "ctl.h"
 #include "fast.h"
 #include "gaps.h"
@@ -409,7 +410,7 @@ static int choose_tids(struct recorder *r)
 					"(ls /proc/PID/task lists a process's)\n");
 			return -ESRCH;
 		}
-		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.tids), &tid, &one, BPF_ANY)) {
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.tb_tids), &tid, &one, BPF_ANY)) {
 			int err = -errno;
 
 			ERR("failed to choose thread %u: %s", tid, strerror(-err));
@@ -451,13 +452,6 @@ static int load_record_bpf(struct recorder *r)
 	err = bpf_map__set_max_entries(r->skel->maps.traced, o->max_procs);
 	if (err) {
 		ERR("failed to size the set of traced processes: %s", strerror(-err));
-		return err;
-	}
-	r->skel->rodata->tid_filter = o->ntids > 0;
-	if (!err && o->ntids)
-		err = bpf_map__set_max_entries(r->skel->maps.tids, o->ntids);
-	if (err) {
-		ERR("failed to size the set of --tid threads: %s", strerror(-err));
 		return err;
 	}
 	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
@@ -524,6 +518,10 @@ int load_bpf(struct recorder *r)
 	/* before anything is attached: --paused holds from the first event */
 	err = tb_ctl_init(&r->ctl, bpf_map__fd(r->skel->maps.tb_ctl), o->paused,
 			  strcmp(r->tbt_path, "-") ? r->tbt_path : "<stdout>", r->session);
+	if (!err)
+		err = tb_ctl_filters(&r->ctl, bpf_map__fd(r->skel->maps.tb_tids),
+				     bpf_map__fd(r->skel->maps.tb_pids),
+				     o->ntids ? TB_FILTER_TID : 0);
 	if (err) {
 		ERR("failed to map the control map (for tracebpf ctl): %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import TRACEBPF, load, prog, wait_for
+from conftest import TRACEBPF, child_pid_of, load, prog, wait_for
 from test_errors import run
 
 NCPUS = os.cpu_count()
@@ -273,6 +273,48 @@ def test_named_sessions(recorder, tmp_path):
         assert ph.finish().rc == 0, ph.rec.stderr
     assert a.rec.trace().named("phase") == []
     assert len(b.rec.trace().named("phase")) == 3
+
+
+@pytest.mark.both_paths
+def test_filters_at_run_time(recorder, tmp_path):
+    """docs/tracebpf-ctl.md, "Filters": `ctl filter add|remove --pid|--tid`
+    and `filter clear [tid|pid]` between known events: each numbered event is in the trace
+    exactly when the filters in effect when it was emitted let its process
+    and thread through, on either path."""
+    ph = Phases(recorder, tmp_path, "--session", "flt")
+    pid = child_pid_of(ph.rec)
+
+    def f(*args):
+        return check_ok(ctl("--session", "flt", "filter", *args))
+    ph.do("i 2")                              # 0-1: no filter
+    assert f("add", "--pid", 1) == f"recording {ph.rec.proc.pid}: only the application " \
+        "events of processes 1\n"
+    ph.do("i 3")                              # 2-4: not process 1's
+    out = f("add", "--pid", pid)
+    assert re.search(rf"processes (1, {pid}|{pid}, 1)$", out, re.M), out
+    ph.do("i 4")                              # 5-8
+    f("add", "--tid", 1)
+    st = check_ok(ctl("status"))
+    assert "only the application events of threads 1\n" in st, st
+    ph.do("i 1")                              # 9: not thread 1
+    f("clear", "tid")
+    ph.do("i 2")                              # 10-11
+    f("remove", "--pid", pid)
+    ph.do("i 1")                              # 12: only process 1 again
+    assert f("clear") == f"recording {ph.rec.proc.pid}: no filter, every traced " \
+        "thread's events\n"
+    ph.do("i 1")                              # 13
+    assert ph.finish().rc == 0, ph.rec.stderr
+    seqs = sorted(e["args"]["seq"] for e in ph.rec.trace().named("phase"))
+    assert seqs == [0, 1, 5, 6, 7, 8, 10, 11, 13], seqs
+
+
+def test_filter_usage():
+    for args in (("filter",), ("filter", "drop"), ("filter", "add"),
+                 ("filter", "add", "--tid", "x"), ("--tid", "5", "stop"),
+                 ("filter", "clear", "--tid", "5"), ("filter", "clear", "all")):
+        p = ctl(*args)
+        assert p.returncode == 64 and "tracebpf ctl" in p.stderr, (args, p.stderr)
 
 
 def test_recorder_frozen(recorder, tmp_path):
