@@ -33,7 +33,8 @@
 enum tb_ctl_key {
 	TB_CTL_STATE    = 0,
 	TB_CTL_RECORDER = 1,
-	TB_CTL_NKEYS    = 2,
+	TB_CTL_STATS    = 2,   /* struct tb_ctl_stats, for `ctl status` */
+	TB_CTL_NKEYS    = 3,
 };
 
 #define TB_CTL_PATH_MAX 176
@@ -65,5 +66,30 @@ struct tb_ctl {
 };
 
 _Static_assert(sizeof(struct tb_ctl) == 256, "tb_ctl layout");
+
+#define TB_CTL_STAT_CPUS 8    /* CPUs whose drops are listed one by one */
+#define TB_CTL_TARGETS   16   /* traced processes listed */
+#define TB_CTL_EVENTS    64   /* the kernel events recorded, as a string */
+
+/* The recorder's figures, rewritten about once a second, read by `ctl
+ * status` (the entry TB_CTL_STATS, in place of a struct tb_ctl). `seq` is
+ * odd while it is being written. */
+struct tb_ctl_stats {
+	__u32 seq;
+	__u32 ncpus;       /* possible CPUs (cpu_drops has the first ones) */
+	__u64 ts;          /* when written, CLOCK_MONOTONIC ns */
+	__u64 events;      /* records received so far */
+	__u64 rate;        /* records per second over the last period */
+	__u64 bytes;       /* written to the trace file */
+	__u64 drops_app;   /* application events lost, all CPUs */
+	__u64 drops_kern;  /* kernel events lost */
+	__u32 ntargets;    /* traced processes (targets has the first ones) */
+	__u32 pad;
+	__u64 cpu_drops[TB_CTL_STAT_CPUS];   /* both kinds, per CPU */
+	__u32 targets[TB_CTL_TARGETS];
+	char kernel[TB_CTL_EVENTS];          /* e.g. "sched (all), irq:*"; "" none */
+};
+
+_Static_assert(sizeof(struct tb_ctl_stats) == 256, "tb_ctl_stats layout");
 
 #endif /* TRACEBPF_CTL_H */

@@ -93,6 +93,22 @@ int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path,
 	return 0;
 }
 
+void tb_ctl_publish(struct tb_ctl_rec *c, struct tb_ctl_stats *s)
+{
+	struct tb_ctl_stats *d;
+	__u32 seq;
+
+	if (!c->map)
+		return;
+	d = (struct tb_ctl_stats *)&c->map[TB_CTL_STATS];
+	seq = __atomic_load_n(&d->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->seq, seq + 1, __ATOMIC_RELAXED);   /* odd: being written */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	s->seq = seq + 1;
+	memcpy(d, s, sizeof(*s));
+	__atomic_store_n(&d->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 static __u32 map_id(int fd)
 {
 	struct bpf_map_info info = {};
@@ -336,6 +352,141 @@ static void print_status(const struct recording *r)
 		       r->pid, st->want_off ? "stop" : "start", st->pid);
 }
 
+/* The recorder's last figures (a consistent copy: seq even and the same
+ * before and after); false when it has published none yet. */
+static bool read_stats(const struct recording *r, struct tb_ctl_stats *out)
+{
+	const struct tb_ctl_stats *s = (const struct tb_ctl_stats *)&r->m[TB_CTL_STATS];
+
+	for (int tries = 0; tries < 100; tries++) {
+		__u32 seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+
+		if (seq & 1)
+			continue;
+		memcpy(out, (const void *)s, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
+			return out->ts != 0;
+	}
+	return false;
+}
+
+static void fmt_size(char *buf, size_t len, __u64 b)
+{
+	if (b >= 10ull << 20)
+		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+	else if (b >= 10ull << 10)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+}
+
+/* `status`'s lines after the first: the session, its targets and
+ * figures, its drops, the kernel events it records. */
+static void print_details(const struct recording *r)
+{
+	struct tb_ctl_stats s;
+	char size[32];
+	__u32 n;
+
+	printf("recording %u: session %s\n", r->pid, r->session[0] ? r->session : "-");
+	if (!read_stats(r, &s)) {
+		printf("recording %u: no figures yet (the recorder writes them once a "
+		       "second)\n", r->pid);
+		return;
+	}
+	n = s.ntargets < TB_CTL_TARGETS ? s.ntargets : TB_CTL_TARGETS;
+	printf("recording %u: %u traced process%s:", r->pid, s.ntargets,
+	       s.ntargets == 1 ? "" : "es");
+	for (__u32 i = 0; i < n; i++)
+		printf("%s %u", i ? "," : "", s.targets[i]);
+	printf("%s\n", s.ntargets > n ? ", ..." : "");
+	fmt_size(size, sizeof(size), s.bytes);
+	printf("recording %u: %llu events, %llu/s; %s written\n", r->pid,
+	       (unsigned long long)s.events, (unsigned long long)s.rate, size);
+	printf("recording %u: dropped %llu application and %llu kernel events (per CPU:",
+	       r->pid, (unsigned long long)s.drops_app, (unsigned long long)s.drops_kern);
+	for (__u32 i = 0; i < s.ncpus && i < TB_CTL_STAT_CPUS; i++)
+		printf("%s %llu", i ? "," : "", (unsigned long long)s.cpu_drops[i]);
+	printf("%s)\n", s.ncpus > TB_CTL_STAT_CPUS ? ", ..." : "");
+	printf("recording %u: kernel events: %.*s\n", r->pid, TB_CTL_EVENTS,
+	       s.kernel[0] ? s.kernel : "none");
+}
+
+/* A JSON string (quotes, backslashes and control characters escaped). */
+static void json_str(const char *p, size_t max)
+{
+	putchar('"');
+	for (size_t i = 0; i < max && p[i]; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* One filter set as a JSON array, or null when not in effect. */
+static void json_set(const struct recording *r, int k)
+{
+	__u32 filter = __atomic_load_n(&r->m[TB_CTL_STATE].filter, __ATOMIC_ACQUIRE);
+	__u32 key, next, *prev = NULL;
+	int fd, n = 0;
+
+	if (!(filter & (k ? TB_FILTER_PID : TB_FILTER_TID)) ||
+	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].set_id[k])) < 0) {
+		printf("null");
+		return;
+	}
+	putchar('[');
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		printf("%s%u", n++ ? ", " : "", next);
+		key = next;
+		prev = &key;
+	}
+	putchar(']');
+	close(fd);
+}
+
+/* `status --json`: one object per recording (docs/tracebpf-ctl.md). */
+static void print_json(const struct recording *r, bool first)
+{
+	const struct tb_ctl *st = &r->m[TB_CTL_STATE];
+	struct tb_ctl_stats s;
+	bool have = read_stats(r, &s);
+
+	printf("%s\n  {\"session\": ", first ? "" : ",");
+	json_str(r->session, sizeof(r->session));
+	printf(", \"recorder\": %u, \"state\": \"%s\", \"output\": ", r->pid,
+	       r->m[TB_CTL_RECORDER].ts != st->ts ? (st->want_off ? "stopping" : "starting") :
+	       st->off ? "stopped" : "on");
+	json_str(r->m[TB_CTL_RECORDER].path, TB_CTL_PATH_MAX);
+	printf(", \"filters\": {\"tids\": ");
+	json_set(r, 0);
+	printf(", \"pids\": ");
+	json_set(r, 1);
+	printf("}");
+	if (have) {
+		printf(", \"bytes\": %llu, \"events\": %llu, \"events_per_s\": %llu, "
+		       "\"drops\": {\"application\": %llu, \"kernel\": %llu, \"per_cpu\": [",
+		       (unsigned long long)s.bytes, (unsigned long long)s.events,
+		       (unsigned long long)s.rate, (unsigned long long)s.drops_app,
+		       (unsigned long long)s.drops_kern);
+		for (__u32 i = 0; i < s.ncpus && i < TB_CTL_STAT_CPUS; i++)
+			printf("%s%llu", i ? ", " : "", (unsigned long long)s.cpu_drops[i]);
+		printf("]}, \"ntargets\": %u, \"targets\": [", s.ntargets);
+		for (__u32 i = 0; i < s.ntargets && i < TB_CTL_TARGETS; i++)
+			printf("%s%u", i ? ", " : "", s.targets[i]);
+		printf("], \"kernel_events\": ");
+		json_str(s.kernel, TB_CTL_EVENTS);
+	}
+	printf("}");
+}
+
 /* Waits until the recorder has handled request ts (what: "stop", "start"
  * or "filter"). 0 or a negative errno (said). */
 static int wait_ack(struct recording *r, __u64 ts, const char *what)
@@ -404,6 +555,7 @@ struct ctl_args {
 	const char *verb;
 	const char *action;    /* filter: add, remove or clear */
 	const char *clear_kind;   /* filter clear tid|pid (NULL: both) */
+	bool json;             /* status --json */
 	const char *session;
 	long recorder;
 	__u32 ids[2][TB_FILTER_MAX];   /* --tid, --pid */
@@ -534,6 +686,7 @@ static const struct argp_option ctl_options[] = {
 	{ "session", 's', "NAME", 0, "The session to act on (record --session; 'ctl list' "
 				     "lists them)", 0 },
 	{ "recorder", 'r', "PID", 0, "The recording to act on: its recorder's process id", 0 },
+	{ "json", 'j', NULL, 0, "status: as JSON", 0 },
 	{ "tid", 't', "TID[,TID...]", 0, "filter: these threads", 0 },
 	{ "pid", 'p', "PID[,PID...]", 0, "filter: these processes", 0 },
 	{ 0 },
@@ -563,6 +716,9 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case 'p':
 		parse_ids(state, a, key == 'p', arg);
 		break;
+	case 'j':
+		a->json = true;
+		break;
 	case ARGP_KEY_ARG:
 		if (a->action && !strcmp(a->action, "clear") && !a->clear_kind) {
 			if (strcmp(arg, "tid") && strcmp(arg, "pid"))
@@ -591,6 +747,8 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "no command: start, stop, status, list or filter");
 		if (!strcmp(a->verb, "filter") && !a->action)
 			argp_error(state, "filter: add, remove or clear?");
+		if (a->json && strcmp(a->verb, "status"))
+			argp_error(state, "--json goes with 'status'");
 		if ((a->nids[0] || a->nids[1]) && !a->action)
 			argp_error(state, "--tid and --pid go with 'filter add|remove|clear'");
 		if (a->action && strcmp(a->action, "clear") && !a->nids[0] && !a->nids[1])
@@ -677,10 +835,17 @@ int tb_cmd_ctl(int argc, char **argv)
 		err = -ESRCH;
 	} else if (!strcmp(a.verb, "list")) {
 		print_list(r ? r : v, r ? 1 : n);
+	} else if (!strcmp(a.verb, "status") && a.json) {
+		printf("[");
+		for (i = 0; i < n; i++)
+			if (!r || r == &v[i])
+				print_json(&v[i], r ? true : i == 0);
+		printf("\n]\n");
 	} else if (!strcmp(a.verb, "status")) {
 		for (i = 0; i < n; i++)
 			if (!r || r == &v[i]) {
 				print_status(&v[i]);
+				print_details(&v[i]);
 				print_filter(&v[i]);
 			}
 	} else if (!r && n > 1) {

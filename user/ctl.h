@@ -28,6 +28,11 @@ struct tb_ctl_rec {
 int tb_ctl_init(struct tb_ctl_rec *c, int map_fd, bool paused, const char *path,
 		const char *session);
 
+struct tb_ctl_stats;
+
+/* The recorder's figures for `ctl status` (s->seq is set here). */
+void tb_ctl_publish(struct tb_ctl_rec *c, struct tb_ctl_stats *s);
+
 /* The filter sets' map ids for `tracebpf ctl filter`, and the filters in
  * effect from the start (TB_FILTER_*: record --tid). 0 or a negative
  * errno. */

@@ -177,7 +177,7 @@ int on_record(void *ctx, void *data, size_t size)
  * (the application's rings and the kernel's summed); the two totals into
  * *app and *kern. An error when a drop counter cannot be read: then how
  * much was lost is unknown, which the caller must say. */
-static int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
+int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 {
 	__u32 zero = 0;
 
@@ -358,6 +358,7 @@ int poll_round(struct recorder *r)
 	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
 		r->child = -1;
 	now = now_ns(CLOCK_MONOTONIC);
+	publish_stats(r, now);
 	if (r->tty && now - r->last_status >= 1000000000ull) {
 		status_line(r, (now - r->t0) / 1e9,
 			    (r->events - r->last_events) * 1e9 / (now - r->last_status));

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "record.skel.h"
+#include "../bpf/ctl.h"
 #include "ctl.h"
 #include "fast.h"
 #include "recorder.h"
@@ -343,4 +344,54 @@ void report(struct recorder *r)
 		fprintf(stderr, "tracebpf: WARNING: %llu events were LOST in fast-path rings: "
 				"each one the last event of a thread killed while writing it\n",
 			(unsigned long long)tb_fast_lost(r->fast));
+}
+
+/* The traced processes: how many, and the first TB_CTL_TARGETS. */
+static void list_targets(struct recorder *r, struct tb_ctl_stats *s)
+{
+	int fd = bpf_map__fd(r->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (s->ntargets < TB_CTL_TARGETS)
+			s->targets[s->ntargets] = next;
+		s->ntargets++;
+		key = next;
+		prev = &key;
+	}
+}
+
+/* What the kernel side records besides the application: "sched (all)",
+ * "sched (traced)", the -e specs; cut to fit. */
+static void kernel_events(const struct tb_record_opts *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (!o->no_sched)
+		n = (size_t)snprintf(buf, len, "sched (%s)", o->sched_traced ? "traced" : "all");
+	for (int i = 0; i < o->nevents && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", o->events[i]);
+}
+
+void publish_stats(struct recorder *r, __u64 now)
+{
+	struct tb_ctl_stats s = { .ncpus = (__u32)r->ncpus, .ts = now, .events = r->events };
+	__u64 *vals;
+
+	if (r->last_pub && now - r->last_pub < 1000000000ull)
+		return;
+	if (r->last_pub)
+		s.rate = (r->events - r->pub_events) * 1000000000ull / (now - r->last_pub);
+	s.bytes = tb_writer_bytes(r->w);
+	vals = calloc((size_t)r->ncpus, sizeof(*vals));
+	if (vals && !read_drops(r, vals, &s.drops_app, &s.drops_kern))
+		for (int i = 0; i < r->ncpus && i < TB_CTL_STAT_CPUS; i++)
+			s.cpu_drops[i] = vals[i];
+	free(vals);
+	list_targets(r, &s);
+	kernel_events(r->o, s.kernel, sizeof(s.kernel));
+	tb_ctl_publish(&r->ctl, &s);
+	r->last_pub = now;
+	r->pub_events = r->events;
 }

@@ -107,6 +107,7 @@ struct recorder {
 	bool tty;              /* a live status line on stderr */
 	__u64 t0;              /* the recording's start */
 	__u64 last_status, last_events;  /* at the last status line */
+	__u64 last_pub, pub_events;      /* at the last publish_stats */
 	__u64 cut;             /* with the fast path: this round takes the records
 				* stamped up to here (0: all) */
 	char *held;            /* records past the cut, for the next round */
@@ -133,6 +134,10 @@ int start_child(struct recorder *r);
 int start_releaser(struct recorder *r);
 void stop_releaser(struct recorder *r);
 int handle_ctl(struct recorder *r, bool tty);
+/* ctl status's figures into the control map, about once a second. */
+void publish_stats(struct recorder *r, __u64 now);
+/* The drops so far: per CPU (vals, ncpus of them), and in all. */
+int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
 void status_line(struct recorder *r, double elapsed, double rate);
 void report(struct recorder *r);
 

@@ -2,6 +2,7 @@
 recording switched off and on. Real recorders and a real instrumented
 program (tests/progs/phases) that emits numbered events only when told to,
 so each event is known to fall before or after a switch."""
+import json
 import os
 import re
 import select
@@ -218,7 +219,8 @@ def test_errors(recorder, tmp_path):
     assert check_ok(ctl("--recorder", pa, "stop")) == f"recording {pa} stopped\n"
     st = check_ok(ctl("status"))
     assert f"recording {pa}: stopped" in st and f"recording {pb}: on" in st, st
-    assert check_ok(ctl("-r", pa, "status")).count("\n") == 1
+    st = check_ok(ctl("-r", pa, "status"))
+    assert all(l.startswith(f"recording {pa}: ") for l in st.splitlines()), st
 
     # not root: says so, and how
     check_error(ctl("stop", user=65534), "failed to list the running recordings",
@@ -317,6 +319,43 @@ def test_filter_usage():
         assert p.returncode == 64 and "tracebpf ctl" in p.stderr, (args, p.stderr)
 
 
+def test_status_shows_what_a_recording_does(recorder, tmp_path):
+    """docs/tracebpf-ctl.md, "Status": per recording, the session, the
+    traced processes, the events and bytes so far, the drops (in all and
+    per CPU), the kernel events and the filters; --json has the same."""
+    ph = Phases(recorder, tmp_path, "--session", "st", "--sched=traced", "-e",
+                "syscalls:sys_enter_openat")
+    pid, rec = child_pid_of(ph.rec), ph.rec.proc.pid
+    ph.do("i 500")
+    check_ok(ctl("-s", "st", "filter", "add", "--tid", pid))
+
+    def status():
+        j = json.loads(check_ok(ctl("-s", "st", "status", "--json")))
+        return j if "events" in j[0] and j[0]["events"] >= 500 else None
+    # figures are written once a second: wait for some that count the 500
+    j = wait_for(status, what="ctl status --json to count the events")
+    assert len(j) == 1, j
+    s = j[0]
+    assert (s["session"], s["recorder"], s["state"], s["output"]) == \
+        ("st", rec, "on", str(ph.rec.tbt)), s
+    assert s["filters"] == {"tids": [pid], "pids": None}, s
+    assert s["targets"] == [pid] and s["ntargets"] == 1, s
+    assert s["kernel_events"] == "sched (traced), syscalls:sys_enter_openat", s
+    assert s["bytes"] > 0 and s["drops"]["application"] == 0, s
+    assert len(s["drops"]["per_cpu"]) == min(NCPUS, 8), s
+    st = check_ok(ctl("status"))
+    for want in (rf"^recording {rec}: on, writing ", rf"^recording {rec}: session st$",
+                 rf"^recording {rec}: 1 traced process: {pid}$",
+                 rf"^recording {rec}: \d+ events, \d+/s; [\d.]+ (B|KiB|MiB) written$",
+                 rf"^recording {rec}: dropped 0 application and \d+ kernel events \(per CPU:",
+                 rf"^recording {rec}: kernel events: sched \(traced\), syscalls:",
+                 rf"^recording {rec}: only the application events of threads {pid}$"):
+        assert re.search(want, st, re.M), (want, st)
+    assert ph.finish().rc == 0, ph.rec.stderr
+    p = ctl("status", "--json")
+    assert p.returncode == 1 and "no tracebpf recording is running" in p.stderr, p.stderr
+
+
 def test_recorder_frozen(recorder, tmp_path):
     """A recorder that cannot answer (SIGSTOP): ctl gives up with a hint
     instead of hanging. The stop is in effect at once all the same; a start
@@ -341,7 +380,8 @@ def test_recorder_frozen(recorder, tmp_path):
     finally:
         os.kill(pid, signal.SIGCONT)
     # "on" only once the recorder has attached again and opened the switch
-    wait_for(lambda: ctl("status").stdout == f"recording {pid}: on, writing {ph.rec.tbt}\n",
+    wait_for(lambda: ctl("status").stdout.startswith(f"recording {pid}: on, writing "
+                                                     f"{ph.rec.tbt}\nrecording {pid}: session "),
              what="the start to be handled")
     assert ph.do("i 2")                # 4-5 recorded, the probes attached again
     t = ph.finish().trace()
