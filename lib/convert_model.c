@@ -261,6 +261,11 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 		*str[i] = desc + off;
 		off = (size_t)(nul - desc) + 1;
 	}
+	/* since 2.5: the source file after the strings, and the line */
+	if (off < d.size && memchr(desc + off, '\0', d.size - off)) {
+		s->file = desc + off;
+		s->line = d.line;
+	}
 	s->phase = (char)d.phase;
 	s->scope = d.scope == 'p' || d.scope == 'g' ? (char)d.scope : 't';
 	s->nargs = d.nargs;

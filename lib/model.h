@@ -32,6 +32,8 @@ struct site {
 	uint8_t flags;              /* TB_SITE_* */
 	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
 	const char *step;           /* TB_SITE_STEP: async step / flow step */
+	const char *file;           /* the source file (since 2.5), or NULL */
+	uint32_t line;              /* its line, 0 unknown */
 };
 
 /* Parses the descriptor of a SITE record; s->valid tells whether it can

@@ -249,7 +249,7 @@ descriptors() {
 			}
 		}
 		function describe(addrhex, addr, symsize, sym,   k, off, i, b, err, magic, size,
-				  ph, sc, na, t0, t1, flags, res, nul, s, cur, scs, copy, step, isid) {
+				  ph, sc, na, t0, t1, flags, line, nul, s, cur, scs, copy, step, isid, file) {
 			off = -1
 			for (k = 1; k <= ns; k++)
 				if (SA[k] > 0 && addr >= SA[k] && addr < SA[k] + SS[k]) off = addr - SA[k] + SO[k]
@@ -260,7 +260,7 @@ descriptors() {
 			size = b[4] + 256 * b[5]
 			ph = sprintf("%c", b[6]); sc = b[7]; na = b[8]
 			t0 = b[9]; t1 = b[10]; flags = b[11]
-			res = b[12] + b[13] + b[14] + b[15]
+			line = b[12] + 256 * b[13] + 65536 * b[14] + 16777216 * b[15]
 			if (magic != 827540052) err = err ",magic"
 			if (size > 512 || size > symsize || size < 20) { err = err ",size"; size = symsize }
 			if (ph !~ /^[BEICbenstfM]$/) err = err ",phase"
@@ -274,19 +274,23 @@ descriptors() {
 			if (t0 > 6 || t1 > 6) err = err ",type"
 			if ((na < 1 && t0 != 0) || (na < 2 && t1 != 0)) err = err ",unused-type"
 			if ((na >= 1 && t0 == 0) || (na >= 2 && t1 == 0)) err = err ",missing-type"
-			if (res != 0) err = err ",reserved"
+			if (line < 1) err = err ",line"
 			if (addr % 8 != 0) err = err ",align"
-			nul = 0; s = ""; cur = ""
+			# the strings, then the source file (format 2.5)
+			nul = 0; s = ""; cur = ""; file = ""
 			for (i = 16; i < size; i++) {
 				if (b[i] == 0) {
 					if (cur == "" && !(copy && nul == 1)) err = err ",empty-string"
-					s = s (nul ? "|" : "") cur; cur = ""; nul++
+					if (nul == 2 + step + na) file = cur
+					else s = s (nul ? "|" : "") cur
+					cur = ""; nul++
 				} else {
 					cur = cur sprintf("%c", b[i])
 				}
 			}
 			if (b[size - 1] != 0) err = err ",unterminated"
-			if (nul != 2 + step + na) err = err ",strings"
+			if (nul != 3 + step + na) err = err ",strings"
+			if (file !~ /^[^\/]+\.(c|cc|cpp|h|hpp)$/) err = err ",file"
 			scs = sc ? sprintf("%c", sc) : "-"
 			printf "%s %s %s %s %d %d %d %s\n", (err == "" ? "ok" : "bad:" substr(err, 2)),
 			       sym, ph, scs, na, t0, t1, s

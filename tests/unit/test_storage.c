@@ -954,6 +954,43 @@ static void test_golden_v2_4(void **state)
 	assert_int_equal(gap_cpus, 3);
 }
 
+/* 2.5: a descriptor holds its source line, and its source file after the
+ * other strings. */
+static unsigned sites_with_source;
+
+static void check_site_v2_5(const struct tb_rec_hdr *h)
+{
+	const struct tb_rec_site *rec = (const void *)h;
+	struct tracebpf_site d;
+	const char *desc = (const char *)(rec + 1), *last = NULL;
+
+	if (h->type != TB_REC_SITE)
+		return;
+	assert_true(rec->len >= sizeof(d) && rec->len <= h->size - sizeof(*rec));
+	memcpy(&d, desc, sizeof(d));
+	assert_true(d.size <= rec->len && desc[d.size - 1] == 0);
+	for (const char *p = desc + sizeof(d); p < desc + d.size; p += strlen(p) + 1)
+		last = p;
+	assert_true(d.line > 0);
+	assert_string_equal(last, "mt_events.c");
+	sites_with_source++;
+}
+
+static void test_golden_v2_5(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_COMM] = 3,
+		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 12,
+		[TB_REC_WAKE] = 19, [TB_REC_KTASK] = 8,
+	};
+
+	(void)state;
+	sites_with_source = 0;
+	check_golden("tests/data/v2.5-mt_events.tbt", 2, 5, true, want, check_site_v2_5);
+	assert_int_equal(sites_with_source, 4);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -1008,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_2),
 		cmocka_unit_test(test_golden_v2_3),
 		cmocka_unit_test(test_golden_v2_4),
+		cmocka_unit_test(test_golden_v2_5),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};

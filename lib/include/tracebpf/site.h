@@ -55,7 +55,9 @@
 
 #define TRACEBPF_MAX_ARGS 2
 
-/* Followed in the same object by cat "\0" name "\0" argname0 "\0" ... */
+/* Followed in the same object by cat "\0" name ["\0" step] "\0" argname0
+ * "\0" ..., then the source file "\0" (its base name where the compiler
+ * has __FILE_NAME__). */
 struct tracebpf_site {
 	uint32_t magic;     /* TRACEBPF_SITE_MAGIC */
 	uint16_t size;      /* header + strings, bytes, <= TRACEBPF_SITE_MAX */
@@ -64,7 +66,8 @@ struct tracebpf_site {
 	uint8_t  nargs;     /* 0..TRACEBPF_MAX_ARGS */
 	uint8_t  arg_type[TRACEBPF_MAX_ARGS]; /* TRACEBPF_ARG_* */
 	uint8_t  flags;     /* TRACEBPF_SITEF_* */
-	uint32_t reserved;  /* 0 */
+	uint32_t line;      /* the site's source line (0 from headers before
+			     * format 2.5, which wrote no file either) */
 };
 
 #ifdef __cplusplus
@@ -78,7 +81,7 @@ TRACEBPF__SITE_ASSERT(__builtin_offsetof(struct tracebpf_site, size) == 4 &&
 		      __builtin_offsetof(struct tracebpf_site, nargs) == 8 &&
 		      __builtin_offsetof(struct tracebpf_site, arg_type) == 9 &&
 		      __builtin_offsetof(struct tracebpf_site, flags) == 11 &&
-		      __builtin_offsetof(struct tracebpf_site, reserved) == 12,
+		      __builtin_offsetof(struct tracebpf_site, line) == 12,
 		      "tracebpf_site field offsets (docs/format.md)");
 #undef TRACEBPF__SITE_ASSERT
 

@@ -1369,15 +1369,22 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 /* The descriptor of one site, a block-scope static named `var`. `strs` is the
  * concatenation cat "\0" name ["\0" argname...]; the literal's own final NUL
  * terminates the last string. */
+#ifdef __FILE_NAME__
+#define TRACEBPF__SRC_FILE __FILE_NAME__
+#else
+#define TRACEBPF__SRC_FILE __FILE__
+#endif
+/* The strings with the source file after them. */
+#define TRACEBPF__STRS_SRC(strs) strs "\0" TRACEBPF__SRC_FILE
 #define TRACEBPF__STRS_BYTES(strs) \
-	TRACEBPF__SCAST(unsigned, sizeof(struct tracebpf_site) + sizeof(strs))
+	TRACEBPF__SCAST(unsigned, sizeof(struct tracebpf_site) + sizeof(TRACEBPF__STRS_SRC(strs)))
 
 #define TRACEBPF__SITE(var, ph, sc, na, t0, t1, strs) \
 	TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, 0, strs)
 #define TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, fl, strs)                   \
 	static const struct {                                                 \
 		struct tracebpf_site h;                                       \
-		char s[sizeof(strs)];                                         \
+		char s[sizeof(TRACEBPF__STRS_SRC(strs))];                    \
 	} var __attribute__((aligned(8))) = {                                 \
 		{ TRACEBPF_SITE_MAGIC,                                        \
 		  TRACEBPF__SCAST(uint16_t, TRACEBPF__STRS_BYTES(strs)),      \
@@ -1385,11 +1392,11 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 		  TRACEBPF__SCAST(uint8_t, na),                               \
 		  { TRACEBPF__SCAST(uint8_t, t0),                             \
 		    TRACEBPF__SCAST(uint8_t, t1) },                           \
-		  TRACEBPF__SCAST(uint8_t, fl), 0 },                          \
-		strs                                                          \
+		  TRACEBPF__SCAST(uint8_t, fl), __LINE__ },                   \
+		TRACEBPF__STRS_SRC(strs)                                      \
 	};                                                                    \
 	TRACEBPF__SASSERT(TRACEBPF__STRS_BYTES(strs) <= TRACEBPF_SITE_MAX,    \
-			  "tracebpf: category, name and argument names too long")
+			  "tracebpf: category, name, argument names and file name too long")
 
 /* A plain (non-scoped) site: one statement. */
 #define TRACEBPF__EVENT(ph, sc, na, t0, v0, t1, v1, strs)                     \
