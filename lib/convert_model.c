@@ -261,8 +261,9 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 		*str[i] = desc + off;
 		off = (size_t)(nul - desc) + 1;
 	}
-	/* since 2.5: the source file after the strings, and the line */
-	if (off < d.size && memchr(desc + off, '\0', d.size - off)) {
+	/* since 2.5: the source file after the strings, the descriptor's
+	 * last bytes, and the line */
+	if (off < d.size && memchr(desc + off, '\0', d.size - off) == desc + d.size - 1) {
 		s->file = desc + off;
 		s->line = d.line;
 	}

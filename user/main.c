@@ -26,8 +26,9 @@ static const char top_doc[] =
 	"  info       describe a trace file: version, streams, events, drops\n"
 	"  report     summarize a trace: losses, slices by total and self time\n"
 	"  dump       print a trace file one line per record\n"
+	"  list       list the sites a program carries (tracebpf's 'perf list')\n"
 	"  pack       rewrite a trace at maximum compression for transport\n"
-	"  ctl        stop and start a running recording (start|stop|status|list)\n"
+	"  ctl        control a running recording (start|stop|status|list|filter)\n"
 	"  version    print the version\n\n"
 	"Run 'tracebpf COMMAND --help' for a command's options.";
 
@@ -543,6 +544,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "info")) {
 		argv[1] = "tracebpf info";
 		ret = tb_cmd_info(argc - 1, argv + 1);
+	} else if (!strcmp(argv[1], "list")) {
+		argv[1] = "tracebpf list";
+		ret = tb_cmd_list(argc - 1, argv + 1);
 	} else if (!strcmp(argv[1], "dump")) {
 		argv[1] = "tracebpf dump";
 		ret = tb_cmd_dump(argc - 1, argv + 1);

@@ -56,6 +56,8 @@ void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);
 
 int tb_cmd_info(int argc, char **argv);
 int tb_cmd_dump(int argc, char **argv);
+/* `tracebpf list`: the sites in a program's ELF files (user/list.c). */
+int tb_cmd_list(int argc, char **argv);
 int tb_cmd_pack(int argc, char **argv);
 
 #endif
