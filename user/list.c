@@ -48,6 +48,13 @@ struct list_args {
 	bool json;
 };
 
+/* The header's own sites (tracebpf__fast_names writes the kept thread
+ * and process names again through them): not the program's. */
+static bool header_own(const struct site *s)
+{
+	return s->file && !strcmp(s->file, "trace.h") && !strcmp(s->cat, "__metadata");
+}
+
 /* The descriptor at p (at most avail bytes), if the parser takes it. */
 static int take_site(struct sites *out, const unsigned char *p, size_t avail, uint64_t addr)
 {
@@ -81,7 +88,7 @@ static int take_site(struct sites *out, const unsigned char *p, size_t avail, ui
 	tb_site_parse(rec, &f->s);
 	/* a site's strings end with its last byte (bytes that only look
 	 * like a descriptor, a copy the compiler made, do not) */
-	if (!f->s.valid || !f->s.file) {
+	if (!f->s.valid || !f->s.file || header_own(&f->s)) {
 		free(f->rec);
 		return 0;
 	}

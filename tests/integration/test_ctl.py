@@ -430,3 +430,45 @@ def test_killed_while_stopped(recorder, tmp_path):
     assert sorted(e["args"]["seq"] for e in t.named("phase")) == [0, 1, 2, 3]
     wins = t.meta["recording_stopped"]
     assert len(wins) == 1 and "to_ns" not in wins[0], wins
+
+
+def check_late_names(t, pid, worker):
+    assert t.process_names().get(pid) == "late process", t.process_names()
+    names = t.thread_names()
+    assert (names.get((pid, pid)), names.get((pid, worker))) == ("late main", "late worker"), \
+        names
+    assert len(t.named("after", "I")) == 2
+
+
+def test_names_set_before_attach_survive(recorder, spawn):
+    """docs/api.md, "Names": names the program set before `record -p`
+    attached are written again when its threads take their fast-path
+    rings, so the JSON names them (it said "late_names" before)."""
+    app = spawn(prog("late_names"), stdin=subprocess.PIPE)
+    m = re.fullmatch(r"named pid=(\d+) worker=(\d+)\n", app.stdout.readline())
+    pid, worker = int(m.group(1)), int(m.group(2))
+    rec = recorder("--no-sched", "-p", pid)
+
+    def recording():
+        st = json.loads(ctl("-r", rec.proc.pid, "status", "--json").stdout or "[{}]")
+        return "events" in st[0]
+    # figures are published from the recorder's loop: it has attached
+    wait_for(recording, what="the recorder to attach")
+    app.stdin.write("go\n")
+    app.stdin.close()
+    assert app.wait(timeout=60) == 0
+    rec.wait()
+    check_late_names(rec.trace(), pid, worker)
+
+
+def test_names_set_while_paused_survive(recorder, tmp_path):
+    """Names set under --paused, before `ctl start`, are in the JSON."""
+    rec = recorder("--no-sched", "--paused", "--", prog("late_names"), stdin=subprocess.PIPE)
+    m = re.fullmatch(r"named pid=(\d+) worker=(\d+)\n", rec.proc.stdout.readline())
+    pid, worker = int(m.group(1)), int(m.group(2))
+    assert check_ok(ctl("-r", rec.proc.pid, "start")) == f"recording {rec.proc.pid} started\n"
+    rec.proc.stdin.write("go\n")
+    rec.proc.stdin.close()
+    rec.proc.stdin = None   # communicate() would flush it
+    rec.wait()
+    check_late_names(rec.trace(), pid, worker)

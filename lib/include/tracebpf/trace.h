@@ -550,11 +550,44 @@ __attribute__((constructor, unused)) static void tracebpf__fork_fix_init(void)
 }
 #endif /* TRACEBPF_PROBE_NOP1 */
 
+/* The descriptor of one site, a block-scope static named `var`. `strs` is the
+ * concatenation cat "\0" name ["\0" argname...]; the literal's own final NUL
+ * terminates the last string. */
+#ifdef __FILE_NAME__
+#define TRACEBPF__SRC_FILE __FILE_NAME__
+#else
+#define TRACEBPF__SRC_FILE __FILE__
+#endif
+/* The strings with the source file after them. */
+#define TRACEBPF__STRS_SRC(strs) strs "\0" TRACEBPF__SRC_FILE
+#define TRACEBPF__STRS_BYTES(strs) \
+	TRACEBPF__SCAST(unsigned, sizeof(struct tracebpf_site) + sizeof(TRACEBPF__STRS_SRC(strs)))
+
+#define TRACEBPF__SITE(var, ph, sc, na, t0, t1, strs) \
+	TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, 0, strs)
+#define TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, fl, strs)                   \
+	static const struct {                                                 \
+		struct tracebpf_site h;                                       \
+		char s[sizeof(TRACEBPF__STRS_SRC(strs))];                    \
+	} var __attribute__((aligned(8))) = {                                 \
+		{ TRACEBPF_SITE_MAGIC,                                        \
+		  TRACEBPF__SCAST(uint16_t, TRACEBPF__STRS_BYTES(strs)),      \
+		  TRACEBPF__SCAST(uint8_t, ph), TRACEBPF__SCAST(uint8_t, sc), \
+		  TRACEBPF__SCAST(uint8_t, na),                               \
+		  { TRACEBPF__SCAST(uint8_t, t0),                             \
+		    TRACEBPF__SCAST(uint8_t, t1) },                           \
+		  TRACEBPF__SCAST(uint8_t, fl), __LINE__ },                   \
+		TRACEBPF__STRS_SRC(strs)                                      \
+	};                                                                    \
+	TRACEBPF__SASSERT(TRACEBPF__STRS_BYTES(strs) <= TRACEBPF_SITE_MAX,    \
+			  "tracebpf: category, name, argument names and file name too long")
+
 #ifndef TRACEBPF_NO_FAST_PATH
 
 #define TRACEBPF__FAST_NONE  0u
 #define TRACEBPF__FAST_READY 1u
 #define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
+#define TRACEBPF__NAME_KEPT  64u     /* bytes of a name kept for a late start */
 
 /* One per thread and object (weak + hidden, like the semaphore). */
 struct tracebpf__fast_thread {
@@ -571,6 +604,7 @@ struct tracebpf__fast_thread {
 	uint32_t state;                    /* TRACEBPF__FAST_* */
 	uint32_t busy;                     /* in a write (signal handlers) */
 	uint32_t dtor;                     /* thread-exit unmap registered */
+	char name[TRACEBPF__NAME_KEPT];    /* TRACE_THREAD_NAME's, kept */
 };
 
 /* One per object. */
@@ -580,6 +614,8 @@ struct tracebpf__fast_proc {
 	int lock;
 	int init;                          /* fork handler registered */
 	uint32_t tag;                      /* sites are written once per tag */
+	uint32_t named;                    /* the tag its name was written in */
+	char name[TRACEBPF__NAME_KEPT];    /* TRACE_PROCESS_NAME's, kept */
 	uint64_t seen[TRACEBPF__FAST_SEEN];
 };
 
@@ -857,6 +893,42 @@ TRACEBPF__INLINE void tracebpf__fast_ask(struct tracebpf__fast_thread *t, uint64
 	tracebpf__fast_request();
 }
 
+TRACEBPF__INLINE int tracebpf__fast_event_str(const void *site, uint64_t a0, uint64_t a1,
+					      unsigned strs);
+
+/* A name set while nobody traced, or before this session, is written again
+ * when a thread takes its ring: the thread's own name by each thread, the
+ * process's once per session (as the Perfetto SDK writes its track names
+ * at every session start). */
+TRACEBPF__FASTFN void tracebpf__fast_names(struct tracebpf__fast_thread *t)
+{
+	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
+	uint32_t tag = p->tag;
+
+	TRACEBPF__SITE(tracebpf__thread_name, TRACEBPF_PHASE_METADATA, 0, 1, TRACEBPF_ARG_STR,
+		       TRACEBPF_ARG_NONE, "__metadata\0thread_name\0name");
+	TRACEBPF__SITE(tracebpf__process_name, TRACEBPF_PHASE_METADATA, 0, 1, TRACEBPF_ARG_STR,
+		       TRACEBPF_ARG_NONE, "__metadata\0process_name\0name");
+	if (t->name[0])
+		tracebpf__fast_event_str(&tracebpf__thread_name,
+					 TRACEBPF__RCAST(uintptr_t, t->name), 0, 1);
+	if (p->name[0] && __atomic_exchange_n(&p->named, tag, __ATOMIC_RELAXED) != tag)
+		tracebpf__fast_event_str(&tracebpf__process_name,
+					 TRACEBPF__RCAST(uintptr_t, p->name), 0, 1);
+}
+
+/* TRACE_THREAD_NAME (process 0) and TRACE_PROCESS_NAME (1) keep the name
+ * for tracebpf__fast_names, traced or not (cut to TRACEBPF__NAME_KEPT). */
+TRACEBPF__FASTFN void tracebpf__keep_name(int process, const char *name)
+{
+	char *d = process ? tracebpf__fast_proc.name : tracebpf__fast_tls.name;
+	unsigned i = 0;
+
+	for (; name && name[i] && i < TRACEBPF__NAME_KEPT - 1; i++)
+		d[i] = name[i];
+	d[i] = 0;
+}
+
 /* A thread without a usable ring takes a spare of its process, at its
  * first event or at the first event after the recorder made one. Until the
  * process has a switch (the recorder makes it at attach, at the fork of a
@@ -895,6 +967,7 @@ TRACEBPF__FASTFN int tracebpf__fast_setup(struct tracebpf__fast_thread *t)
 		}
 		t->state = TRACEBPF__FAST_READY;
 		t->busy = 0;
+		tracebpf__fast_names(t);
 		return 1;
 	}
 	if (c)
@@ -1366,37 +1439,6 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 
 #endif /* C */
 
-/* The descriptor of one site, a block-scope static named `var`. `strs` is the
- * concatenation cat "\0" name ["\0" argname...]; the literal's own final NUL
- * terminates the last string. */
-#ifdef __FILE_NAME__
-#define TRACEBPF__SRC_FILE __FILE_NAME__
-#else
-#define TRACEBPF__SRC_FILE __FILE__
-#endif
-/* The strings with the source file after them. */
-#define TRACEBPF__STRS_SRC(strs) strs "\0" TRACEBPF__SRC_FILE
-#define TRACEBPF__STRS_BYTES(strs) \
-	TRACEBPF__SCAST(unsigned, sizeof(struct tracebpf_site) + sizeof(TRACEBPF__STRS_SRC(strs)))
-
-#define TRACEBPF__SITE(var, ph, sc, na, t0, t1, strs) \
-	TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, 0, strs)
-#define TRACEBPF__SITE_F(var, ph, sc, na, t0, t1, fl, strs)                   \
-	static const struct {                                                 \
-		struct tracebpf_site h;                                       \
-		char s[sizeof(TRACEBPF__STRS_SRC(strs))];                    \
-	} var __attribute__((aligned(8))) = {                                 \
-		{ TRACEBPF_SITE_MAGIC,                                        \
-		  TRACEBPF__SCAST(uint16_t, TRACEBPF__STRS_BYTES(strs)),      \
-		  TRACEBPF__SCAST(uint8_t, ph), TRACEBPF__SCAST(uint8_t, sc), \
-		  TRACEBPF__SCAST(uint8_t, na),                               \
-		  { TRACEBPF__SCAST(uint8_t, t0),                             \
-		    TRACEBPF__SCAST(uint8_t, t1) },                           \
-		  TRACEBPF__SCAST(uint8_t, fl), __LINE__ },                   \
-		TRACEBPF__STRS_SRC(strs)                                      \
-	};                                                                    \
-	TRACEBPF__SASSERT(TRACEBPF__STRS_BYTES(strs) <= TRACEBPF_SITE_MAX,    \
-			  "tracebpf: category, name, argument names and file name too long")
 
 /* A plain (non-scoped) site: one statement. */
 #define TRACEBPF__EVENT(ph, sc, na, t0, v0, t1, v1, strs)                     \
@@ -1645,12 +1687,23 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 /* Names and ordering of this process and of the calling thread. `name` is
  * any const char * (copied at the hit, at most 255 bytes); it wins over the
  * kernel's comm in the JSON. */
-#define TRACE_THREAD_NAME(name) \
-	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "thread_name", \
-		     "name", TRACEBPF__CNAME(name))
-#define TRACE_PROCESS_NAME(name) \
-	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "process_name", \
-		     "name", TRACEBPF__CNAME(name))
+#define TRACE_THREAD_NAME(name)                                               \
+	do {                                                                  \
+		TRACEBPF__KEEP_NAME(0, TRACEBPF__CNAME(name));                \
+		TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata",        \
+			     "thread_name", "name", TRACEBPF__CNAME(name));   \
+	} while (0)
+#define TRACE_PROCESS_NAME(name)                                              \
+	do {                                                                  \
+		TRACEBPF__KEEP_NAME(1, TRACEBPF__CNAME(name));                \
+		TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata",        \
+			     "process_name", "name", TRACEBPF__CNAME(name));  \
+	} while (0)
+#ifdef TRACEBPF_NO_FAST_PATH
+#define TRACEBPF__KEEP_NAME(process, name) ((void)(name))
+#else
+#define TRACEBPF__KEEP_NAME(process, name) tracebpf__keep_name(process, name)
+#endif
 #define TRACE_THREAD_SORT_INDEX(index) \
 	TRACEBPF__E1(TRACEBPF_PHASE_METADATA, 0, "__metadata", "thread_sort_index", \
 		     "sort_index", TRACEBPF__SCAST(int64_t, (index)))
