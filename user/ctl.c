@@ -692,6 +692,26 @@ static const struct argp_option ctl_options[] = {
 	{ 0 },
 };
 
+/* The whole command line: what goes with what. */
+static void check_args(struct argp_state *state, const struct ctl_args *a)
+{
+	bool ids = a->nids[0] || a->nids[1];
+
+	if (!a->verb)
+		argp_error(state, "no command: start, stop, status, list or filter");
+	if (!strcmp(a->verb, "filter") && !a->action)
+		argp_error(state, "filter: add, remove or clear?");
+	if (a->json && strcmp(a->verb, "status"))
+		argp_error(state, "--json goes with 'status'");
+	if (ids && !a->action)
+		argp_error(state, "--tid and --pid go with 'filter add|remove|clear'");
+	if (a->action && strcmp(a->action, "clear") && !ids)
+		argp_error(state, "filter %s: give --tid LIST or --pid LIST", a->action);
+	if (a->action && !strcmp(a->action, "clear") && ids)
+		argp_error(state, "filter clear drops a whole set: 'filter clear tid', "
+			   "'filter clear pid' or 'filter clear' (both)");
+}
+
 static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 {
 	struct ctl_args *a = state->input;
@@ -743,19 +763,7 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		a->verb = arg;
 		break;
 	case ARGP_KEY_END:
-		if (!a->verb)
-			argp_error(state, "no command: start, stop, status, list or filter");
-		if (!strcmp(a->verb, "filter") && !a->action)
-			argp_error(state, "filter: add, remove or clear?");
-		if (a->json && strcmp(a->verb, "status"))
-			argp_error(state, "--json goes with 'status'");
-		if ((a->nids[0] || a->nids[1]) && !a->action)
-			argp_error(state, "--tid and --pid go with 'filter add|remove|clear'");
-		if (a->action && strcmp(a->action, "clear") && !a->nids[0] && !a->nids[1])
-			argp_error(state, "filter %s: give --tid LIST or --pid LIST", a->action);
-		if (a->action && !strcmp(a->action, "clear") && (a->nids[0] || a->nids[1]))
-			argp_error(state, "filter clear drops a whole set: 'filter clear tid', "
-				   "'filter clear pid' or 'filter clear' (both)");
+		check_args(state, a);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
