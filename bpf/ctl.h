@@ -37,13 +37,17 @@ enum tb_ctl_key {
 	TB_CTL_NKEYS    = 3,
 };
 
-#define TB_CTL_PATH_MAX 176
+#define TB_CTL_PATH_MAX 168
 
 /* tb_ctl.filter: which sets choose the application events recorded
  * (record --tid, tracebpf ctl filter). */
 #define TB_FILTER_TID 1u   /* only the threads in the map named "tb_tids" */
 #define TB_FILTER_PID 2u   /* only the processes in "tb_pids" */
 #define TB_FILTER_MAX 1024 /* entries of each */
+
+/* tb_ctl.kernel_off: kernel events switched off (tracebpf ctl disable). */
+#define TB_KOFF_SCHED 1u   /* the scheduler's and power events */
+#define TB_TP_OFF_MAX 256  /* entries of tb_tp_off: the -e events, by id */
 #define TB_CTL_SESSION_MAX 32   /* a session's name, with its NUL */
 
 struct tb_ctl {
@@ -60,6 +64,8 @@ struct tb_ctl {
 			  * dropped when drained, as the probes drop theirs */
 	__u32 filter;    /* STATE: TB_FILTER_* (ctl filter writes it) */
 	__u32 set_id[2]; /* RECORDER: the ids of the maps tb_tids, tb_pids */
+	__u32 kernel_off;  /* STATE: TB_KOFF_* (ctl disable writes it) */
+	__u32 tp_off_id;   /* RECORDER: the id of the map tb_tp_off (0: none) */
 	__u32 pad;
 	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
 	char session[TB_CTL_SESSION_MAX];  /* RECORDER: the session's name */

@@ -72,6 +72,16 @@ static __always_inline bool recording_stopped(void)
 	return c && c->off;
 }
 
+/* Recording stopped, or the kernel events of `bit` (TB_KOFF_*) switched
+ * off: the same lookup. */
+static __always_inline bool kernel_stopped(__u32 bit)
+{
+	__u32 key = TB_CTL_STATE;
+	struct tb_ctl *c = bpf_map_lookup_elem(&tb_ctl, &key);
+
+	return c && (c->off || (c->kernel_off & bit));
+}
+
 static __always_inline void *cpu_ring(__u32 cpu)
 {
 	return bpf_map_lookup_elem(&rings, &cpu);

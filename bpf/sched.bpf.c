@@ -211,7 +211,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	struct tb_rec_switch *rec;
 	struct tb_out o;
 
-	if (recording_stopped() ||
+	if (kernel_stopped(TB_KOFF_SCHED) ||
 	    (traced_only && !is_traced(prev_tgid) && !is_traced(next_tgid)))
 		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
@@ -250,7 +250,7 @@ static __always_inline int on_wake(bool btf, __u32 kind, struct task_struct *p)
 	struct tb_rec_wake *rec;
 	struct tb_out o;
 
-	if (recording_stopped() ||
+	if (kernel_stopped(TB_KOFF_SCHED) ||
 	    (traced_only && !is_traced(tgid) && !is_traced(pid_tgid >> 32)))
 		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
@@ -384,7 +384,7 @@ static __always_inline int on_cpu(__u32 kind, unsigned int state, unsigned int c
 	struct tb_rec_cpu *rec;
 	struct tb_out o;
 
-	if (recording_stopped())
+	if (kernel_stopped(TB_KOFF_SCHED))
 		return 0;
 	rec = rec_begin(&o, sizeof(*rec));
 	if (!rec)
@@ -459,6 +459,15 @@ struct {
 	__type(value, __u8[TP_SCRATCH]);
 } tp_scratch SEC(".maps");
 
+/* The -e events by tracefs id: 1 while `tracebpf ctl disable -e` has one
+ * off (user space fills in each attached event, 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TB_TP_OFF_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} tb_tp_off SEC(".maps");
+
 SEC("?tracepoint")
 int tb_tp(void *ctx)
 {
@@ -466,13 +475,17 @@ int tb_tp(void *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 len = cookie & 0xffff, fixed = (cookie >> 16) & 0xffff;
 	__u16 flags = (cookie >> 32) & TB_TPF_TRUNCATED;
+	__u32 zero = 0, cpu, id = cookie >> 40;
 	struct tb_rec_tp *rec;
-	__u32 zero = 0, cpu;
+	__u8 *off;
 	__u64 size;
 	void *rb;
 
 	if (recording_stopped() || (traced_only && !is_traced(pid_tgid >> 32)))
 		return 0;
+	off = bpf_map_lookup_elem(&tb_tp_off, &id);
+	if (off && *off)
+		return 0;   /* tracebpf ctl disable -e */
 	rec = bpf_map_lookup_elem(&tp_scratch, &zero);
 	if (!rec)
 		return 0;

@@ -129,6 +129,12 @@ int tb_ctl_filters(struct tb_ctl_rec *c, int tids_fd, int pids_fd, __u32 filter)
 	return 0;
 }
 
+void tb_ctl_kernel(struct tb_ctl_rec *c, int tp_off_fd)
+{
+	if (c->map)
+		c->map[TB_CTL_RECORDER].tp_off_id = tp_off_fd >= 0 ? map_id(tp_off_fd) : 0;
+}
+
 int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
 		   bool *gate_off)
 {
@@ -381,6 +387,26 @@ static void fmt_size(char *buf, size_t len, __u64 b)
 		snprintf(buf, len, "%llu B", (unsigned long long)b);
 }
 
+/* The -e tracepoints `ctl disable -e` switched off. */
+static unsigned tps_off(const struct recording *r)
+{
+	__u32 key, next, *prev = NULL;
+	unsigned n = 0;
+	__u8 v;
+	int fd;
+
+	if (!r->m[TB_CTL_RECORDER].tp_off_id ||
+	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].tp_off_id)) < 0)
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		n += !bpf_map_lookup_elem(fd, &next, &v) && v;
+		key = next;
+		prev = &key;
+	}
+	close(fd);
+	return n;
+}
+
 /* `status`'s lines after the first: the session, its targets and
  * figures, its drops, the kernel events it records. */
 static void print_details(const struct recording *r)
@@ -409,8 +435,13 @@ static void print_details(const struct recording *r)
 	for (__u32 i = 0; i < s.ncpus && i < TB_CTL_STAT_CPUS; i++)
 		printf("%s %llu", i ? "," : "", (unsigned long long)s.cpu_drops[i]);
 	printf("%s)\n", s.ncpus > TB_CTL_STAT_CPUS ? ", ..." : "");
-	printf("recording %u: kernel events: %.*s\n", r->pid, TB_CTL_EVENTS,
+	printf("recording %u: kernel events: %.*s", r->pid, TB_CTL_EVENTS,
 	       s.kernel[0] ? s.kernel : "none");
+	if (r->m[TB_CTL_STATE].kernel_off & TB_KOFF_SCHED)
+		printf("; scheduler events switched off");
+	if (tps_off(r))
+		printf("; %u tracepoint%s switched off", tps_off(r), tps_off(r) == 1 ? "" : "s");
+	printf("\n");
 }
 
 /* A JSON string (quotes, backslashes and control characters escaped). */
@@ -483,6 +514,8 @@ static void print_json(const struct recording *r, bool first)
 			printf("%s%u", i ? ", " : "", s.targets[i]);
 		printf("], \"kernel_events\": ");
 		json_str(s.kernel, TB_CTL_EVENTS);
+		printf(", \"sched_off\": %s, \"tracepoints_off\": %u",
+		       r->m[TB_CTL_STATE].kernel_off & TB_KOFF_SCHED ? "true" : "false", tps_off(r));
 	}
 	printf("}");
 }
@@ -556,6 +589,8 @@ struct ctl_args {
 	const char *action;    /* filter: add, remove or clear */
 	const char *clear_kind;   /* filter clear tid|pid (NULL: both) */
 	bool json;             /* status --json */
+	bool sched;            /* enable|disable --sched */
+	const char *tp;        /* enable|disable -e SUBSYS:EVENT */
 	const char *session;
 	long recorder;
 	__u32 ids[2][TB_FILTER_MAX];   /* --tid, --pid */
@@ -664,6 +699,89 @@ static int filter_recording(struct recording *r, const struct ctl_args *a)
 	return err;
 }
 
+/* The tracefs id of SUBSYS:EVENT, or a negative errno. */
+static long tracepoint_id(const char *spec)
+{
+	char path[320];
+	size_t sys = strcspn(spec, ":");
+	long id = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%.*s/%s/id", (int)sys, spec,
+		 spec + sys + 1);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%ld", &id) != 1)
+		id = -EINVAL;
+	fclose(f);
+	return id;
+}
+
+/* Switches the scheduler's events (TB_KOFF_SCHED) on or off. */
+static int switch_sched(struct recording *r, bool on)
+{
+	struct tb_ctl_stats st;
+	__u32 *koff = &r->m[TB_CTL_STATE].kernel_off;
+
+	if (read_stats(r, &st) && strncmp(st.kernel, "sched", 5)) {
+		ERR("recording %u records no scheduler events", r->pid);
+		fprintf(stderr, "tracebpf: hint: they are on unless record is given --no-sched\n");
+		return -ENOENT;
+	}
+	if (on)
+		__atomic_fetch_and(koff, ~TB_KOFF_SCHED, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_or(koff, TB_KOFF_SCHED, __ATOMIC_RELEASE);
+	printf("recording %u: scheduler events %s\n", r->pid, on ? "on" : "off");
+	return 0;
+}
+
+/* Switches one -e tracepoint of the recording on or off. */
+static int switch_tp(struct recording *r, const char *spec, bool on)
+{
+	long id = tracepoint_id(spec);
+	__u32 key = (__u32)id;
+	__u8 v = !on, old;
+	int fd = -1, err = 0;
+
+	if (id < 0 || !r->m[TB_CTL_RECORDER].tp_off_id ||
+	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].tp_off_id)) < 0 ||
+	    bpf_map_lookup_elem(fd, &key, &old)) {
+		ERR("recording %u does not record %s", r->pid, spec);
+		fprintf(stderr, "tracebpf: hint: only the tracepoints given with -e when it "
+				"started can be switched ('tracebpf ctl status' lists them)\n");
+		err = -ENOENT;
+	} else if (bpf_map_update_elem(fd, &key, &v, BPF_EXIST)) {
+		err = -errno;
+		ERR("failed to switch %s %s: %s", spec, on ? "on" : "off", strerror(-err));
+	} else {
+		printf("recording %u: %s %s\n", r->pid, spec, on ? "on" : "off");
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* `ctl enable|disable --sched -e SUBSYS:EVENT`: after a request that has
+ * the recorder drain every ring, as `filter` does. */
+static int switch_kernel(struct recording *r, const struct ctl_args *a)
+{
+	bool on = !strcmp(a->verb, "enable");
+	int err;
+
+	if (flock(r->fd, LOCK_EX)) {
+		ERR("failed to lock recording %u's control map: %s", r->pid, strerror(errno));
+		return -errno;
+	}
+	err = wait_ack(r, request(r->m, r->m[TB_CTL_STATE].want_off, getpid()), a->verb);
+	if (!err && a->sched)
+		err = switch_sched(r, on);
+	if (!err && a->tp)
+		err = switch_tp(r, a->tp, on);
+	return err;
+}
+
 /* --tid or --pid LIST into the ids of kind k. */
 static void parse_ids(struct argp_state *state, struct ctl_args *a, int k, char *arg)
 {
@@ -687,6 +805,9 @@ static const struct argp_option ctl_options[] = {
 				     "lists them)", 0 },
 	{ "recorder", 'r', "PID", 0, "The recording to act on: its recorder's process id", 0 },
 	{ "json", 'j', NULL, 0, "status: as JSON", 0 },
+	{ "sched", 'S', NULL, 0, "enable, disable: the scheduler's and power events", 0 },
+	{ "event", 'e', "SUBSYS:EVENT", 0, "enable, disable: this -e tracepoint of the "
+					  "recording", 0 },
 	{ "tid", 't', "TID[,TID...]", 0, "filter: these threads", 0 },
 	{ "pid", 'p', "PID[,PID...]", 0, "filter: these processes", 0 },
 	{ 0 },
@@ -698,7 +819,8 @@ static void check_args(struct argp_state *state, const struct ctl_args *a)
 	bool ids = a->nids[0] || a->nids[1];
 
 	if (!a->verb)
-		argp_error(state, "no command: start, stop, status, list or filter");
+		argp_error(state, "no command: start, stop, status, list, filter, enable or "
+			   "disable");
 	if (!strcmp(a->verb, "filter") && !a->action)
 		argp_error(state, "filter: add, remove or clear?");
 	if (a->json && strcmp(a->verb, "status"))
@@ -710,6 +832,12 @@ static void check_args(struct argp_state *state, const struct ctl_args *a)
 	if (a->action && !strcmp(a->action, "clear") && ids)
 		argp_error(state, "filter clear drops a whole set: 'filter clear tid', "
 			   "'filter clear pid' or 'filter clear' (both)");
+	if (!strcmp(a->verb, "enable") || !strcmp(a->verb, "disable")) {
+		if (!a->sched && !a->tp)
+			argp_error(state, "%s: give --sched and/or -e SUBSYS:EVENT", a->verb);
+	} else if (a->sched || a->tp) {
+		argp_error(state, "--sched and -e go with 'enable' or 'disable'");
+	}
 }
 
 static error_t ctl_parse(int key, char *arg, struct argp_state *state)
@@ -739,6 +867,16 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case 'j':
 		a->json = true;
 		break;
+	case 'S':
+		a->sched = true;
+		break;
+	case 'e':
+		if (!strchr(arg, ':') || strpbrk(arg, "*?[/") || arg[0] == ':' ||
+		    !arg[strcspn(arg, ":") + 1])
+			argp_error(state, "invalid tracepoint '%s': give one SUBSYS:EVENT the "
+				   "recording records (no globs)", arg);
+		a->tp = arg;
+		break;
 	case ARGP_KEY_ARG:
 		if (a->action && !strcmp(a->action, "clear") && !a->clear_kind) {
 			if (strcmp(arg, "tid") && strcmp(arg, "pid"))
@@ -757,9 +895,10 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 		if (a->verb)
 			argp_error(state, "one command only, not '%s' after '%s'", arg, a->verb);
 		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status") &&
-		    strcmp(arg, "list") && strcmp(arg, "filter"))
-			argp_error(state, "unknown command '%s': start, stop, status, list or "
-				   "filter", arg);
+		    strcmp(arg, "list") && strcmp(arg, "filter") && strcmp(arg, "enable") &&
+		    strcmp(arg, "disable"))
+			argp_error(state, "unknown command '%s': start, stop, status, list, "
+				   "filter, enable or disable", arg);
 		a->verb = arg;
 		break;
 	case ARGP_KEY_END:
@@ -808,7 +947,7 @@ static int refuse_to_guess(const struct recording *v, int n, const char *verb)
 int tb_cmd_ctl(int argc, char **argv)
 {
 	static const struct argp argp = { ctl_options, ctl_parse,
-		"start|stop|status|list\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]",
+		"start|stop|status|list\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]\nenable|disable [--sched] [-e SUBSYS:EVENT]",
 		"Stop and start a running recording without ending it: 'stop' switches "
 		"recording off in the kernel (processes are still followed, nothing else "
 		"is recorded), 'start' switches it back on, 'status' says what each "
@@ -860,6 +999,8 @@ int tb_cmd_ctl(int argc, char **argv)
 		err = refuse_to_guess(v, n, a.verb);
 	} else if (!strcmp(a.verb, "filter")) {
 		err = filter_recording(r ? r : &v[0], &a);
+	} else if (!strcmp(a.verb, "enable") || !strcmp(a.verb, "disable")) {
+		err = switch_kernel(r ? r : &v[0], &a);
 	} else {
 		err = switch_recording(r ? r : &v[0], !strcmp(a.verb, "stop"));
 	}

@@ -38,6 +38,10 @@ void tb_ctl_publish(struct tb_ctl_rec *c, struct tb_ctl_stats *s);
  * errno. */
 int tb_ctl_filters(struct tb_ctl_rec *c, int tids_fd, int pids_fd, __u32 filter);
 
+/* The map of the -e events for `tracebpf ctl disable -e` (tp_off_fd -1:
+ * none recorded). */
+void tb_ctl_kernel(struct tb_ctl_rec *c, int tp_off_fd);
+
 /* A session name as `record --session` takes it: 1-31 of [A-Za-z0-9._-]. */
 bool tb_session_name_ok(const char *name);
 

@@ -539,9 +539,12 @@ int load_bpf(struct recorder *r)
 		ERR("failed to map the slot rings: %s", strerror(-err));
 		return err;
 	}
-	return tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
-			     bpf_map__fd(r->skel->maps.rings), bpf_map__fd(r->skel->maps.tb_ctl),
-			     &r->rb, on_record, r);
+	err = tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
+			    bpf_map__fd(r->skel->maps.rings), bpf_map__fd(r->skel->maps.tb_ctl),
+			    &r->rb, on_record, r);
+	if (!err)
+		tb_ctl_kernel(&r->ctl, tb_sched_tp_off_fd(r->sched));
+	return err;
 }
 
 static int trace_process(struct recorder *r, pid_t pid, __u64 gen)

@@ -37,6 +37,7 @@
 #include "gaps.h"
 #include "tbrecords.h"
 #include "rings.h"
+#include "../bpf/ctl.h"
 #include "sched.h"
 #include "sched.skel.h"
 #include "tbfile.h"
@@ -461,6 +462,33 @@ static void choose_staging(struct tb_sched *s)
 				     "go straight to the rings (cannot run a program on each CPU)");
 }
 
+/* The -e events into tb_tp_off, each on (0): `tracebpf ctl disable -e`
+ * switches off only what is there. */
+static int list_tp_events(struct tb_sched *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.tb_tp_off);
+	__u8 on = 0;
+
+	for (int i = 0; i < s->nev && i < TB_TP_OFF_MAX; i++) {
+		__u32 id = (__u32)s->ev[i].id;
+
+		if (bpf_map_update_elem(fd, &id, &on, BPF_ANY)) {
+			int err = -errno;
+
+			ERR("failed to list -e event %s:%s for tracebpf ctl: %s", s->ev[i].sys,
+			    s->ev[i].name, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int tb_sched_tp_off_fd(struct tb_sched *s)
+{
+	return s && s->skel && bpf_map__fd(s->skel->maps.tb_tp_off) >= 0 ?
+	       bpf_map__fd(s->skel->maps.tb_tp_off) : -1;
+}
+
 int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 		  struct ring_buffer **rb, tb_ring_fn fn, void *ctx)
 {
@@ -519,6 +547,9 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 				 "scheduler events: --no-sched");
 		return err;
 	}
+	err = list_tp_events(s);
+	if (err)
+		return err;
 	err = tb_rings_insert(&s->rings, bpf_map__fd(s->skel->maps.rings), rb, fn, ctx);
 	if (err)
 		return err;

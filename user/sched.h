@@ -70,6 +70,9 @@ int tb_sched_attach(struct tb_sched *s);
  * staged records to the ring callback itself, and turns staging off for the
  * rest of the recording; an error only if it cannot read them either. */
 int tb_sched_flush(struct tb_sched *s);
+/* The map of the -e events switched off (tb_tp_off), or -1 when loaded
+ * with none. */
+int tb_sched_tp_off_fd(struct tb_sched *s);
 void tb_sched_destroy(struct tb_sched *s);
 
 /* Parse --sched-events: "all" or a comma-separated list of names from

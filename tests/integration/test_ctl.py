@@ -472,3 +472,55 @@ def test_names_set_while_paused_survive(recorder, tmp_path):
     rec.proc.stdin = None   # communicate() would flush it
     rec.wait()
     check_late_names(rec.trace(), pid, worker)
+
+
+def test_kernel_events_switched_at_run_time(recorder, tmp_path):
+    """docs/tracebpf-ctl.md, "Kernel events": `ctl disable|enable --sched`
+    and `-e SUBSYS:EVENT` between marker instants: in each window the
+    program's context switches and its write() tracepoint hits are there
+    exactly when switched on."""
+    if not os.path.exists("/sys/kernel/tracing/events/syscalls/sys_enter_write"):
+        pytest.skip("no syscalls:sys_enter_write tracepoint on this kernel")
+    tp = "syscalls:sys_enter_write"
+    ph = Phases(recorder, tmp_path, "--session", "kev", "--sched=traced", "-e", tp)
+    pid, rec = child_pid_of(ph.rec), ph.rec.proc.pid
+
+    def window():
+        ph.do("i 1")
+        ph.do("s 20")      # 20 round trips over a pipe: switches and writes
+        ph.do("i 1")
+
+    def k(*args):
+        return check_ok(ctl("-s", "kev", *args))
+    window()                                                  # markers 0, 1
+    assert k("disable", "--sched", "-e", tp) == \
+        f"recording {rec}: scheduler events off\nrecording {rec}: {tp} off\n"
+    st = check_ok(ctl("status"))
+    assert "; scheduler events switched off; 1 tracepoint switched off\n" in st, st
+    window()                                                  # 2, 3
+    assert k("enable", "--sched") == f"recording {rec}: scheduler events on\n"
+    window()                                                  # 4, 5
+    assert k("enable", "-e", tp) == f"recording {rec}: {tp} on\n"
+    window()                                                  # 6, 7
+    check_error(ctl("-s", "kev", "disable", "-e", "signal:signal_generate"),
+                f"recording {rec} does not record signal:signal_generate", "-e")
+    assert ph.finish().rc == 0, ph.rec.stderr
+    t = ph.rec.trace()
+    marks = {e["args"]["seq"]: e["ts"] for e in t.named("phase", "I")}
+    assert sorted(marks) == list(range(8)), marks
+
+    def count(event, a, b):
+        return sum(1 for l in t.systrace if l["event"] == event and l["tgid"] == pid and
+                   marks[a] < l["ts_ns"] / 1000 < marks[b])
+    got = [(count("sched_switch", a, a + 1), count("sys_enter_write", a, a + 1))
+           for a in (0, 2, 4, 6)]
+    assert got[1] == (0, 0) and got[2][1] == 0, got
+    assert all(sw >= 20 for sw, _ in (got[0], got[2], got[3])), got
+    assert got[0][1] >= 20 and got[3][1] >= 20, got
+
+
+def test_kernel_switch_usage():
+    for args in (("enable",), ("disable", "-e", "irq:*"), ("disable", "-e", "nocolon"),
+                 ("stop", "--sched"), ("status", "-e", "a:b")):
+        p = ctl(*args)
+        assert p.returncode == 64 and "tracebpf ctl" in p.stderr, (args, p.stderr)
