@@ -55,7 +55,7 @@ CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
              user/record_output.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
              user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
-             user/list.c
+             user/ctl_status.c user/list.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
 CLI_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(filter user/%,$(CORE_SRCS)))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))

@@ -4,11 +4,13 @@
  * switch a running recording off and on (docs/design.md, "Stopping and
  * starting a recording").
  *
- * Every recorder has one BPF array map named TB_CTL_MAP_NAME with two
- * entries of struct tb_ctl, shared by its BPF objects and mapped into the
- * recorder's memory. The kernel side reads TB_CTL_STATE's `off`: while it
- * is set, the programs that record application and kernel events return at
- * once (those that follow processes keep running).
+ * Every recorder has one BPF array map named TB_CTL_MAP_NAME with three
+ * entries (two struct tb_ctl, then struct tb_ctl_stats), shared by its BPF
+ * objects and mapped into the recorder's memory. The kernel side reads
+ * TB_CTL_STATE's `off`: while it is set, the programs that record
+ * application and kernel events return at once (those that follow
+ * processes keep running); `filter` and `kernel_off` narrow what they
+ * record.
  *
  * `tracebpf ctl` finds recorders by listing the maps with that name (a
  * recorder's session name is in TB_CTL_RECORDER, set before its pid) and

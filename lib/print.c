@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "print.h"
@@ -57,3 +58,12 @@ int tb_is_gz(const char *path)
 	return n > 3 && !strcmp(path + n - 3, ".gz");
 }
 
+void tb_fmt_bytes(char *buf, size_t len, unsigned long long b)
+{
+	if (b >= 10ull << 20)
+		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+	else if (b >= 10ull << 10)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%llu B", b);
+}

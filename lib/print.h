@@ -20,5 +20,8 @@ void tb_say(enum tracebpf_print_level level, const char *fmt, ...)
 const char *tb_write_hint(int err);
 /* Whether path names a gzip output (ends with .gz). */
 int tb_is_gz(const char *path);
+/* A byte count for people: "123 B", "45.6 KiB", "7.8 MiB" (KiB from 10
+ * KiB, MiB from 10 MiB). */
+void tb_fmt_bytes(char *buf, size_t len, unsigned long long b);
 
 #endif

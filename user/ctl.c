@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-#include "../bpf/ctl.h"
 #include "ctl.h"
+#include "ctl_int.h"
 #include "rings.h"
 #include "tbfile.h"
 
@@ -25,7 +25,7 @@
  * looks once per --flush-interval (50 ms by default). */
 #define ACK_TIMEOUT_NS (5ull * 1000000000ull)
 
-static __u64 mono_ns(void)
+__u64 tb_ctl_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -52,7 +52,7 @@ static struct tb_ctl *map_ctl(int fd)
 static __u64 request(struct tb_ctl *m, bool off, __u32 by)
 {
 	struct tb_ctl *st = &m[TB_CTL_STATE];
-	__u64 ts = mono_ns();
+	__u64 ts = tb_ctl_mono_ns();
 
 	if (off && !__atomic_load_n(&st->off, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&st->off_ts, ts, __ATOMIC_RELAXED);
@@ -154,7 +154,7 @@ int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
 
 __u64 tb_ctl_open_gate(struct tb_ctl_rec *c)
 {
-	__u64 ts = mono_ns();
+	__u64 ts = tb_ctl_mono_ns();
 
 	__atomic_store_n(&c->map[TB_CTL_STATE].off, 0u, __ATOMIC_RELEASE);
 	return ts;
@@ -205,12 +205,6 @@ void tb_ctl_close(struct tb_ctl_rec *c)
 
 /* ---- tracebpf ctl ---- */
 
-struct recording {
-	int fd;
-	struct tb_ctl *m;
-	__u32 pid;
-	char session[TB_CTL_SESSION_MAX];
-};
 
 static void free_recordings(struct recording *v, int n)
 {
@@ -314,219 +308,13 @@ long tb_session_recorder(const char *name)
 	return pid;
 }
 
-/* On, stopped, or asked to change: one word for `ctl list`. */
-static const char *state_word(const struct recording *r)
-{
-	const struct tb_ctl *st = &r->m[TB_CTL_STATE], *rec = &r->m[TB_CTL_RECORDER];
-
-	if (rec->ts != st->ts)
-		return st->want_off ? "stopping" : "starting";
-	return st->off ? "stopped" : "on";
-}
-
-/* `ctl list`: the running sessions, a line each. */
-static void print_list(struct recording *v, int n)
-{
-	printf("%-*s %-8s %-8s %s\n", TB_CTL_SESSION_MAX - 1, "SESSION", "RECORDER", "STATE",
-	       "OUTPUT");
-	for (int i = 0; i < n; i++)
-		printf("%-*s %-8u %-8s %.*s\n", TB_CTL_SESSION_MAX - 1,
-		       v[i].session[0] ? v[i].session : "-", v[i].pid, state_word(&v[i]),
-		       TB_CTL_PATH_MAX, v[i].m[TB_CTL_RECORDER].path);
-}
-
-/* What is in effect (the kernel side's switch), and a request the recorder
- * has not answered yet. */
-static void print_status(const struct recording *r)
-{
-	const struct tb_ctl *st = &r->m[TB_CTL_STATE], *rec = &r->m[TB_CTL_RECORDER];
-	char path[TB_CTL_PATH_MAX + 1];
-
-	snprintf(path, sizeof(path), "%.*s", TB_CTL_PATH_MAX, rec->path);
-	if (!st->off)
-		printf("recording %u: on, writing %s\n", r->pid, path);
-	else if (!st->want_off)   /* a start not answered yet */
-		printf("recording %u: stopped, writing %s\n", r->pid, path);
-	else if (st->pid == r->pid)
-		printf("recording %u: stopped since it started (--paused), writing %s\n",
-		       r->pid, path);
-	else
-		printf("recording %u: stopped for %.1f s (by process %u), writing %s\n", r->pid,
-		       (mono_ns() - st->ts) / 1e9, st->pid, path);
-	if (rec->ts != st->ts)
-		printf("recording %u: the %s asked by process %u waits for the recorder\n",
-		       r->pid, st->want_off ? "stop" : "start", st->pid);
-}
-
-/* The recorder's last figures (a consistent copy: seq even and the same
- * before and after); false when it has published none yet. */
-static bool read_stats(const struct recording *r, struct tb_ctl_stats *out)
-{
-	const struct tb_ctl_stats *s = (const struct tb_ctl_stats *)&r->m[TB_CTL_STATS];
-
-	for (int tries = 0; tries < 100; tries++) {
-		__u32 seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-
-		if (seq & 1)
-			continue;
-		memcpy(out, (const void *)s, sizeof(*out));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
-			return out->ts != 0;
-	}
-	return false;
-}
-
-static void fmt_size(char *buf, size_t len, __u64 b)
-{
-	if (b >= 10ull << 20)
-		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
-	else if (b >= 10ull << 10)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)b);
-}
-
-/* The -e tracepoints `ctl disable -e` switched off. */
-static unsigned tps_off(const struct recording *r)
-{
-	__u32 key, next, *prev = NULL;
-	unsigned n = 0;
-	__u8 v;
-	int fd;
-
-	if (!r->m[TB_CTL_RECORDER].tp_off_id ||
-	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].tp_off_id)) < 0)
-		return 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		n += !bpf_map_lookup_elem(fd, &next, &v) && v;
-		key = next;
-		prev = &key;
-	}
-	close(fd);
-	return n;
-}
-
-/* `status`'s lines after the first: the session, its targets and
- * figures, its drops, the kernel events it records. */
-static void print_details(const struct recording *r)
-{
-	struct tb_ctl_stats s;
-	char size[32];
-	__u32 n;
-
-	printf("recording %u: session %s\n", r->pid, r->session[0] ? r->session : "-");
-	if (!read_stats(r, &s)) {
-		printf("recording %u: no figures yet (the recorder writes them once a "
-		       "second)\n", r->pid);
-		return;
-	}
-	n = s.ntargets < TB_CTL_TARGETS ? s.ntargets : TB_CTL_TARGETS;
-	printf("recording %u: %u traced process%s:", r->pid, s.ntargets,
-	       s.ntargets == 1 ? "" : "es");
-	for (__u32 i = 0; i < n; i++)
-		printf("%s %u", i ? "," : "", s.targets[i]);
-	printf("%s\n", s.ntargets > n ? ", ..." : "");
-	fmt_size(size, sizeof(size), s.bytes);
-	printf("recording %u: %llu events, %llu/s; %s written\n", r->pid,
-	       (unsigned long long)s.events, (unsigned long long)s.rate, size);
-	printf("recording %u: dropped %llu application and %llu kernel events (per CPU:",
-	       r->pid, (unsigned long long)s.drops_app, (unsigned long long)s.drops_kern);
-	for (__u32 i = 0; i < s.ncpus && i < TB_CTL_STAT_CPUS; i++)
-		printf("%s %llu", i ? "," : "", (unsigned long long)s.cpu_drops[i]);
-	printf("%s)\n", s.ncpus > TB_CTL_STAT_CPUS ? ", ..." : "");
-	printf("recording %u: kernel events: %.*s", r->pid, TB_CTL_EVENTS,
-	       s.kernel[0] ? s.kernel : "none");
-	if (r->m[TB_CTL_STATE].kernel_off & TB_KOFF_SCHED)
-		printf("; scheduler events switched off");
-	if (tps_off(r))
-		printf("; %u tracepoint%s switched off", tps_off(r), tps_off(r) == 1 ? "" : "s");
-	printf("\n");
-}
-
-/* A JSON string (quotes, backslashes and control characters escaped). */
-static void json_str(const char *p, size_t max)
-{
-	putchar('"');
-	for (size_t i = 0; i < max && p[i]; i++) {
-		unsigned char c = (unsigned char)p[i];
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-/* One filter set as a JSON array, or null when not in effect. */
-static void json_set(const struct recording *r, int k)
-{
-	__u32 filter = __atomic_load_n(&r->m[TB_CTL_STATE].filter, __ATOMIC_ACQUIRE);
-	__u32 key, next, *prev = NULL;
-	int fd, n = 0;
-
-	if (!(filter & (k ? TB_FILTER_PID : TB_FILTER_TID)) ||
-	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].set_id[k])) < 0) {
-		printf("null");
-		return;
-	}
-	putchar('[');
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		printf("%s%u", n++ ? ", " : "", next);
-		key = next;
-		prev = &key;
-	}
-	putchar(']');
-	close(fd);
-}
-
-/* `status --json`: one object per recording (docs/tracebpf-ctl.md). */
-static void print_json(const struct recording *r, bool first)
-{
-	const struct tb_ctl *st = &r->m[TB_CTL_STATE];
-	struct tb_ctl_stats s;
-	bool have = read_stats(r, &s);
-
-	printf("%s\n  {\"session\": ", first ? "" : ",");
-	json_str(r->session, sizeof(r->session));
-	printf(", \"recorder\": %u, \"state\": \"%s\", \"output\": ", r->pid,
-	       r->m[TB_CTL_RECORDER].ts != st->ts ? (st->want_off ? "stopping" : "starting") :
-	       st->off ? "stopped" : "on");
-	json_str(r->m[TB_CTL_RECORDER].path, TB_CTL_PATH_MAX);
-	printf(", \"filters\": {\"tids\": ");
-	json_set(r, 0);
-	printf(", \"pids\": ");
-	json_set(r, 1);
-	printf("}");
-	if (have) {
-		printf(", \"bytes\": %llu, \"events\": %llu, \"events_per_s\": %llu, "
-		       "\"drops\": {\"application\": %llu, \"kernel\": %llu, \"per_cpu\": [",
-		       (unsigned long long)s.bytes, (unsigned long long)s.events,
-		       (unsigned long long)s.rate, (unsigned long long)s.drops_app,
-		       (unsigned long long)s.drops_kern);
-		for (__u32 i = 0; i < s.ncpus && i < TB_CTL_STAT_CPUS; i++)
-			printf("%s%llu", i ? ", " : "", (unsigned long long)s.cpu_drops[i]);
-		printf("]}, \"ntargets\": %u, \"targets\": [", s.ntargets);
-		for (__u32 i = 0; i < s.ntargets && i < TB_CTL_TARGETS; i++)
-			printf("%s%u", i ? ", " : "", s.targets[i]);
-		printf("], \"kernel_events\": ");
-		json_str(s.kernel, TB_CTL_EVENTS);
-		printf(", \"sched_off\": %s, \"tracepoints_off\": %u",
-		       r->m[TB_CTL_STATE].kernel_off & TB_KOFF_SCHED ? "true" : "false", tps_off(r));
-	}
-	printf("}");
-}
-
 /* Waits until the recorder has handled request ts (what: "stop", "start"
  * or "filter"). 0 or a negative errno (said). */
 static int wait_ack(struct recording *r, __u64 ts, const char *what)
 {
 	struct timespec tick = { 0, 5 * 1000 * 1000 };
 	bool on = !strcmp(what, "start");
-	__u64 t0 = mono_ns();
+	__u64 t0 = tb_ctl_mono_ns();
 
 	while (__atomic_load_n(&r->m[TB_CTL_RECORDER].ts, __ATOMIC_ACQUIRE) < ts) {
 		if (kill(r->pid, 0) && errno == ESRCH) {
@@ -536,7 +324,7 @@ static int wait_ack(struct recording *r, __u64 ts, const char *what)
 					"holds what it recorded until it ended\n", what);
 			return -ESRCH;
 		}
-		if (mono_ns() - t0 > ACK_TIMEOUT_NS) {
+		if (tb_ctl_mono_ns() - t0 > ACK_TIMEOUT_NS) {
 			ERR("failed to %s recording %u: the recorder did not confirm within %llu s",
 			    what, r->pid, ACK_TIMEOUT_NS / 1000000000ull);
 			fprintf(stderr, "tracebpf: hint: %s; is the recorder itself stopped "
@@ -597,45 +385,6 @@ struct ctl_args {
 	int nids[2];
 };
 
-static const char *const kind_name[2] = { "threads", "processes" };
-static const __u32 kind_bit[2] = { TB_FILTER_TID, TB_FILTER_PID };
-
-/* The ids in one of the filter's sets, in map order: printed as a list. */
-static void print_set(int fd)
-{
-	__u32 key, next, *prev = NULL;
-	int n = 0;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		printf("%s%u", n++ ? ", " : " ", next);
-		key = next;
-		prev = &key;
-	}
-	if (!n)
-		printf(" none");
-}
-
-/* What the filters let through, a line per set in effect. */
-static void print_filter(const struct recording *r)
-{
-	__u32 filter = __atomic_load_n(&r->m[TB_CTL_STATE].filter, __ATOMIC_ACQUIRE);
-
-	for (int k = 0; k < 2; k++) {
-		int fd;
-
-		if (!(filter & kind_bit[k]))
-			continue;
-		fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].set_id[k]);
-		printf("recording %u: only the application events of %s", r->pid, kind_name[k]);
-		if (fd < 0)
-			printf(" (unreadable: %s)", strerror(errno));
-		else
-			print_set(fd);
-		printf("\n");
-		if (fd >= 0)
-			close(fd);
-	}
-}
 
 /* One set of the filter changed as `action` says; its bit in *filter. */
 static int change_set(struct recording *r, const struct ctl_args *a, int k, __u32 *filter)
@@ -645,26 +394,30 @@ static int change_set(struct recording *r, const struct ctl_args *a, int k, __u3
 	int fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].set_id[k]), err = 0;
 
 	if (fd < 0) {
-		ERR("failed to open recording %u's set of %s: %s", r->pid, kind_name[k],
+		ERR("failed to open recording %u's set of %s: %s", r->pid, tb_ctl_kind_name[k],
 		    strerror(errno));
 		return -errno;
 	}
 	if (!strcmp(a->action, "clear")) {
 		while (!bpf_map_get_next_key(fd, NULL, &key))
 			bpf_map_delete_elem(fd, &key);
-		*filter &= ~kind_bit[k];
+		*filter &= ~tb_ctl_kind_bit[k];
 	}
 	for (int i = 0; i < a->nids[k] && !strcmp(a->action, "add"); i++)
 		if (bpf_map_update_elem(fd, &a->ids[k][i], &one, BPF_ANY)) {
 			err = -errno;
 			ERR("failed to add %u to recording %u's %s: %s", a->ids[k][i], r->pid,
-			    kind_name[k], err == -E2BIG ? "the set is full" : strerror(-err));
+			    tb_ctl_kind_name[k], err == -E2BIG ? "the set is full" : strerror(-err));
+			if (err == -E2BIG)
+				fprintf(stderr, "tracebpf: hint: a set holds %d ids: take some out "
+						"('filter remove') or filter by process (--pid)\n",
+					TB_FILTER_MAX);
 			break;
 		}
 	for (int i = 0; i < a->nids[k] && !strcmp(a->action, "remove"); i++)
 		bpf_map_delete_elem(fd, &a->ids[k][i]);   /* one not there: nothing to do */
 	if (!strcmp(a->action, "add") && !err)
-		*filter |= kind_bit[k];
+		*filter |= tb_ctl_kind_bit[k];
 	close(fd);
 	return err;
 }
@@ -695,7 +448,7 @@ static int filter_recording(struct recording *r, const struct ctl_args *a)
 	__atomic_store_n(&r->m[TB_CTL_STATE].filter, filter, __ATOMIC_RELEASE);
 	if (!filter)
 		printf("recording %u: no filter, every traced thread's events\n", r->pid);
-	print_filter(r);
+	tb_ctl_print_filter(r);
 	return err;
 }
 
@@ -724,7 +477,7 @@ static int switch_sched(struct recording *r, bool on)
 	struct tb_ctl_stats st;
 	__u32 *koff = &r->m[TB_CTL_STATE].kernel_off;
 
-	if (read_stats(r, &st) && strncmp(st.kernel, "sched", 5)) {
+	if (tb_ctl_read_stats(r, &st) && strncmp(st.kernel, "sched", 5)) {
 		ERR("recording %u records no scheduler events", r->pid);
 		fprintf(stderr, "tracebpf: hint: they are on unless record is given --no-sched\n");
 		return -ENOENT;
@@ -974,27 +727,20 @@ int tb_cmd_ctl(int argc, char **argv)
 	if (err) {
 		/* said */
 	} else if (!n && !strcmp(a.verb, "list")) {
-		print_list(v, n);
+		tb_ctl_print_list(v, n);
 	} else if (!n) {
 		ERR("no tracebpf recording is running");
 		fprintf(stderr, "tracebpf: hint: start one with 'sudo tracebpf record -p PID' or "
 				"'sudo tracebpf record -- CMD' (--paused starts it stopped)\n");
 		err = -ESRCH;
 	} else if (!strcmp(a.verb, "list")) {
-		print_list(r ? r : v, r ? 1 : n);
+		tb_ctl_print_list(r ? r : v, r ? 1 : n);
 	} else if (!strcmp(a.verb, "status") && a.json) {
-		printf("[");
-		for (i = 0; i < n; i++)
-			if (!r || r == &v[i])
-				print_json(&v[i], r ? true : i == 0);
-		printf("\n]\n");
+		err = tb_ctl_print_json(v, n, r);
 	} else if (!strcmp(a.verb, "status")) {
 		for (i = 0; i < n; i++)
-			if (!r || r == &v[i]) {
-				print_status(&v[i]);
-				print_details(&v[i]);
-				print_filter(&v[i]);
-			}
+			if (!r || r == &v[i])
+				tb_ctl_print_status(&v[i]);
 	} else if (!r && n > 1) {
 		err = refuse_to_guess(v, n, a.verb);
 	} else if (!strcmp(a.verb, "filter")) {

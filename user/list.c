@@ -21,6 +21,7 @@
 #include <linux/types.h>
 
 #include "tbrecords.h"
+#include "json.h"
 #include "model.h"
 #include "probes.h"
 #include "tbio.h"
@@ -118,18 +119,9 @@ static int scan_file(const char *path, struct sites *out)
 	Elf *elf;
 	int fd, err = 0;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		if (elf)
-			elf_end(elf);
-		close(fd);
-		return -ENOEXEC;
-	}
+	err = tb_elf_open(path, &fd, &elf);
+	if (err)
+		return err;
 	while (!err && (scn = elf_nextscn(elf, scn))) {
 		Elf_Data *data;
 
@@ -140,8 +132,7 @@ static int scan_file(const char *path, struct sites *out)
 		if (data && data->d_buf)
 			err = scan_section(out, data->d_buf, data->d_size, sh.sh_addr);
 	}
-	elf_end(elf);
-	close(fd);
+	tb_elf_close(fd, elf);
 	return err;
 }
 
@@ -206,22 +197,6 @@ static int count_cat(struct cat_count **v, size_t *n, const char *cat)
 	return 0;
 }
 
-static void json_text(const char *p)
-{
-	putchar('"');
-	for (; p && *p; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void print_site_text(const struct found *f)
 {
 	const struct site *s = &f->s;
@@ -233,26 +208,29 @@ static void print_site_text(const struct found *f)
 	printf("%s  %s:%u\n", s->nargs ? ")" : "", s->file ? s->file : "?", s->line);
 }
 
-static void print_site_json(const struct found *f, bool first)
+static void print_site_json(struct tb_json *j, const struct found *f)
 {
 	const struct site *s = &f->s;
+	char addr[24];
 
-	printf("%s\n      {\"category\": ", first ? "" : ",");
-	json_text(s->cat);
-	printf(", \"name\": ");
-	json_text(s->name);
-	printf(", \"phase\": \"%s\", \"args\": [", phase_name(s->phase));
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "category", s->cat);
+	tb_json_kstr(j, "name", s->name);
+	tb_json_kstr(j, "phase", phase_name(s->phase));
+	tb_json_key(j, "args");
+	tb_json_begin_array(j);
 	for (int i = 0; i < s->nargs; i++) {
-		printf("%s{\"name\": ", i ? ", " : "");
-		json_text(s->argname[i]);
-		printf(", \"type\": \"%s\"}", type_name(s->arg_type[i]));
+		tb_json_begin_object(j);
+		tb_json_kstr(j, "name", s->argname[i]);
+		tb_json_kstr(j, "type", type_name(s->arg_type[i]));
+		tb_json_end_object(j);
 	}
-	printf("], \"file\": ");
-	if (s->file)
-		json_text(s->file);
-	else
-		printf("null");
-	printf(", \"line\": %u, \"address\": \"0x%llx\"}", s->line, (unsigned long long)f->addr);
+	tb_json_end_array(j);
+	tb_json_kstr(j, "file", s->file);
+	tb_json_kuint(j, "line", s->line);
+	snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)f->addr);
+	tb_json_kstr(j, "address", addr);
+	tb_json_end_object(j);
 }
 
 /* The objects to read: the files given (with the libraries each loads),
@@ -310,10 +288,10 @@ static error_t list_parse(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Prints one object's sites (sorted by source) from s; counts their
- * categories (the counts point into s). */
-static int list_object(const char *path, const struct list_args *a, bool first,
-		       struct sites *s, struct cat_count **cats, size_t *ncats)
+/* Prints one object's sites (sorted by source) from s, as JSON into j
+ * when not NULL; counts their categories (the counts point into s). */
+static int list_object(const char *path, struct tb_json *j, struct sites *s,
+		       struct cat_count **cats, size_t *ncats)
 {
 	int err = scan_file(path, s);
 
@@ -322,36 +300,38 @@ static int list_object(const char *path, const struct list_args *a, bool first,
 		return err;
 	}
 	qsort(s->v, s->n, sizeof(*s->v), by_source);
-	if (a->json) {
-		printf("%s\n    {\"path\": ", first ? "" : ",");
-		json_text(path);
-		printf(", \"sites\": [");
+	if (j) {
+		tb_json_begin_object(j);
+		tb_json_kstr(j, "path", path);
+		tb_json_key(j, "sites");
+		tb_json_begin_array(j);
 	} else {
 		printf("%s (%zu site%s)\n", path, s->n, s->n == 1 ? "" : "s");
 	}
 	for (size_t i = 0; !err && i < s->n; i++) {
-		if (a->json)
-			print_site_json(&s->v[i], i == 0);
+		if (j)
+			print_site_json(j, &s->v[i]);
 		else
 			print_site_text(&s->v[i]);
 		err = count_cat(cats, ncats, s->v[i].s.cat);
 	}
-	if (a->json)
-		printf("]}");
+	if (j) {
+		tb_json_end_array(j);
+		tb_json_end_object(j);
+	}
 	return err;
 }
 
-static void print_categories(const struct list_args *a, const struct cat_count *v, size_t n,
+static void print_categories(struct tb_json *j, const struct cat_count *v, size_t n,
 			     size_t total)
 {
-	if (a->json) {
-		printf("\n  ],\n  \"categories\": {");
-		for (size_t i = 0; i < n; i++) {
-			printf("%s", i ? ", " : "");
-			json_text(v[i].cat);
-			printf(": %u", v[i].n);
-		}
-		printf("},\n  \"sites\": %zu\n}\n", total);
+	if (j) {
+		tb_json_key(j, "categories");
+		tb_json_begin_object(j);
+		for (size_t i = 0; i < n; i++)
+			tb_json_kuint(j, v[i].cat, v[i].n);
+		tb_json_end_object(j);
+		tb_json_kuint(j, "sites", total);
 		return;
 	}
 	printf("%zu site%s%s", total, total == 1 ? "" : "s", n ? "; per category:" : "");
@@ -376,6 +356,7 @@ int tb_cmd_list(int argc, char **argv)
 	struct tb_paths objs = { 0 };
 	struct cat_count *cats = NULL;
 	struct sites *sites = NULL;
+	struct tb_json *j = NULL;
 	size_t ncats = 0, total = 0;
 	int err;
 
@@ -383,14 +364,32 @@ int tb_cmd_list(int argc, char **argv)
 	err = find_objects(&a, &objs);
 	if (!err && objs.n && !(sites = calloc((size_t)objs.n, sizeof(*sites))))
 		err = -ENOMEM;
-	if (!err && a.json)
-		printf("{\n  \"objects\": [");
+	if (!err && a.json) {
+		j = malloc(sizeof(*j));   /* a 64 KiB buffer */
+		if (!j)
+			err = -ENOMEM;
+		else
+			tb_json_init(j, stdout);
+	}
+	if (j) {
+		tb_json_begin_object(j);
+		tb_json_key(j, "objects");
+		tb_json_begin_array(j);
+	}
 	for (int i = 0; !err && i < objs.n; i++) {
-		err = list_object(objs.v[i], &a, i == 0, &sites[i], &cats, &ncats);
+		err = list_object(objs.v[i], j, &sites[i], &cats, &ncats);
 		total += sites[i].n;
 	}
+	if (j)
+		tb_json_end_array(j);
 	if (!err)
-		print_categories(&a, cats, ncats, total);
+		print_categories(j, cats, ncats, total);
+	if (j) {
+		tb_json_end_object(j);
+		if (!err && !(err = tb_json_error(j)))
+			putchar('\n');
+		free(j);
+	}
 	for (int i = 0; sites && i < objs.n; i++) {
 		for (size_t k = 0; k < sites[i].n; k++)
 			free(sites[i].v[k].rec);

@@ -172,18 +172,29 @@ static void add_pid(struct argp_state *state, struct tb_record_opts *o, long v)
 	o->pids[o->npids++] = v;
 }
 
+/* A positive id of a comma-separated list ("pid" or "thread id"). */
+static long parse_id(struct argp_state *state, const char *tok, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(tok, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		argp_error(state, "invalid %s '%s': give a positive %s", what, tok,
+			   strcmp(what, "pid") ? what : "process id");
+	return v;
+}
+
 /* --tid: each thread, and its process as a target. A thread that does not
  * exist is an error once the targets are looked up (its process is). */
 static void add_tids(struct argp_state *state, struct tb_record_opts *o, char *arg)
 {
-	char *end, *tok, *save;
+	char *tok, *save;
 	long v;
 
 	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		errno = 0;
-		v = strtol(tok, &end, 10);
-		if (errno || *end || v <= 0 || v > INT_MAX)
-			argp_error(state, "invalid thread id '%s': give a positive thread id", tok);
+		v = parse_id(state, tok, "thread id");
 		if (o->ntids == TB_MAX_TIDS)
 			argp_error(state, "too many thread ids (at most %d)", TB_MAX_TIDS);
 		o->tids[o->ntids++] = v;
@@ -193,16 +204,10 @@ static void add_tids(struct argp_state *state, struct tb_record_opts *o, char *a
 
 static void add_pids(struct argp_state *state, struct tb_record_opts *o, char *arg)
 {
-	char *end, *tok, *save;
-	long v;
+	char *tok, *save;
 
-	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		errno = 0;
-		v = strtol(tok, &end, 10);
-		if (errno || *end || v <= 0 || v > INT_MAX)
-			argp_error(state, "invalid pid '%s': give a positive process id", tok);
-		add_pid(state, o, process_of(v));
-	}
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		add_pid(state, o, process_of(parse_id(state, tok, "pid")));
 }
 
 /* -e SUBSYS:EVENT: the syntax is a usage error (64); whether the event
@@ -217,6 +222,22 @@ static void add_event(struct argp_state *state, struct tb_record_opts *o, char *
 		argp_error(state, "invalid tracepoint '%s': give SUBSYS:EVENT, e.g. "
 			   "-e sched:sched_migrate_task or -e 'irq:*'", arg);
 	o->events[o->nevents++] = arg;
+}
+
+/* The whole command line: what goes with what. */
+static void check_record_args(struct argp_state *state, const struct tb_record_opts *o)
+{
+	if (!o->cmd && !o->npids)
+		argp_error(state, "nothing to record: give -p PID, --tid TID or -- COMMAND");
+	if (o->cmd && o->ntids)
+		argp_error(state, "--tid names running threads: give it with -p PID or "
+			   "alone, not with -- COMMAND");
+	if (o->cmd && o->npids)
+		argp_error(state, "give either -p PID or -- COMMAND, not both");
+	if (o->no_sched && o->sched_select)
+		argp_error(state, "--no-sched and --sched-events contradict each other: give one");
+	if (o->serve && !strcmp(o->out, "-"))
+		argp_error(state, "--serve serves the trace file: give -o FILE, not -o -");
 }
 
 static error_t record_parse(int key, char *arg, struct argp_state *state)
@@ -335,17 +356,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!o->cmd && !o->npids)
-			argp_error(state, "nothing to record: give -p PID, --tid TID or -- COMMAND");
-		if (o->cmd && o->ntids)
-			argp_error(state, "--tid names running threads: give it with -p PID or "
-				   "alone, not with -- COMMAND");
-		if (o->cmd && o->npids)
-			argp_error(state, "give either -p PID or -- COMMAND, not both");
-		if (o->no_sched && o->sched_select)
-			argp_error(state, "--no-sched and --sched-events contradict each other: give one");
-		if (o->serve && !strcmp(o->out, "-"))
-			argp_error(state, "--serve serves the trace file: give -o FILE, not -o -");
+		check_record_args(state, o);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -141,20 +141,33 @@ int tb_elf_probe_regs(const char *path, const char *probe, int *other_regs)
 
 	*other_regs = 0;
 
+	ret = tb_elf_open(path, &fd, &elf);
+	if (ret)
+		return ret;
+	ret = count_notes(elf, probe, other_regs);
+	tb_elf_close(fd, elf);
+	return ret;
+}
+
+int tb_elf_open(const char *path, int *fd, Elf **elf)
+{
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
 		return -errno;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		ret = -ENOEXEC;
-	else
-		ret = count_notes(elf, probe, other_regs);
+	*elf = elf_begin(*fd, ELF_C_READ, NULL);
+	if (*elf && elf_kind(*elf) == ELF_K_ELF)
+		return 0;
+	tb_elf_close(*fd, *elf);
+	return -ENOEXEC;
+}
+
+void tb_elf_close(int fd, Elf *elf)
+{
 	if (elf)
 		elf_end(elf);
 	close(fd);
-	return ret;
 }
 
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)

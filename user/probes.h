@@ -30,6 +30,11 @@ int tb_elf_count_probe(const char *path, const char *probe);
  * arguments in the fixed registers of the current trace.h
  * (TRACEBPF_REGS_EVENT, TRACEBPF_REGS_EVENT_ID). */
 int tb_elf_probe_regs(const char *path, const char *probe, int *other_regs);
+/* Opens the ELF file at path for reading: 0, -ENOEXEC (not ELF) or
+ * -errno. tb_elf_close ends both. */
+struct Elf;
+int tb_elf_open(const char *path, int *fd, struct Elf **elf);
+void tb_elf_close(int fd, struct Elf *elf);
 /* Adds path unless already there. 0 or -ENOMEM. */
 int tb_paths_add(struct tb_paths *p, const char *path);
 void tb_paths_free(struct tb_paths *p);

@@ -26,6 +26,7 @@
 #include "../bpf/ctl.h"
 #include "ctl.h"
 #include "fast.h"
+#include "print.h"
 #include "recorder.h"
 #include "tbfile.h"
 #include "tracebpf.h"
@@ -254,16 +255,6 @@ int handle_ctl(struct recorder *r, bool tty)
 	return werr;
 }
 
-static void fmt_bytes(char *buf, size_t len, __u64 b)
-{
-	if (b >= 10ull << 20)
-		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
-	else if (b >= 10ull << 10)
-		snprintf(buf, len, "%.1f KiB", b / 1024.0);
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)b);
-}
-
 void status_line(struct recorder *r, double elapsed, double rate)
 {
 	char bytes[32], drops[24] = "?";
@@ -271,7 +262,7 @@ void status_line(struct recorder *r, double elapsed, double rate)
 
 	if (!total_drops(r, &app, &kern))
 		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
-	fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
+	tb_fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
 	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %s  %s%s",
 			elapsed, (unsigned long long)r->events, rate, drops, bytes,
 			r->ctl.off ? "  STOPPED (tracebpf ctl start)" : "");
@@ -298,7 +289,7 @@ void report(struct recorder *r)
 	bytes[0] = '\0';
 	if (strcmp(r->tbt_path, "-")) {
 		strcpy(bytes, " (");
-		fmt_bytes(bytes + 2, sizeof(bytes) - 3,
+		tb_fmt_bytes(bytes + 2, sizeof(bytes) - 3,
 			  stat(r->tbt_path, &st) ? 0 : (__u64)st.st_size);
 		strcat(bytes, ")");
 	}
