@@ -524,3 +524,20 @@ def test_kernel_switch_usage():
                  ("stop", "--sched"), ("status", "-e", "a:b")):
         p = ctl(*args)
         assert p.returncode == 64 and "tracebpf ctl" in p.stderr, (args, p.stderr)
+
+
+def test_switch_and_filter_errors(recorder, tmp_path):
+    """What ctl refuses on a running recording, each with a hint: the
+    scheduler's events of a recording made without them, and a thread set
+    beyond its 1,024 entries (the ids in it stay as they were)."""
+    ph = Phases(recorder, tmp_path, "--session", "err", "--no-sched")
+    check_error(ctl("-s", "err", "disable", "--sched"),
+                f"recording {ph.rec.proc.pid} records no scheduler events", "--no-sched")
+    many = ",".join(str(i) for i in range(1, 1025))
+    check_ok(ctl("-s", "err", "filter", "add", "--tid", many))
+    check_error(ctl("-s", "err", "filter", "add", "--tid", 5000),
+                "failed to add 5000 to recording", "the set is full", "filter remove")
+    st = check_ok(ctl("-s", "err", "status"))
+    assert "only the application events of threads " in st and " 5000" not in st, st
+    check_ok(ctl("-s", "err", "filter", "clear"))
+    assert ph.finish().rc == 0, ph.rec.stderr

@@ -946,6 +946,27 @@ def test_keep_running_leaves_the_command_running(tmp_path):
         os.kill(pid, signal.SIGKILL)
 
 
+def test_a_command_that_ignores_sigterm_is_left_running(tmp_path):
+    """The command ignores SIGTERM: the recording waits for it (5 s at
+    most), then ends, leaves it running and says so."""
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w+") as err:
+        p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "--no-json",
+                            "--duration", "1", "-o", str(tmp_path / "t.tbt"), "--", "sh", "-c",
+                            f"trap '' TERM; exec {prog('quiet_thread')}"],
+                           stdout=out, stderr=err, timeout=120)
+        err.seek(0)
+        stderr = err.read()
+    assert p.returncode == 0, stderr
+    m = re.search(r"tracebpf: record: the command \(process (\d+)\) has not exited within "
+                  r"5 s of SIGTERM: it is left running", stderr)
+    assert m, stderr
+    pid = int(m.group(1))
+    try:
+        assert alive(pid)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.both_paths
 def test_tid_records_only_those_threads(recorder, spawn):
     """docs/tracebpf-record.md, --tid: of a running process's 4 threads,

@@ -45,8 +45,15 @@ def check_pingpong(t, ping, pong, cpu, n):
     into = Counter(int(s["next_pid"]) for s in sw if s["cpu"] == cpu)
     assert into[ping] >= n and into[pong] >= n, \
         f"expected >= {n} switches into ping {ping} and pong {pong}, got {into[ping]}, {into[pong]}"
-    between = [s for s in sw if {int(s["prev_pid"]), int(s["next_pid"])} == {ping, pong}]
-    assert len(between) >= n, f"expected >= {n} switches between the two tids, got {len(between)}"
+    # Each round runs pong after ping and ping after pong on that CPU: the
+    # CPU goes from one to the other at least n times. Not always by a
+    # direct switch between them: another task (the recorder, at nice -20,
+    # a kworker) may run in between (a loaded full run saw 406 direct
+    # switches for 500 rounds), so count the hand-overs.
+    runs = [int(s["next_pid"]) for s in sw if s["cpu"] == cpu and
+            int(s["next_pid"]) in (ping, pong)]
+    handovers = sum(a != b for a, b in zip(runs, runs[1:]))
+    assert handovers >= n, f"expected >= {n} hand-overs between the two tids, got {handovers}"
     # Every hand-over of the CPU between them comes from a block in read()
     # (prev_state S) or from the wakeup that ends one (the waker is
     # preempted, R+): at least about n blocks in all, n/2 to be safe.
