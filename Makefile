@@ -47,15 +47,16 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 # libtracebpf (lib/): the reader side (trace file, time order, model,
 # Chrome JSON and ftrace text) never links libbpf.
 LIB_SRCS  := $(wildcard lib/*.c)
-LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h lib/tbrecords.h
+LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h lib/include/tracebpf/cats.h \
+             lib/tbrecords.h
 # What the unit tests, the fuzz target and the model bench build from source.
 CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
              user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
              user/convert_cmd.c user/filter_args.c
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
-             user/record_output.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
+             user/record_output.c user/record_cats.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
              user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
-             user/ctl_status.c user/list.c
+             user/ctl_status.c user/list.c user/cats.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
 CLI_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(filter user/%,$(CORE_SRCS)))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
@@ -66,7 +67,7 @@ PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases \
          other_regs nested_loop fast_seq fast_open numbered_nest chaos_app site_order \
          report_nest filter_events held_threads late_names
-PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone \
+PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone $(OUT)/progs/phases_slow \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/libchaosdl.so \
              $(OUT)/progs/cxx_unwind \
              $(OUT)/progs/many_sites
@@ -177,6 +178,10 @@ $(OUT)/progs/libmany_sites.so: $(OUT)/gen/libmany_sites.c lib/include/tracebpf/t
 $(OUT)/progs/many_sites: $(OUT)/gen/many_sites.c $(OUT)/progs/libmany_sites.so
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUT)/progs -lmany_sites -Wl,-rpath,'$$ORIGIN' -o $@
+
+$(OUT)/progs/phases_slow: tests/progs/phases.c lib/include/tracebpf/trace.h | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_NO_FAST_PATH $< -o $@
 
 $(OUT)/progs/redzone: tests/progs/redzone.c lib/include/tracebpf/trace.h | $(OUT)/progs
 	$(call msg,CC,$@)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: every figure against a peer measured in the same run.
 #   the probe site   disabled site against the empty loop; a recording
-#                    stopped with ctl; the 5-byte against the 1-byte nop
+#                    stopped with ctl; a site of a category that is off
+#                    while recording; the 5-byte against the 1-byte nop
 #   bench/hotpath.sh a recorded hit against the floor program and bpftrace
 #   bench/lttng.sh   the same 2-integer event recorded by LTTng-UST
 #   bench/fast.sh    the fast path from a thread's first hit with the
@@ -54,6 +55,15 @@ paused=$(for i in $(seq "$runs"); do
 done | median)
 echo "site while recording is stopped (ctl)   : ${paused} ns/hit"
 awk -v a="$paused" -v b="$off" 'BEGIN { printf "ratio stopped / disabled                : %.2fx\n", a / b }'
+# A recording that records other categories: the semaphore is set, and
+# each hit of the loop's site (category "bench", excluded) stops at its
+# category check. Its peer is the empty loop.
+catoff=$(for i in $(seq "$runs"); do
+  "$T" record -q --no-json --no-sched --exclude-categories bench -o "$out/pc.tbt" -- \
+    "$B/probe_cost" "$N_OFF" 2>"$out/err" | ns
+done | median)
+echo "site of a category that is off          : ${catoff} ns/hit"
+awk -v a="$catoff" -v b="$empty" 'BEGIN { printf "category off - empty                    : %.2f ns (goal <= 2)\n", a - b }'
 on5=$(for i in $(seq "$runs"); do
   "$T" record -q --no-json --no-sched -o "$out/p5.tbt" -- "$B/probe_cost" "$N_ON" 2>"$out/err" | ns
   grep -q " 0 dropped" "$out/err" || echo "bench: WARNING: drops: $(cat "$out/err")" >&2

@@ -68,7 +68,9 @@ struct tb_ctl {
 	__u32 set_id[2]; /* RECORDER: the ids of the maps tb_tids, tb_pids */
 	__u32 kernel_off;  /* STATE: TB_KOFF_* (ctl disable writes it) */
 	__u32 tp_off_id;   /* RECORDER: the id of the map tb_tp_off (0: none) */
-	__u32 pad;
+	__u32 cats_id;     /* RECORDER: the id of the map tb_cats, the
+			    * categories recorded (struct tracebpf_cats,
+			    * tracebpf/cats.h; ctl enable|disable writes it) */
 	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
 	char session[TB_CTL_SESSION_MAX];  /* RECORDER: the session's name */
 };

@@ -94,6 +94,7 @@ static void conv_free(struct conv *c)
 	tb_conv_pool_free(c);
 	free(c->stats);
 	free(c->stopped);
+	free(c->cats);
 	tb_conv_gaps_free(c);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);

@@ -23,6 +23,7 @@
 #include "json.h"
 #include "model.h"
 #include "tbfile.h"
+#include "tracebpf/cats.h"
 
 struct tb_merge;
 struct tb_outq;
@@ -209,6 +210,12 @@ struct conv {
 	struct { uint64_t from, to; } *stopped;   /* to = UINT64_MAX: open */
 	size_t nstopped, stopped_cap;
 	uint64_t while_stopped;     /* records left out for that */
+	/* the category rules in effect (TB_REC_CATS, the last read), NULL
+	 * before the first; events of categories they do not record are left
+	 * out (a site that could not judge itself wrote them) */
+	struct tracebpf_cats *cats;
+	uint32_t cats_gen;          /* TB_REC_CATS records read */
+	uint64_t cats_left_out;
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
@@ -255,6 +262,9 @@ struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
 void *tb_conv_copy_rec(const void *rec);
 struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
 int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
+/* Whether the category rules keep an event of site s on thread t (NULL
+ * when unknown): an END only when no slice of its category is open on t. */
+bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t);
 int tb_conv_model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink);
 int tb_conv_process(struct conv *c, enum tb_conv_stage *stage);
 void tb_conv_free_proc(struct proc *p);

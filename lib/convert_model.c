@@ -528,6 +528,37 @@ static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
 	return 0;
 }
 
+/* The category rules from now on. */
+static int on_cats(struct conv *c, const struct tb_rec_cats *x)
+{
+	if (x->hdr.size < sizeof(*x) || x->len > TRACEBPF_CATS_BYTES ||
+	    x->hdr.size < sizeof(*x) + x->len)
+		return 0;   /* not ours to judge by: every event stays */
+	if (!c->cats && !(c->cats = calloc(1, sizeof(*c->cats))))
+		return -ENOMEM;
+	memcpy(c->cats->rules, x + 1, x->len);
+	c->cats->len = x->len;
+	c->cats_gen++;
+	return 0;
+}
+
+bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t)
+{
+	if (!c->cats || !s->cat)
+		return true;
+	if (s->cats_gen != c->cats_gen) {
+		s->cats_on = tracebpf_cats_on(c->cats->rules, c->cats->len, s->cat);
+		s->cats_gen = c->cats_gen;
+	}
+	if (s->cats_on)
+		return true;
+	if (s->phase == 'E' && t && t->depth && t->stack[t->depth - 1].site->cat &&
+	    !strcmp(t->stack[t->depth - 1].site->cat, s->cat))
+		return true;   /* its BEGIN was recorded: the slice ends */
+	c->cats_left_out++;
+	return false;
+}
+
 /* Records a stopped recording does not show: events, not process changes. */
 static bool shown_while_on(uint16_t type)
 {
@@ -560,6 +591,10 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 			tb_conv_out_flush(c, h->ts, false);
 		if (h->type == TB_REC_CTL) {
 			err = on_ctl(c, (const void *)h);
+			continue;
+		}
+		if (h->type == TB_REC_CATS) {
+			err = on_cats(c, (const void *)h);
 			continue;
 		}
 		if (h->type == TB_REC_GAP) {

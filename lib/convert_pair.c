@@ -675,6 +675,9 @@ int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t se
 	}
 	if (s->phase == 'M')   /* names are copied, the record is not kept */
 		return tb_conv_on_metadata(c, rec, s);
+	if (c->cats && !tb_conv_cats_keep(c, s, tb_conv_get_thread(c, rec->hdr.tid,
+								     rec->hdr.pid)))
+		return 0;
 	if (c->direct && !event_direct(c, &e))
 		return 0;
 	ev = tb_conv_pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */

@@ -837,6 +837,16 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 		tb_json_end_array(j);
 		tb_json_kuint(j, "records_while_stopped", c->while_stopped);
 	}
+	if (c->cats) {   /* the last rules; docs/output.md, "Categories" */
+		tb_json_key(j, "categories");
+		tb_json_begin_array(j);
+		for (i = 0; i < c->cats->len;
+		     i += strnlen(c->cats->rules + i, c->cats->len - i) + 1)
+			tb_json_string_n(j, c->cats->rules + i,
+					 strnlen(c->cats->rules + i, c->cats->len - i));
+		tb_json_end_array(j);
+		tb_json_kuint(j, "events_of_categories_off", c->cats_left_out);
+	}
 	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
 	tb_json_kuint(j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
 	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(r));

@@ -34,6 +34,8 @@ struct site {
 	const char *step;           /* TB_SITE_STEP: async step / flow step */
 	const char *file;           /* the source file (since 2.5), or NULL */
 	uint32_t line;              /* its line, 0 unknown */
+	uint32_t cats_gen;          /* the converter's: the category rules ... */
+	bool cats_on;               /* ... it was last judged by, and how */
 };
 
 /* Parses the descriptor of a SITE record; s->valid tells whether it can

@@ -60,6 +60,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_CMDLINE] = sizeof(struct tb_rec_cmdline),
 	[TB_REC_CTL]    = sizeof(struct tb_rec_ctl),
 	[TB_REC_GAP]    = sizeof(struct tb_rec_gap),
+	[TB_REC_CATS]   = sizeof(struct tb_rec_cats),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -79,6 +80,7 @@ int tb_stream_of(uint16_t rec_type)
 	case TB_REC_STATS:
 	case TB_REC_CTL:
 	case TB_REC_GAP:
+	case TB_REC_CATS:
 		return TB_STREAM_STATS;
 	case TB_REC_SWITCH:
 	case TB_REC_WAKE:

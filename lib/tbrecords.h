@@ -37,6 +37,7 @@ enum tb_rec_type {
 	TB_REC_CMDLINE = 15, /* user space: a process's command line */
 	TB_REC_CTL     = 16, /* user space: recording stopped or started (2.2) */
 	TB_REC_GAP     = 17, /* records a CPU lost: when, how many, whose (2.4) */
+	TB_REC_CATS    = 18, /* user space: the categories recorded (2.6) */
 	TB_REC_TYPE_MAX,
 };
 
@@ -371,6 +372,20 @@ struct tb_rec_ctl {
 	__u32 off;         /* 1: stopped, 0: started */
 	__u32 by_pid;      /* the `tracebpf ctl` process (the recorder itself
 			    * for --paused) */
+};
+
+/* TB_REC_CATS: written by user space (hdr.cpu = ~0, hdr.pid/tid = 0) at
+ * the start and after each change (`tracebpf ctl enable|disable
+ * CATEGORY`), once every process's switch holds the new rules. From hdr.ts
+ * on, an application event whose category the rules do not record is not
+ * in the trace; a reader leaves out any that is (one a site could not
+ * judge itself). rules[len] follows, padded to 8: the entries of
+ * tracebpf/cats.h. */
+struct tb_rec_cats {
+	struct tb_rec_hdr hdr;
+	__u32 len;         /* bytes of rules */
+	__u32 gen;         /* the rules' generation */
+	/* char rules[len] */
 };
 
 /* TB_REC_GAP: records lost on one CPU because its ring (and the ring it

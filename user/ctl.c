@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 
 #include "ctl.h"
+#include "cats.h"
 #include "ctl_int.h"
 #include "rings.h"
 #include "tbfile.h"
@@ -133,6 +134,12 @@ void tb_ctl_kernel(struct tb_ctl_rec *c, int tp_off_fd)
 {
 	if (c->map)
 		c->map[TB_CTL_RECORDER].tp_off_id = tp_off_fd >= 0 ? map_id(tp_off_fd) : 0;
+}
+
+void tb_ctl_cats(struct tb_ctl_rec *c, int cats_fd)
+{
+	if (c->map)
+		c->map[TB_CTL_RECORDER].cats_id = map_id(cats_fd);
 }
 
 int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
@@ -383,6 +390,8 @@ struct ctl_args {
 	long recorder;
 	__u32 ids[2][TB_FILTER_MAX];   /* --tid, --pid */
 	int nids[2];
+	const char *cats[64];  /* enable|disable CATEGORY... (globs) */
+	int ncats;
 };
 
 
@@ -516,18 +525,67 @@ static int switch_tp(struct recording *r, const char *spec, bool on)
 	return err;
 }
 
-/* `ctl enable|disable --sched -e SUBSYS:EVENT`: after a request that has
- * the recorder drain every ring, as `filter` does. */
+/* The categories of a->cats switched in the recording's map tb_cats (the
+ * recorder applies them when it handles the next request). */
+static int switch_cats(struct recording *r, const struct ctl_args *a, bool on)
+{
+	static struct tracebpf_cats k;
+	const char *why = "";
+	__u32 key = 0;
+	int fd = -1, err = 0;
+
+	if (!r->m[TB_CTL_RECORDER].cats_id ||
+	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].cats_id)) < 0 ||
+	    bpf_map_lookup_elem(fd, &key, &k)) {
+		ERR("failed to read recording %u's categories: %s", r->pid,
+		    fd < 0 && r->m[TB_CTL_RECORDER].cats_id ? strerror(errno) :
+		    "its recorder is older than this tracebpf");
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	for (int i = 0; i < a->ncats && !err; i++)
+		if ((err = tb_cats_change(&k, a->cats[i], on, &why)))
+			ERR("failed to %s '%s': %s", a->verb, a->cats[i], why);
+	k.gen += 2;
+	if (!err && bpf_map_update_elem(fd, &key, &k, BPF_EXIST)) {
+		err = -errno;
+		ERR("failed to write recording %u's categories: %s", r->pid, strerror(-err));
+	}
+	close(fd);
+	return err;
+}
+
+bool tb_ctl_read_cats(const struct recording *r, struct tracebpf_cats *k)
+{
+	__u32 key = 0;
+	int fd = r->m[TB_CTL_RECORDER].cats_id ?
+		 bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].cats_id) : -1;
+	bool ok = fd >= 0 && !bpf_map_lookup_elem(fd, &key, k);
+
+	if (fd >= 0)
+		close(fd);
+	return ok && k->len <= TRACEBPF_CATS_BYTES;
+}
+
+/* `ctl enable|disable [CATEGORY...] --sched -e SUBSYS:EVENT`: after a
+ * request that has the recorder drain every ring, as `filter` does (and
+ * apply the categories written before it). */
 static int switch_kernel(struct recording *r, const struct ctl_args *a)
 {
 	bool on = !strcmp(a->verb, "enable");
-	int err;
+	int err = 0;
 
 	if (flock(r->fd, LOCK_EX)) {
 		ERR("failed to lock recording %u's control map: %s", r->pid, strerror(errno));
 		return -errno;
 	}
-	err = wait_ack(r, request(r->m, r->m[TB_CTL_STATE].want_off, getpid()), a->verb);
+	if (a->ncats)
+		err = switch_cats(r, a, on);
+	if (!err)
+		err = wait_ack(r, request(r->m, r->m[TB_CTL_STATE].want_off, getpid()), a->verb);
+	if (!err && a->ncats)
+		tb_ctl_print_cats(r);
 	if (!err && a->sched)
 		err = switch_sched(r, on);
 	if (!err && a->tp)
@@ -586,8 +644,9 @@ static void check_args(struct argp_state *state, const struct ctl_args *a)
 		argp_error(state, "filter clear drops a whole set: 'filter clear tid', "
 			   "'filter clear pid' or 'filter clear' (both)");
 	if (!strcmp(a->verb, "enable") || !strcmp(a->verb, "disable")) {
-		if (!a->sched && !a->tp)
-			argp_error(state, "%s: give --sched and/or -e SUBSYS:EVENT", a->verb);
+		if (!a->sched && !a->tp && !a->ncats)
+			argp_error(state, "%s: give categories (globs), --sched and/or -e "
+				   "SUBSYS:EVENT", a->verb);
 	} else if (a->sched || a->tp) {
 		argp_error(state, "--sched and -e go with 'enable' or 'disable'");
 	}
@@ -645,6 +704,12 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			a->action = arg;
 			break;
 		}
+		if (a->verb && (!strcmp(a->verb, "enable") || !strcmp(a->verb, "disable"))) {
+			if (a->ncats == (int)(sizeof(a->cats) / sizeof(a->cats[0])))
+				argp_error(state, "too many categories (at most 64 at once)");
+			a->cats[a->ncats++] = arg;
+			break;
+		}
 		if (a->verb)
 			argp_error(state, "one command only, not '%s' after '%s'", arg, a->verb);
 		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status") &&
@@ -700,12 +765,13 @@ static int refuse_to_guess(const struct recording *v, int n, const char *verb)
 int tb_cmd_ctl(int argc, char **argv)
 {
 	static const struct argp argp = { ctl_options, ctl_parse,
-		"start|stop|status|list\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]\nenable|disable [--sched] [-e SUBSYS:EVENT]",
+		"start|stop|status|list\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]\nenable|disable [CATEGORY...] [--sched] [-e SUBSYS:EVENT]",
 		"Stop and start a running recording without ending it: 'stop' switches "
 		"recording off in the kernel (processes are still followed, nothing else "
 		"is recorded), 'start' switches it back on, 'status' says what each "
 		"recording does, 'list' lists the sessions, 'filter' records only the "
-		"application events of some threads or processes. With several recordings "
+		"application events of some threads or processes, 'enable' and 'disable' "
+		"switch categories (globs) and kernel events. With several recordings "
 		"running, --session NAME says which. 'tracebpf record --paused' starts "
 		"one switched off.", NULL, NULL, NULL };
 	struct ctl_args a = {};

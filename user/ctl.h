@@ -42,6 +42,10 @@ int tb_ctl_filters(struct tb_ctl_rec *c, int tids_fd, int pids_fd, __u32 filter)
  * none recorded). */
 void tb_ctl_kernel(struct tb_ctl_rec *c, int tp_off_fd);
 
+/* The map of the categories recorded, for `tracebpf ctl enable|disable
+ * CATEGORY`. */
+void tb_ctl_cats(struct tb_ctl_rec *c, int cats_fd);
+
 /* A session name as `record --session` takes it: 1-31 of [A-Za-z0-9._-]. */
 bool tb_session_name_ok(const char *name);
 

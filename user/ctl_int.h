@@ -34,6 +34,12 @@ bool tb_ctl_read_stats(const struct recording *r, struct tb_ctl_stats *out);
 void tb_ctl_print_list(const struct recording *v, int n);
 /* `ctl status`: the lines of one recording, all "recording PID: ...". */
 void tb_ctl_print_status(const struct recording *r);
+struct tracebpf_cats;
+/* The recording's category rules (tracebpf/cats.h); false when they
+ * cannot be read (a recorder older than this ctl). */
+bool tb_ctl_read_cats(const struct recording *r, struct tracebpf_cats *k);
+/* The categories recorded, a line (status, enable, disable). */
+void tb_ctl_print_cats(const struct recording *r);
 /* The filters in effect, a line per set (status, filter). */
 void tb_ctl_print_filter(const struct recording *r);
 /* `ctl status --json`: an array of the recordings v (only `only` when

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
+#include "cats.h"
 #include "ctl_int.h"
 #include "json.h"
 #include "print.h"
@@ -227,6 +228,32 @@ static void json_stats(struct tb_json *j, const struct recording *r,
 	tb_json_kuint(j, "tracepoints_off", tps_off(r));
 }
 
+/* The category rules, in order ("+GLOB" or "-GLOB"), or null. */
+static void json_cats(struct tb_json *j, const struct recording *r)
+{
+	static struct tracebpf_cats k;
+
+	tb_json_key(j, "categories");
+	if (!tb_ctl_read_cats(r, &k)) {
+		tb_json_null(j);
+		return;
+	}
+	tb_json_begin_array(j);
+	for (__u32 i = 0; i < k.len; i += (__u32)strnlen(k.rules + i, k.len - i) + 1)
+		tb_json_string_n(j, k.rules + i, strnlen(k.rules + i, k.len - i));
+	tb_json_end_array(j);
+}
+
+void tb_ctl_print_cats(const struct recording *r)
+{
+	static struct tracebpf_cats k;
+	char desc[512] = "unknown (a recorder older than this tracebpf)";
+
+	if (tb_ctl_read_cats(r, &k))
+		tb_cats_describe(k.rules, k.len, desc, sizeof(desc));
+	printf("recording %u: categories: %s\n", r->pid, desc);
+}
+
 /* One recording's object (docs/tracebpf-ctl.md, "Status"). */
 static void json_recording(struct tb_json *j, const struct recording *r)
 {
@@ -244,6 +271,7 @@ static void json_recording(struct tb_json *j, const struct recording *r)
 	tb_json_key(j, "pids");
 	json_set(j, r, 1);
 	tb_json_end_object(j);
+	json_cats(j, r);
 	if (tb_ctl_read_stats(r, &s))
 		json_stats(j, r, &s);
 	tb_json_end_object(j);
@@ -269,5 +297,6 @@ void tb_ctl_print_status(const struct recording *r)
 {
 	print_status(r);
 	print_details(r);
+	tb_ctl_print_cats(r);
 	tb_ctl_print_filter(r);
 }

@@ -167,6 +167,21 @@ static void dump_event(FILE *f, const struct tb_rec_event *e)
 		fputs(" [fast]", f);
 }
 
+/* The category rules: "CATS gen=G +a -b*". */
+static void dump_cats(FILE *f, const struct tb_rec_cats *x)
+{
+	uint32_t len = x->len, room = x->hdr.size - (uint32_t)sizeof(*x);
+	const char *r = (const char *)(x + 1);
+
+	fprintf(f, "CATS gen=%u", x->gen);
+	if (len > room)
+		len = room;
+	for (uint32_t i = 0; i < len; i += (uint32_t)strnlen(r + i, len - i) + 1) {
+		fputc(' ', f);
+		put_str(f, r + i, strnlen(r + i, len - i));
+	}
+}
+
 /* A gap mark: whose records, how many, until when (the line's time is the
  * earliest a lost record can carry), which threads. */
 static void dump_gap(FILE *f, const struct tb_rec_gap *g)
@@ -276,6 +291,9 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 	}
 	case TB_REC_GAP:
 		dump_gap(f, (const void *)h);
+		break;
+	case TB_REC_CATS:
+		dump_cats(f, (const void *)h);
 		break;
 	default:
 		fprintf(f, "type=%u size=%u", h->type, h->size);

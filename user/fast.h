@@ -55,6 +55,10 @@ void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, u
 void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts);
 void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);
 void tb_fast_round_end(struct tb_fast *f);
+/* The categories recorded from now on: into every process's switch, and
+ * into those made from now on (tracebpf/cats.h). */
+struct tracebpf_cats;
+void tb_fast_cats(struct tb_fast *f, const struct tracebpf_cats *k);
 /* The session is over: no thread writes again; the rings drained. */
 void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx);
 /* How full the fullest ring was when tb_fast_drain_all last took it, per

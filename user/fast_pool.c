@@ -418,6 +418,37 @@ void fast_take_claims(struct tb_fast *f)
 	make_planned(f);
 }
 
+/* The rules into switch c, as a seqlock: gen odd while they change. */
+static void put_cats(volatile struct tracebpf_fast_ctl *c, const struct tracebpf_cats *k)
+{
+	__atomic_store_n(&c->cats.gen, k->gen - 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy((void *)c->cats.rules, k->rules, k->len);
+	c->cats.len = k->len;
+	__atomic_store_n(&c->cats.gen, k->gen, __ATOMIC_RELEASE);
+}
+
+/* The switch no longer says what this session records: every site of the
+ * process judges its category again (tracebpf__cat_judge, which then
+ * looks for the switch of the session that records it, if any). */
+static void drop_cats(volatile struct tracebpf_fast_ctl *c)
+{
+	if (c)
+		__atomic_store_n(&c->cats.gen, 1u, __ATOMIC_RELEASE);
+}
+
+void tb_fast_cats(struct tb_fast *f, const struct tracebpf_cats *k)
+{
+	if (!f)
+		return;
+	f->cats.len = k->len;
+	memcpy(f->cats.rules, k->rules, k->len);
+	f->cats.gen = k->gen;
+	for (size_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]->c && !f->procs[i]->refused)
+			put_cats(f->procs[i]->c, &f->cats);
+}
+
 static void unmap_ctl(struct fproc *p)
 {
 	if (p->c)
@@ -472,8 +503,10 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 		fast_say_other(other);
 		err = -EUSERS;   /* announce(): the other session may record it too */
 	}
-	if (!err)
+	if (!err) {
+		put_cats(p->c, &f->cats);
 		fast_ctl_set(p->ctl_fd, TRACEBPF_FAST_LIVE);
+	}
 	if (err) {
 		if (err != -EUSERS && !(err == -EBUSY && fast_other_seen()))
 			fprintf(stderr, "tracebpf: record: %s: process %u takes the probes for "
@@ -671,6 +704,7 @@ static void free_proc(struct fproc *p)
 	char link[96];
 
 	fast_ctl_set(p->ctl_fd, 0);   /* no thread of it writes into this session again */
+	drop_cats(p->c);
 	snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, p->pid);
 	if (!p->refused)
 		unlink(link);
@@ -760,6 +794,8 @@ void fast_close_procs(struct tb_fast *f)
 void fast_share_all(struct tb_fast *f)
 {
 	for (size_t i = 0; i < f->nprocs; i++)
-		if (!f->procs[i]->refused)
+		if (!f->procs[i]->refused) {
 			fast_ctl_set(f->procs[i]->ctl_fd, TB_FAST_SHARED);
+			drop_cats(f->procs[i]->c);
+		}
 }

@@ -9,6 +9,7 @@
 
 #include "convert.h"
 #include "filter_args.h"
+#include "cats.h"
 #include "ctl.h"
 #include "report.h"
 #include "sched.h"
@@ -35,13 +36,20 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION, OPT_TID };
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION, OPT_TID, OPT_CATS,
+       OPT_XCATS };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
 	{ "tid", OPT_TID, "TID[,TID...]", 0, "Record the application events of these running "
 					    "threads only (their processes are recorded as by -p: "
 					    "their other threads' events are not)", 0 },
+	{ "categories", OPT_CATS, "GLOB[,GLOB...]", 0, "Record only the application events of "
+						      "these categories (globs; default all but "
+						      "disabled-by-default-*, which are recorded only "
+						      "when named)", 0 },
+	{ "exclude-categories", OPT_XCATS, "GLOB[,GLOB...]", 0, "Do not record the application "
+							       "events of these categories", 0 },
 	{ "output", 'o', "FILE", 0, "Trace file: FILE.tbt while recording, FILE.json at the end "
 				     "(default trace.json)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds", 0 },
@@ -225,6 +233,16 @@ static void add_event(struct argp_state *state, struct tb_record_opts *o, char *
 }
 
 /* The whole command line: what goes with what. */
+/* --categories and --exclude-categories make valid rules. */
+static void check_categories(struct argp_state *state, const struct tb_record_opts *o)
+{
+	static struct tracebpf_cats k;
+	const char *why = NULL;
+
+	if (tb_cats_build(&k, o->categories, o->exclude_categories, &why))
+		argp_error(state, "invalid category list: %s", why);
+}
+
 static void check_record_args(struct argp_state *state, const struct tb_record_opts *o)
 {
 	if (!o->cmd && !o->npids)
@@ -238,6 +256,7 @@ static void check_record_args(struct argp_state *state, const struct tb_record_o
 		argp_error(state, "--no-sched and --sched-events contradict each other: give one");
 	if (o->serve && !strcmp(o->out, "-"))
 		argp_error(state, "--serve serves the trace file: give -o FILE, not -o -");
+	check_categories(state, o);
 }
 
 static error_t record_parse(int key, char *arg, struct argp_state *state)
@@ -307,6 +326,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid session name '%s': 1 to 31 letters, digits, "
 				   "'.', '_' or '-'", arg);
 		o->session = arg;
+		break;
+	case OPT_CATS:
+	case OPT_XCATS:
+		if (*(key == OPT_CATS ? &o->categories : &o->exclude_categories))
+			argp_error(state, "give --%scategories once, with a comma-separated list",
+				   key == OPT_CATS ? "" : "exclude-");
+		*(key == OPT_CATS ? &o->categories : &o->exclude_categories) = arg;
 		break;
 	case OPT_KEEP:
 		o->keep_running = true;

@@ -191,6 +191,7 @@ static void destroy(struct recorder *r, int err)
 	free(r->held);
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
+	cats_close(r);
 	tb_gaps_close(&r->gaps);
 	tb_slots_close(&r->slots);
 	ring_buffer__free(r->rb);

@@ -528,6 +528,9 @@ int load_bpf(struct recorder *r)
 				"(BPF_F_MMAPABLE, Linux 5.5 and later)\n");
 		return err;
 	}
+	err = cats_open(r);
+	if (err)
+		return err;
 	err = tb_gaps_open(&r->gaps, bpf_map__fd(r->skel->maps.gaps), r->ncpus, TB_GAP_APP);
 	if (err) {
 		ERR("failed to map the gap marks: %s", strerror(-err));

@@ -249,6 +249,8 @@ int open_output(struct recorder *r)
 	if (!err) {
 		/* --paused: the file says so first, before anything is attached */
 		err = handle_ctl(r, false);
+		if (!err)
+			err = cats_log(r, now_ns(CLOCK_MONOTONIC));
 		if (!err && o->paused && !o->quiet)
 			fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
 					"start' (--paused)\n");

@@ -233,6 +233,7 @@ int handle_ctl(struct recorder *r, bool tty)
 
 	if (!tb_ctl_request(&r->ctl, &want_off, &by, &ts, &gate_off))
 		return 0;
+	werr = cats_check(r);   /* ctl enable|disable CATEGORY */
 	say = say && by != (__u32)getpid();   /* --paused says so itself */
 	if (want_off == r->ctl.off && want_off == gate_off)
 		take_all(r);   /* a request that changes nothing: ctl filter's drain */

@@ -10,6 +10,8 @@
  *                     attached (and detached, and attached again)
  *   record_session.c  the processes around the recording (the command,
  *                     the releaser), `tracebpf ctl`, the status lines
+ *   record_cats.c     the categories recorded: the rules, in the switches,
+ *                     in the file, changed by `tracebpf ctl`
  *   record_drain.c    the rings drained in rounds, the drop counts
  *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
@@ -112,6 +114,9 @@ struct recorder {
 				* stamped up to here (0: all) */
 	char *held;            /* records past the cut, for the next round */
 	size_t nheld, cheld;
+	int cats_fd;           /* the map tb_cats (record_cats.c) */
+	struct tracebpf_cats *cats;   /* ... mapped */
+	__u32 cats_gen;        /* the rules in the switches and the file */
 };
 
 /* Each function is described where it is defined. */
@@ -140,6 +145,12 @@ void publish_stats(struct recorder *r, __u64 now);
 int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
 void status_line(struct recorder *r, double elapsed, double rate);
 void report(struct recorder *r);
+
+/* record_cats.c */
+int cats_open(struct recorder *r);
+int cats_log(struct recorder *r, __u64 ts);
+int cats_check(struct recorder *r);
+void cats_close(struct recorder *r);
 
 /* record_drain.c */
 void consume_rings(void *ctx);

@@ -29,6 +29,8 @@ struct tb_record_opts {
 	int zlevel;                      /* zlib level for chunks */
 	const char *btf_path;            /* kernel BTF to check (default sysfs) */
 	const char *session;             /* --session NAME (default tb-<recorder pid>) */
+	const char *categories;          /* --categories GLOB,... (NULL: all) */
+	const char *exclude_categories;  /* --exclude-categories GLOB,... */
 	bool verbose;                    /* -v: libbpf debug output */
 	bool quiet;                      /* -q: no live status */
 	bool no_json;                    /* --no-json: keep only the .tbt */

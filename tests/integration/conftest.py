@@ -270,7 +270,11 @@ def scale(quick, full):
 # own allocations ate under the side-by-side load, and the recorder was
 # OOM-killed before its allocation could fail.
 # tests/run.sh runs them alone, after the side-by-side ones.
-SERIAL_MODULES = {"test_ctl.py", "test_many_sites.py", "test_fast.py", "test_faults.py"}
+# test_categories.py: a site judges its category itself only on the fast
+# path, which a second recording on the machine turns off (each process
+# then takes its probes, for both)
+SERIAL_MODULES = {"test_ctl.py", "test_many_sites.py", "test_fast.py", "test_faults.py",
+                  "test_categories.py"}
 SERIAL_TESTS = {"test_attach_in_the_middle_of_scopes", "test_record_staged_after_the_recovery",
                 "test_slot_rings_out_of_memory"}
 

@@ -39,13 +39,13 @@ def check_error(p, *expected):
 class Phases:
     """The phases program under `tracebpf record`, driven over two FIFOs."""
 
-    def __init__(self, recorder, tmp_path, *opts, name="t", before=None):
+    def __init__(self, recorder, tmp_path, *opts, name="t", before=None, program="phases"):
         """before: a shell command the traced shell runs first (then it
-        execs phases)."""
+        execs phases); program: phases, or phases_slow (no fast path)."""
         self.cmd_path, self.ack_path = tmp_path / f"{name}.cmd", tmp_path / f"{name}.ack"
         os.mkfifo(self.cmd_path)
         os.mkfifo(self.ack_path)
-        cmd = [prog("phases"), self.cmd_path, self.ack_path]
+        cmd = [prog(program), self.cmd_path, self.ack_path]
         if before:
             cmd = ["sh", "-c", before + ' && exec "$0" "$@"', *cmd]
         self.rec = recorder(*opts, "--", *cmd, name=name)

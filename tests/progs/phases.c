@@ -7,9 +7,16 @@
  *   b     TRACE_EVENT_BEGIN0("test", "span")
  *   e     TRACE_EVENT_END0("test", "span")
  *   s N   N round trips over a pipe with a thread (context switches)
+ *   c N   N rounds of events in categories, each with arg seq (its own
+ *         count from 0): instants io:read, net:send and
+ *         disabled-by-default-deep:probe, a slice "io,net":both (a
+ *         category group), a counter net.debug:ctr
+ *   a     nothing: answers E + 2 * (io, net, deep recorded:
+ *         TRACE_EVENT_CATEGORY_ACTIVE, bits 0-2)
  * and answers each with "ok E\n" on ACK_FIFO once done, E = 1 while a
  * tracer has the sites enabled (TRACEBPF_ENABLED(): their semaphore), else
- * 0. Exits 0 at EOF.
+ * 0. Exits 0 at EOF. Built twice: phases, and phases_slow without the fast
+ * path (TRACEBPF_NO_FAST_PATH: every site takes its probe).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -35,6 +42,28 @@ static void *echo(void *arg)
 	return NULL;
 }
 
+static void categories(long n)
+{
+	static int64_t seq;
+
+	for (; n > 0; n--, seq++) {
+		TRACE_EVENT_INSTANT1("io", "read", TRACE_EVENT_SCOPE_THREAD, "seq", seq);
+		TRACE_EVENT_INSTANT1("net", "send", TRACE_EVENT_SCOPE_THREAD, "seq", seq);
+		TRACE_EVENT_INSTANT1("disabled-by-default-deep", "probe", TRACE_EVENT_SCOPE_THREAD,
+				     "seq", seq);
+		{
+			TRACE_EVENT1("io,net", "both", "seq", seq);
+		}
+		TRACE_COUNTER1("net.debug", "ctr", seq);
+	}
+}
+
+static int active(void)
+{
+	return TRACE_EVENT_CATEGORY_ACTIVE("io") | TRACE_EVENT_CATEGORY_ACTIVE("net") << 1 |
+	       TRACE_EVENT_CATEGORY_ACTIVE("disabled-by-default-deep") << 2;
+}
+
 int main(int argc, char **argv)
 {
 	char line[64];
@@ -55,6 +84,7 @@ int main(int argc, char **argv)
 	}
 	while (fgets(line, sizeof(line), in)) {
 		long n = strtol(line + 1, NULL, 10);
+		int extra = 0;
 		char c = 'x';
 
 		switch (line[0]) {
@@ -71,6 +101,12 @@ int main(int argc, char **argv)
 		case 'e':
 			TRACE_EVENT_END0("test", "span");
 			break;
+		case 'c':
+			categories(n);
+			break;
+		case 'a':
+			extra = 2 * active();
+			break;
 		case 's':
 			while (n-- > 0)
 				if (write(to_echo[1], &c, 1) != 1 || read(from_echo[0], &c, 1) != 1)
@@ -80,7 +116,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "phases: unknown command '%s'\n", line);
 			return 2;
 		}
-		fprintf(ack, "ok %d\n", TRACEBPF_ENABLED() ? 1 : 0);
+		fprintf(ack, "ok %d\n", (TRACEBPF_ENABLED() ? 1 : 0) + extra);
 		fflush(ack);
 	}
 	close(to_echo[1]);

@@ -991,6 +991,38 @@ static void test_golden_v2_5(void **state)
 	assert_int_equal(sites_with_source, 4);
 }
 
+/* 2.6: the categories recorded, one TB_REC_CATS record at the start. */
+static unsigned cats_records;
+
+static void check_cats_v2_6(const struct tb_rec_hdr *h)
+{
+	const struct tb_rec_cats *rec = (const void *)h;
+	static const char rules[] = "+test\0+other*\0-x";
+
+	if (h->type != TB_REC_CATS)
+		return;
+	assert_int_equal(h->cpu, ~0u);
+	assert_int_equal(rec->len, sizeof(rules));
+	assert_true(sizeof(*rec) + rec->len <= h->size);
+	assert_memory_equal(rec + 1, rules, sizeof(rules));
+	cats_records++;
+}
+
+static void test_golden_v2_6(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_COMM] = 3,
+		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 12,
+		[TB_REC_WAKE] = 18, [TB_REC_KTASK] = 8, [TB_REC_CATS] = 1,
+	};
+
+	(void)state;
+	cats_records = 0;
+	check_golden("tests/data/v2.6-mt_events.tbt", 2, 6, true, want, check_cats_v2_6);
+	assert_int_equal(cats_records, 1);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -1046,6 +1078,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_3),
 		cmocka_unit_test(test_golden_v2_4),
 		cmocka_unit_test(test_golden_v2_5),
+		cmocka_unit_test(test_golden_v2_6),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};

@@ -115,6 +115,7 @@ struct tracebpf_record {
 #define TRACEBPF_REC_CMDLINE   15
 #define TRACEBPF_REC_CTL       16   /* tracebpf ctl stop or start */
 #define TRACEBPF_REC_GAP       17   /* records a CPU lost */
+#define TRACEBPF_REC_CATS      18   /* the categories recorded from then on */
 
 /* The next record in time order (equal times: as convert orders them),
  * in memory that stays about two recorder flushes however long the

@@ -162,6 +162,7 @@
 /* Site descriptor: tracebpf/site.h, shared with the tracer                 */
 
 #include "site.h"
+#include "cats.h"
 
 /* The argument strings of the two probes' notes: the registers the
  * arguments are in (the recorder compares a note's string with these). */
@@ -427,7 +428,7 @@ struct tracebpf_fast_claim {
 	uint64_t key;      /* its object (the semaphore's address) */
 };
 
-#define TRACEBPF_FAST_CTL_BYTES 8192u  /* a switch's mapping: two pages */
+#define TRACEBPF_FAST_CTL_BYTES 12288u  /* a switch's mapping: three pages */
 
 struct tracebpf_fast_pool {
 	uint32_t made;     /* spares made, n < made (the recorder, release) */
@@ -443,14 +444,16 @@ struct tracebpf_fast_ctl {
 	struct tracebpf_fast_pool pool[2];
 	struct tracebpf_fast_claim claim[TRACEBPF_FAST_CLAIMS];     /* pool 0, by n */
 	struct tracebpf_fast_claim gclaim[TRACEBPF_FAST_GCLAIMS];   /* pool 1 */
+	struct tracebpf_cats cats;   /* the categories recorded (tracebpf/cats.h) */
 };
 
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_rec) == 40, "tracebpf_fast_rec layout");
 TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF_FAST_HEAD,
 		  "tracebpf_fast_rec layout");
-TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 7848 &&
+TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 11944 &&
+		  __builtin_offsetof(struct tracebpf_fast_ctl, cats) == 7848 &&
 		  sizeof(struct tracebpf_fast_ctl) <= TRACEBPF_FAST_CTL_BYTES,
-		  "tracebpf_fast_ctl layout: two pages");
+		  "tracebpf_fast_ctl layout: three pages, the categories last");
 
 #ifdef __cplusplus
 extern "C" {
@@ -615,6 +618,8 @@ struct tracebpf__fast_proc {
 	int init;                          /* fork handler registered */
 	uint32_t tag;                      /* sites are written once per tag */
 	uint32_t named;                    /* the tag its name was written in */
+	volatile struct tracebpf_cats *cats;   /* in ctl, when its switch has them */
+	uint64_t cat_retry;                /* next look for a switch, for them */
 	char name[TRACEBPF__NAME_KEPT];    /* TRACE_PROCESS_NAME's, kept */
 	uint64_t seen[TRACEBPF__FAST_SEEN];
 };
@@ -693,8 +698,9 @@ TRACEBPF__FASTFN void *tracebpf__fast_map(const char *path, uint32_t type, int r
 			  TRACEBPF__RCAST(long, q), sizeof(q), 0, 0, 0) == 0 &&
 	    info[0] == type) {
 		*size = info[4];   /* max_entries */
-		len = TRACEBPF__SCAST(long, type == 2 ? TRACEBPF_FAST_CTL_BYTES :
-					    4096 + (data ? 2 * *size : 0));
+		if (type == 2)     /* the switch: its value, whole pages */
+			*size = (info[3] + 4095u) & ~4095u;
+		len = TRACEBPF__SCAST(long, type == 2 ? *size : 4096 + (data ? 2 * *size : 0));
 		p = tracebpf__sys(TRACEBPF__SYS_MMAP, 0, len, rdonly ? 1 : 3, 1 /* MAP_SHARED */,
 				  fd, TRACEBPF__SCAST(long, off));
 		if (p < 0 && p > -4096)
@@ -746,6 +752,8 @@ TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
 	tracebpf__fast_proc.ctl = 0;
 	tracebpf__fast_proc.pid = 0;
 	tracebpf__fast_proc.lock = 0;
+	tracebpf__fast_proc.cats = 0;
+	tracebpf__fast_proc.cat_retry = 0;
 	tracebpf__fast_proc.tag++;
 }
 
@@ -779,14 +787,15 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 	c = TRACEBPF__SCAST(volatile struct tracebpf_fast_ctl *,
 			    tracebpf__fast_map(path, 2 /* ARRAY */, 0, &size, 0, 0));
 	if (c && c->live == TRACEBPF_FAST_LIVE) {
-		p->tag++;   /* a new session: write every site's descriptor again */
+		p->tag++;   /* a new session: write every site's descriptor again,
+			     * judge every site's category again */
 		p->pid = TRACEBPF__SCAST(int, pid);
+		p->cats = size >= sizeof(struct tracebpf_fast_ctl) ? &c->cats : 0;
 		__atomic_store_n(&p->ctl, c, __ATOMIC_RELEASE);
 	} else {
 		if (c)
 			tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, c),
-				      TRACEBPF_FAST_CTL_BYTES,
-				      0, 0, 0, 0);
+				      TRACEBPF__SCAST(long, size), 0, 0, 0, 0);
 		c = 0;
 	}
 	__atomic_store_n(&p->lock, 0, __ATOMIC_RELEASE);
@@ -927,6 +936,62 @@ TRACEBPF__FASTFN void tracebpf__keep_name(int process, const char *name)
 	for (; name && name[i] && i < TRACEBPF__NAME_KEPT - 1; i++)
 		d[i] = name[i];
 	d[i] = 0;
+}
+
+/* Category of a site judged afresh (tracebpf__cat_on): by the rules in the
+ * process's switch, read as a seqlock; the result is kept in the site's
+ * cache word with the rules' generation and the object's tag (so a new
+ * session judges again). 1 without keeping it when there are no rules to
+ * read (no switch yet, or one of an older recorder): the event then goes
+ * out, and the converter judges it by the rules in the trace file. The
+ * switch is looked for at most every TRACEBPF__FAST_LOOK_NS per object. */
+TRACEBPF__FASTFN int tracebpf__cat_judge(uint64_t *cache, const char *cat)
+{
+	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
+	volatile struct tracebpf_fast_ctl *c = __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE);
+	volatile struct tracebpf_cats *k = p->cats;
+	uint32_t gen, len, tries;
+	uint64_t now;
+	int on;
+
+	if (!c || !k || c->live != TRACEBPF_FAST_LIVE) {
+		now = tracebpf__now();
+		if (now < p->cat_retry)
+			return 1;
+		p->cat_retry = now + TRACEBPF__FAST_LOOK_NS;
+		c = tracebpf__fast_ctl(tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0));
+		k = p->cats;
+		if (!c || !k)
+			return 1;
+	}
+	for (tries = 0; tries < 16; tries++) {
+		gen = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
+		if (!gen || (gen & 1))
+			continue;
+		len = k->len;
+		on = tracebpf_cats_on(k->rules, len, cat);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&k->gen, __ATOMIC_RELAXED) == gen) {
+			*cache = TRACEBPF__SCAST(uint64_t, p->tag) << 32 | gen | TRACEBPF__SCAST(uint64_t, on);
+			return on;
+		}
+	}
+	return 1;
+}
+
+/* Whether a site of category cat records: its cache word (a static per
+ * site) against the rules' generation in the switch, two loads and a
+ * compare; judged afresh when they differ. */
+TRACEBPF__INLINE int tracebpf__cat_on(uint64_t *cache, const char *cat)
+{
+	volatile struct tracebpf_cats *k = tracebpf__fast_proc.cats;
+	uint64_t v = *cache;
+
+	if (__builtin_expect(k != 0, 1) &&
+	    __builtin_expect((v & ~1ull) == (TRACEBPF__SCAST(uint64_t, tracebpf__fast_proc.tag) << 32 |
+					       k->gen), 1))
+		return TRACEBPF__SCAST(int, v & 1);
+	return tracebpf__cat_judge(cache, cat);
 }
 
 /* A thread without a usable ring takes a spare of its process, at its
@@ -1227,6 +1292,7 @@ TRACEBPF__INLINE int tracebpf__fast_event_id(const void *site, uint64_t id, cons
 	((fast) >> 1 ? tracebpf__fast_event_str(site, a0, a1, (unsigned)(fast) >> 1)   \
 		     : tracebpf__fast_event(site, a0, a1))
 #else
+#define tracebpf__cat_on(cache, cat) ((void)(cache), (void)(cat), 1)
 #define TRACEBPF__FAST(site, a0, a1, fast) 0
 #define TRACEBPF__FAST_ID(site, id, nm, copy, a0, a1, fast) ((void)(copy), (void)(fast), 0)
 #endif /* TRACEBPF_NO_FAST_PATH */
@@ -1444,7 +1510,9 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 #define TRACEBPF__EVENT(ph, sc, na, t0, v0, t1, v1, strs)                     \
 	do {                                                                  \
 		TRACEBPF__SITE(tracebpf__site, ph, sc, na, t0, t1, strs);     \
-		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
+		static uint64_t tracebpf__catc;                               \
+		if (__builtin_expect(TRACEBPF_ENABLED(), 0) &&                \
+		    tracebpf__cat_on(&tracebpf__catc, tracebpf__site.s))      \
 			tracebpf__emit(&tracebpf__site,                       \
 				       TRACEBPF__STRS_BYTES(strs), v0, v1,    \
 				       TRACEBPF__FASTKIND(t0, t1));              \
@@ -1475,8 +1543,11 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 	TRACEBPF__SITE(TRACEBPF__CAT(tracebpf__e, id), TRACEBPF_PHASE_END,    \
 		       0, 0, TRACEBPF_ARG_NONE, TRACEBPF_ARG_NONE,            \
 		       cat "\0" name);                                        \
+	static uint64_t TRACEBPF__CAT(tracebpf__k, id);                       \
 	TRACEBPF__SCOPE_DECL(TRACEBPF__CAT(tracebpf__scope, id),              \
-		__builtin_expect(TRACEBPF_ENABLED(), 0)                       \
+		__builtin_expect(TRACEBPF_ENABLED(), 0) &&                    \
+		tracebpf__cat_on(&TRACEBPF__CAT(tracebpf__k, id),             \
+				 TRACEBPF__CAT(tracebpf__b, id).s)            \
 		? tracebpf__scope_begin(&TRACEBPF__CAT(tracebpf__b, id),      \
 					TRACEBPF__STRS_BYTES(strs), v0, v1,   \
 					&TRACEBPF__CAT(tracebpf__e, id),      \
@@ -1508,7 +1579,9 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 	do {                                                                  \
 		TRACEBPF__SITE_F(tracebpf__site, ph, sc, na, t0, t1,          \
 				 (fl) | TRACEBPF_SITEF_ID, strs);             \
-		if (__builtin_expect(TRACEBPF_ENABLED(), 0))                  \
+		static uint64_t tracebpf__catc;                               \
+		if (__builtin_expect(TRACEBPF_ENABLED(), 0) &&                \
+		    tracebpf__cat_on(&tracebpf__catc, tracebpf__site.s))      \
 			tracebpf__emit_id(&tracebpf__site,                    \
 					  TRACEBPF__STRS_BYTES(strs),         \
 					  TRACEBPF__ARG_VAL(id), (nm),        \
@@ -1676,11 +1749,14 @@ TRACEBPF__INLINE void tracebpf__scope_cleanup(const void **end_site)
 #define TRACE_EVENT_COPY_NESTABLE_ASYNC_INSTANT0(cat, name, id) \
 	TRACEBPF__X0('n', 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name), cat "\0")
 
-/* Guards: non-zero while a tracer is attached to this binary. There is one
- * switch per executable or shared object, not per category: `cat` must be
- * a literal and is otherwise ignored (docs/api.md). */
-#define TRACE_EVENT_CATEGORY_ACTIVE(cat) \
-	((void)sizeof("" cat), TRACEBPF_ENABLED())
+/* Guards: non-zero while a tracer records category `cat` (a literal) in
+ * this process: the semaphore, then the category's cache word, as at a
+ * site (docs/api.md). */
+#define TRACE_EVENT_CATEGORY_ACTIVE(cat)                                      \
+	__extension__({                                                       \
+		static uint64_t tracebpf__catc;                               \
+		TRACEBPF_ENABLED() && tracebpf__cat_on(&tracebpf__catc, "" cat); \
+	})
 #define TRACE_EVENT_CATEGORY_GROUP_ENABLED(cat, ret) \
 	do { *(ret) = TRACE_EVENT_CATEGORY_ACTIVE(cat); } while (0)
 
