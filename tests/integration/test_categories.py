@@ -18,6 +18,7 @@ from collections import defaultdict
 
 import pytest
 
+from conftest import prog
 from test_ctl import Phases, check_ok, ctl, dump
 
 N = 40
@@ -165,3 +166,20 @@ def test_ctl_refuses_bad_category(recorder, tmp_path):
     st = check_ok(ctl("status", "-s", "badcat"))
     assert "categories: all" in st, st
     finish(ph)
+
+
+def test_child_of_fork_judges_by_its_parents_rules(recorder, tmp_path):
+    """A forking server whose parent never hit a site: each child judges
+    its sites by the rules its parent copied at fork (the parent maps its
+    switch then), not through its probes, before its own switch exists."""
+    children, n = 20, 1000
+    rec = recorder("--no-sched", "--exclude-categories", "off", "--",
+                   prog("fork_cats"), children, n).wait()
+    t = rec.trace()
+    hits = [e for e in t.events if e["ph"] == "I" and e["name"] == "hit"]
+    assert len({e["pid"] for e in hits}) == children
+    assert sorted(e["args"]["i"] for e in hits if e["cat"] == "on") == \
+        sorted(list(range(n)) * children)
+    assert not [e for e in hits if e["cat"] == "off"]
+    assert t.meta["events_of_categories_off"] == 0   # nothing to leave out
+    assert "off:hit" not in file_events(rec.tbt)

@@ -591,6 +591,7 @@ __attribute__((constructor, unused)) static void tracebpf__fork_fix_init(void)
 #define TRACEBPF__FAST_READY 1u
 #define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
 #define TRACEBPF__NAME_KEPT  64u     /* bytes of a name kept for a late start */
+#define TRACEBPF__FAST_LOOK_NS 100000ull    /* a missing switch, looked for again */
 
 /* One per thread and object (weak + hidden, like the semaphore). */
 struct tracebpf__fast_thread {
@@ -615,11 +616,13 @@ struct tracebpf__fast_proc {
 	volatile struct tracebpf_fast_ctl *ctl;
 	int pid;                           /* whose ctl */
 	int lock;
-	int init;                          /* fork handler registered */
+	int init;                          /* fork handlers registered */
 	uint32_t tag;                      /* sites are written once per tag */
 	uint32_t named;                    /* the tag its name was written in */
 	volatile struct tracebpf_cats *cats;   /* in ctl, when its switch has them */
 	uint64_t cat_retry;                /* next look for a switch, for them */
+	struct tracebpf_cats cats_fork;    /* the parent's, in a child of fork
+					    * until it has its own switch */
 	char name[TRACEBPF__NAME_KEPT];    /* TRACE_PROCESS_NAME's, kept */
 	uint64_t seen[TRACEBPF__FAST_SEEN];
 };
@@ -737,7 +740,8 @@ TRACEBPF__FASTFN void tracebpf__fast_thread_exit(void *arg)
 }
 
 /* In the child of fork: the rings were not inherited (MADV_DONTFORK), they
- * belong to the parent's threads. The child starts over with its own. */
+ * belong to the parent's threads. The child starts over with its own, and
+ * judges categories by its parent's rules until then. */
 TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
 {
 	struct tracebpf__fast_thread *t = &tracebpf__fast_tls;
@@ -752,7 +756,8 @@ TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
 	tracebpf__fast_proc.ctl = 0;
 	tracebpf__fast_proc.pid = 0;
 	tracebpf__fast_proc.lock = 0;
-	tracebpf__fast_proc.cats = 0;
+	tracebpf__fast_proc.cats = tracebpf__fast_proc.cats_fork.gen ?
+				   &tracebpf__fast_proc.cats_fork : 0;
 	tracebpf__fast_proc.cat_retry = 0;
 	tracebpf__fast_proc.tag++;
 }
@@ -781,8 +786,6 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 		c = __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE);
 		return c && p->pid == pid && c->live == TRACEBPF_FAST_LIVE ? c : 0;
 	}
-	if (!__atomic_exchange_n(&p->init, 1, __ATOMIC_RELAXED))
-		tracebpf__pthread_atfork(0, 0, tracebpf__fast_atfork_child);
 	tracebpf__fast_path(path, pid, "ctl");
 	c = TRACEBPF__SCAST(volatile struct tracebpf_fast_ctl *,
 			    tracebpf__fast_map(path, 2 /* ARRAY */, 0, &size, 0, 0));
@@ -802,6 +805,46 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 	tracebpf__sys(TRACEBPF__SYS_FUTEX, TRACEBPF__RCAST(long, &p->lock),
 		      129 /* FUTEX_WAKE_PRIVATE */, 0x7fffffff, 0, 0, 0);
 	return c;
+}
+
+/* Before fork: the category rules, copied (the switch is not inherited),
+ * so that the child's sites judge by them until it has its own switch
+ * (the recorder makes it when it sees the fork); gen 0 when they cannot
+ * be read. */
+TRACEBPF__FASTFN void tracebpf__fast_atfork_prepare(void)
+{
+	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
+	volatile struct tracebpf_cats *k = p->cats;
+	uint32_t gen = k ? __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE) : 0, len, i;
+
+	p->cats_fork.gen = 0;
+	if (!k && TRACEBPF_ENABLED()) {   /* traced, and no site hit yet */
+		uint64_t now = tracebpf__now();
+
+		if (now >= p->cat_retry) {
+			p->cat_retry = now + TRACEBPF__FAST_LOOK_NS;
+			tracebpf__fast_ctl(tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0));
+			k = p->cats;
+			gen = k ? __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE) : 0;
+		}
+	}
+	if (!gen || (gen & 1) || (len = k->len) > TRACEBPF_CATS_BYTES)
+		return;
+	for (i = 0; i < len; i++)
+		p->cats_fork.rules[i] = k->rules[i];
+	p->cats_fork.len = len;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&k->gen, __ATOMIC_RELAXED) == gen)
+		p->cats_fork.gen = gen;
+}
+
+/* Once per object, at load: the fork handlers, before any fork (a
+ * handler registered from within fork's prepare step would deadlock). */
+__attribute__((constructor, unused)) static void tracebpf__fast_init(void)
+{
+	if (!__atomic_exchange_n(&tracebpf__fast_proc.init, 1, __ATOMIC_RELAXED))
+		tracebpf__pthread_atfork(tracebpf__fast_atfork_prepare, 0,
+					 tracebpf__fast_atfork_child);
 }
 
 /* Asks the recorder for this thread's ring: the `tracebpf:ring` probe,
@@ -887,7 +930,6 @@ TRACEBPF__FASTFN int tracebpf__fast_claim(struct tracebpf__fast_thread *t,
 	return mapped;
 }
 
-#define TRACEBPF__FAST_LOOK_NS 100000ull    /* a missing switch, looked for again */
 #define TRACEBPF__FAST_ASK_NS  10000000ull  /* a request, made again */
 
 /* Asks the recorder for a ring (a spare, a bigger one, the process's
@@ -943,7 +985,8 @@ TRACEBPF__FASTFN void tracebpf__keep_name(int process, const char *name)
  * cache word with the rules' generation and the object's tag (so a new
  * session judges again). 1 without keeping it when there are no rules to
  * read (no switch yet, or one of an older recorder): the event then goes
- * out, and the converter judges it by the rules in the trace file. The
+ * out, and the converter judges it by the rules in the trace file. A child
+ * of fork judges by its parent's rules until it has its switch. The
  * switch is looked for at most every TRACEBPF__FAST_LOOK_NS per object. */
 TRACEBPF__FASTFN int tracebpf__cat_judge(uint64_t *cache, const char *cat)
 {
@@ -956,12 +999,13 @@ TRACEBPF__FASTFN int tracebpf__cat_judge(uint64_t *cache, const char *cat)
 
 	if (!c || !k || c->live != TRACEBPF_FAST_LIVE) {
 		now = tracebpf__now();
-		if (now < p->cat_retry)
-			return 1;
-		p->cat_retry = now + TRACEBPF__FAST_LOOK_NS;
-		c = tracebpf__fast_ctl(tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0));
-		k = p->cats;
-		if (!c || !k)
+		if (now >= p->cat_retry) {
+			p->cat_retry = now + TRACEBPF__FAST_LOOK_NS;
+			if (tracebpf__fast_ctl(tracebpf__sys(TRACEBPF__SYS_GETPID, 0, 0, 0, 0, 0, 0)))
+				k = p->cats;
+		}
+		if (!k)   /* else the parent's rules (a child of fork), or an
+			   * ended session's (odd: not judged by) */
 			return 1;
 	}
 	for (tries = 0; tries < 16; tries++) {
