@@ -39,7 +39,7 @@ enum tb_ctl_key {
 	TB_CTL_NKEYS    = 3,
 };
 
-#define TB_CTL_PATH_MAX 168
+#define TB_CTL_PATH_MAX 160
 
 /* tb_ctl.filter: which sets choose the application events recorded
  * (record --tid, tracebpf ctl filter). */
@@ -71,7 +71,12 @@ struct tb_ctl {
 	__u32 cats_id;     /* RECORDER: the id of the map tb_cats, the
 			    * categories recorded (struct tracebpf_cats,
 			    * tracebpf/cats.h; ctl enable|disable writes it) */
-	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file */
+	__u32 restart;     /* STATE: 1 with a `ctl restart` request, which
+			    * names the new file in path ("" : the next
+			    * automatic name); the recorder clears it */
+	__u32 pad;
+	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file; STATE: a
+				      * restart's new file (absolute) */
 	char session[TB_CTL_SESSION_MAX];  /* RECORDER: the session's name */
 };
 

@@ -159,6 +159,32 @@ int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
 	return 1;
 }
 
+bool tb_ctl_restart(struct tb_ctl_rec *c, char *path)
+{
+	struct tb_ctl *st;
+
+	if (!c->map)
+		return false;
+	st = &c->map[TB_CTL_STATE];
+	if (!__atomic_load_n(&st->restart, __ATOMIC_ACQUIRE))
+		return false;
+	memcpy(path, st->path, TB_CTL_PATH_MAX);
+	path[TB_CTL_PATH_MAX - 1] = '\0';
+	__atomic_store_n(&st->restart, 0u, __ATOMIC_RELEASE);
+	return true;
+}
+
+void tb_ctl_set_path(struct tb_ctl_rec *c, const char *path)
+{
+	struct tb_ctl *rec;
+
+	if (!c->map)
+		return;
+	rec = &c->map[TB_CTL_RECORDER];
+	memset(rec->path, 0, sizeof(rec->path));
+	strncpy(rec->path, path, sizeof(rec->path) - 1);
+}
+
 __u64 tb_ctl_open_gate(struct tb_ctl_rec *c)
 {
 	__u64 ts = tb_ctl_mono_ns();
@@ -338,7 +364,8 @@ static int wait_ack(struct recording *r, __u64 ts, const char *what)
 					"(kill -CONT %u)?\n", !strcmp(what, "stop") ? "its BPF "
 					"programs record nothing already, but the trace file does not "
 					"say so yet" : on ? "recording starts when it answers" :
-					"the filter is unchanged", r->pid);
+					!strcmp(what, "restart") ? "it records into the same "
+					"file until it answers" : "the filter is unchanged", r->pid);
 			return -ETIMEDOUT;
 		}
 		nanosleep(&tick, NULL);
@@ -379,6 +406,52 @@ static int switch_recording(struct recording *r, bool off)
 	return 0;
 }
 
+/* `ctl restart [-o FILE]`: the recorder closes its file and goes on in
+ * FILE (absolute here: the recorder has its own working directory), or
+ * in the next automatic name. */
+static int restart_recording(struct recording *r, const char *out)
+{
+	struct tb_ctl *st = &r->m[TB_CTL_STATE];
+	char full[2 * PATH_MAX + 2], cwd[PATH_MAX];
+	int err;
+
+	if (!strcmp(r->m[TB_CTL_RECORDER].path, "<stdout>")) {
+		ERR("recording %u writes its trace to stdout: there is no file to restart", r->pid);
+		fprintf(stderr, "tracebpf: hint: record with -o FILE to cut a recording into "
+				"files\n");
+		return -EINVAL;
+	}
+	full[0] = '\0';
+	if (out && out[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		snprintf(full, sizeof(full), "%s/%s", cwd, out);
+	else if (out)
+		snprintf(full, sizeof(full), "%s", out);
+	if (strlen(full) >= TB_CTL_PATH_MAX) {   /* STATE's path holds it */
+		ERR("failed to restart recording %u in '%s': the path is longer than %d bytes",
+		    r->pid, full, TB_CTL_PATH_MAX - 1);
+		fprintf(stderr, "tracebpf: hint: give a shorter path (run ctl from its "
+				"directory)\n");
+		return -ENAMETOOLONG;
+	}
+	if (flock(r->fd, LOCK_EX)) {
+		ERR("failed to lock recording %u's control map: %s", r->pid, strerror(errno));
+		return -errno;
+	}
+	memcpy(st->path, full, sizeof(st->path));
+	__atomic_store_n(&st->restart, 1u, __ATOMIC_RELEASE);
+	err = wait_ack(r, request(r->m, st->want_off, getpid()), "restart");
+	if (!err && (err = __atomic_load_n(&r->m[TB_CTL_RECORDER].err, __ATOMIC_RELAXED))) {
+		ERR("failed to restart recording %u: %s", r->pid, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: the recorder said why on its stderr; it goes "
+				"on in %.*s\n", TB_CTL_PATH_MAX, r->m[TB_CTL_RECORDER].path);
+	} else if (!err) {
+		printf("recording %u: now writing %.*s\n", r->pid, TB_CTL_PATH_MAX,
+		       r->m[TB_CTL_RECORDER].path);
+	}
+	__atomic_store_n(&st->restart, 0u, __ATOMIC_RELEASE);   /* if it did not */
+	return err;
+}
+
 struct ctl_args {
 	const char *verb;
 	const char *action;    /* filter: add, remove or clear */
@@ -392,6 +465,7 @@ struct ctl_args {
 	int nids[2];
 	const char *cats[64];  /* enable|disable CATEGORY... (globs) */
 	int ncats;
+	const char *out;       /* restart -o FILE */
 };
 
 
@@ -620,6 +694,8 @@ static const struct argp_option ctl_options[] = {
 	{ "event", 'e', "SUBSYS:EVENT", 0, "enable, disable: this -e tracepoint of the "
 					  "recording", 0 },
 	{ "tid", 't', "TID[,TID...]", 0, "filter: these threads", 0 },
+	{ "output", 'o', "FILE", 0, "restart: the new trace file (default: the first file's "
+				    "name, then .1, .2, ...)", 0 },
 	{ "pid", 'p', "PID[,PID...]", 0, "filter: these processes", 0 },
 	{ 0 },
 };
@@ -630,12 +706,14 @@ static void check_args(struct argp_state *state, const struct ctl_args *a)
 	bool ids = a->nids[0] || a->nids[1];
 
 	if (!a->verb)
-		argp_error(state, "no command: start, stop, status, list, filter, enable or "
+		argp_error(state, "no command: start, stop, restart, status, list, filter, enable or "
 			   "disable");
 	if (!strcmp(a->verb, "filter") && !a->action)
 		argp_error(state, "filter: add, remove or clear?");
 	if (a->json && strcmp(a->verb, "status"))
 		argp_error(state, "--json goes with 'status'");
+	if (a->out && strcmp(a->verb, "restart"))
+		argp_error(state, "-o goes with 'restart'");
 	if (ids && !a->action)
 		argp_error(state, "--tid and --pid go with 'filter add|remove|clear'");
 	if (a->action && strcmp(a->action, "clear") && !ids)
@@ -679,6 +757,9 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case 'j':
 		a->json = true;
 		break;
+	case 'o':
+		a->out = arg;
+		break;
 	case 'S':
 		a->sched = true;
 		break;
@@ -714,8 +795,8 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "one command only, not '%s' after '%s'", arg, a->verb);
 		if (strcmp(arg, "start") && strcmp(arg, "stop") && strcmp(arg, "status") &&
 		    strcmp(arg, "list") && strcmp(arg, "filter") && strcmp(arg, "enable") &&
-		    strcmp(arg, "disable"))
-			argp_error(state, "unknown command '%s': start, stop, status, list, "
+		    strcmp(arg, "disable") && strcmp(arg, "restart"))
+			argp_error(state, "unknown command '%s': start, stop, restart, status, list, "
 				   "filter, enable or disable", arg);
 		a->verb = arg;
 		break;
@@ -765,12 +846,13 @@ static int refuse_to_guess(const struct recording *v, int n, const char *verb)
 int tb_cmd_ctl(int argc, char **argv)
 {
 	static const struct argp argp = { ctl_options, ctl_parse,
-		"start|stop|status|list\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]\nenable|disable [CATEGORY...] [--sched] [-e SUBSYS:EVENT]",
+		"start|stop|status|list\nrestart [-o FILE]\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]\nenable|disable [CATEGORY...] [--sched] [-e SUBSYS:EVENT]",
 		"Stop and start a running recording without ending it: 'stop' switches "
 		"recording off in the kernel (processes are still followed, nothing else "
 		"is recorded), 'start' switches it back on, 'status' says what each "
 		"recording does, 'list' lists the sessions, 'filter' records only the "
-		"application events of some threads or processes, 'enable' and 'disable' "
+		"application events of some threads or processes, 'restart' closes the "
+		"trace file and goes on in a new one, 'enable' and 'disable' "
 		"switch categories (globs) and kernel events. With several recordings "
 		"running, --session NAME says which. 'tracebpf record --paused' starts "
 		"one switched off.", NULL, NULL, NULL };
@@ -813,6 +895,8 @@ int tb_cmd_ctl(int argc, char **argv)
 		err = filter_recording(r ? r : &v[0], &a);
 	} else if (!strcmp(a.verb, "enable") || !strcmp(a.verb, "disable")) {
 		err = switch_kernel(r ? r : &v[0], &a);
+	} else if (!strcmp(a.verb, "restart")) {
+		err = restart_recording(r ? r : &v[0], a.out);
 	} else {
 		err = switch_recording(r ? r : &v[0], !strcmp(a.verb, "stop"));
 	}

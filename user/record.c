@@ -192,6 +192,8 @@ static void destroy(struct recorder *r, int err)
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
 	cats_close(r);
+	keep_free(r);
+	free(r->base_vals);
 	tb_gaps_close(&r->gaps);
 	tb_slots_close(&r->slots);
 	ring_buffer__free(r->rb);
@@ -268,6 +270,8 @@ int tb_record(const struct tb_record_opts *o)
 		if (!err)
 			err = write_json(&r);
 	}
+	if (reap_converts(&r) && !err)   /* the files ctl restart closed */
+		err = -EIO;
 	destroy(&r, err);
 	return err;
 }

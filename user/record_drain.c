@@ -158,6 +158,7 @@ int on_record(void *ctx, void *data, size_t size)
 			continue;
 		}
 		fast_follow(r, h);
+		keep_note(r, h);
 		r->events++;
 		count_path(r, h);
 		if (r->cut && h->ts > r->cut)
@@ -218,18 +219,25 @@ int write_stats(struct recorder *r)
 	err = read_drops(r, vals, &app, &kern);
 	if (err)
 		goto out;
+	r->stats_app = app;
+	r->stats_kern = kern;
+	r->stats_lost = lost;
+	if (r->base_vals) {   /* after a ctl restart: this file's own counts */
+		for (int i = 0; i < r->ncpus; i++)
+			vals[i] -= r->base_vals[i];
+		app -= r->base_app;
+		kern -= r->base_kern;
+		lost -= r->base_lost;
+	}
 	memcpy(st + 1, vals, ncpus * sizeof(__u64));
 	memcpy((__u64 *)(st + 1) + ncpus, &lost, sizeof(lost));   /* 2.3 */
 	st->hdr.type = TB_REC_STATS;
 	st->hdr.size = sz;
 	st->hdr.cpu = ~0u;
 	st->hdr.ts = now_ns(CLOCK_MONOTONIC);
-	st->events = r->events;
+	st->events = r->events - r->base_events;
 	st->ncpus = ncpus;
 	st->drops_total = app + kern;
-	r->stats_app = app;
-	r->stats_kern = kern;
-	r->stats_lost = lost;
 	if ((err = tb_writer_append(r->w, &st->hdr)) && !r->write_err)
 		r->write_err = err;   /* reported with the other write errors */
 	err = 0;
@@ -237,6 +245,19 @@ out:
 	free(st);
 	free(vals);
 	return err;
+}
+
+/* A new file begins (ctl restart): its STATS records count from here. */
+void stats_baseline(struct recorder *r)
+{
+	if (!r->base_vals && !(r->base_vals = calloc(r->ncpus, sizeof(__u64))))
+		return;   /* the new file's counts then include the old one's */
+	if (read_drops(r, r->base_vals, &r->base_app, &r->base_kern)) {
+		memset(r->base_vals, 0, r->ncpus * sizeof(__u64));
+		r->base_app = r->base_kern = 0;
+	}
+	r->base_lost = lost_procs(r);
+	r->base_events = r->events;
 }
 
 /* The drop totals (0 or a negative errno, as read_drops). */

@@ -215,8 +215,9 @@ static int keep_old(const char *path)
 	return 0;
 }
 
-/* The file first: nothing the kernel hands us may be lost. Then --serve. */
-int open_output(struct recorder *r)
+/* The trace file at r->tbt_path, opened (an existing one kept as .old),
+ * with its header and the kernel events' formats. */
+int open_writer(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	struct tb_file_info info = {};
@@ -232,7 +233,6 @@ int open_output(struct recorder *r)
 		if (err < 0)
 			return err;
 	}
-
 	gethostname(info.hostname, sizeof(info.hostname) - 1);
 	if (!uname(&uts))
 		snprintf(info.kernel, sizeof(info.kernel), "%s", uts.release);
@@ -246,15 +246,30 @@ int open_output(struct recorder *r)
 		return err;
 	}
 	err = tb_sched_write_formats(r->sched, r->w, now_ns(CLOCK_MONOTONIC));
-	if (!err) {
-		/* --paused: the file says so first, before anything is attached */
-		err = handle_ctl(r, false);
-		if (!err)
-			err = cats_log(r, now_ns(CLOCK_MONOTONIC));
-		if (!err && o->paused && !o->quiet)
-			fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
-					"start' (--paused)\n");
-	}
+	if (err)
+		err_write(r->tbt_path, err, false);
+	return err;
+}
+
+/* The file first: nothing the kernel hands us may be lost. Then --serve. */
+int open_output(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	size_t n = strlen(r->tbt_path);
+	int err;
+
+	snprintf(r->out_base, sizeof(r->out_base), "%.*s", (int)(n > 4 ? n - 4 : n),
+		 r->tbt_path);   /* ctl restart's names: base.1.tbt, ... */
+	err = open_writer(r);
+	if (err)
+		return err;
+	/* --paused: the file says so first, before anything is attached */
+	err = handle_ctl(r, false);
+	if (!err)
+		err = cats_log(r, now_ns(CLOCK_MONOTONIC));
+	if (!err && o->paused && !o->quiet)
+		fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
+				"start' (--paused)\n");
 	if (err) {
 		err_write(r->tbt_path, err, false);
 		return err;
@@ -272,7 +287,7 @@ int open_output(struct recorder *r)
 }
 
 /* The threads' names of every process still traced. */
-static void write_all_comms(struct recorder *r)
+void write_all_comms(struct recorder *r)
 {
 	int fd = bpf_map__fd(r->skel->maps.traced);
 	__u32 key, next, *prev = NULL;
@@ -286,6 +301,19 @@ static void write_all_comms(struct recorder *r)
 		fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
 				"processes (%s): the trace may lack the names of their "
 				"threads\n", strerror(errno));
+}
+
+/* The command line of every process still traced. */
+void write_all_cmdlines(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		write_cmdline(r, key);
+	}
 }
 
 /* The last drain (everything the targets emitted is in the rings or

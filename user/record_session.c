@@ -227,6 +227,7 @@ void stop_releaser(struct recorder *r)
 int handle_ctl(struct recorder *r, bool tty)
 {
 	bool want_off, gate_off, say = !r->o->quiet;
+	char path[TB_CTL_PATH_MAX];
 	int err = 0, werr = 0;
 	__u32 by;
 	__u64 ts;
@@ -234,6 +235,8 @@ int handle_ctl(struct recorder *r, bool tty)
 	if (!tb_ctl_request(&r->ctl, &want_off, &by, &ts, &gate_off))
 		return 0;
 	werr = cats_check(r);   /* ctl enable|disable CATEGORY */
+	if (!werr && tb_ctl_restart(&r->ctl, path))
+		err = restart_output(r, path);   /* ctl restart: the recording goes on */
 	say = say && by != (__u32)getpid();   /* --paused says so itself */
 	if (want_off == r->ctl.off && want_off == gate_off)
 		take_all(r);   /* a request that changes nothing: ctl filter's drain */

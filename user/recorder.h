@@ -12,6 +12,8 @@
  *                     the releaser), `tracebpf ctl`, the status lines
  *   record_cats.c     the categories recorded: the rules, in the switches,
  *                     in the file, changed by `tracebpf ctl`
+ *   record_restart.c  ctl restart: the records a new file needs, kept;
+ *                     the old file closed and converted, the new opened
  *   record_drain.c    the rings drained in rounds, the drop counts
  *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
@@ -28,12 +30,15 @@
 
 #include "ctl.h"
 #include "gaps.h"
+#include "hmap.h"
 #include "probes.h"
 #include "rings.h"
 #include "slots.h"
 #include "tracebpf.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
+
+#define TB_MSITE_BLOOM_BITS 4096   /* a filter of the sites of names */
 
 struct bpf_link;
 struct record_bpf;
@@ -114,6 +119,15 @@ struct recorder {
 				* stamped up to here (0: all) */
 	char *held;            /* records past the cut, for the next round */
 	size_t nheld, cheld;
+	/* ctl restart (record_restart.c) */
+	struct tb_hmap kept;   /* pid -> struct kept_proc: SITE and name records */
+	__u64 msite_bloom[TB_MSITE_BLOOM_BITS / 64];   /* M sites' addresses */
+	pid_t *convs;          /* converters of closed files, to reap */
+	int nconvs;
+	unsigned restarts;     /* automatic names given */
+	char out_base[PATH_MAX];   /* the first file's name without .tbt */
+	/* the counts when the current file began: its STATS count from there */
+	__u64 *base_vals, base_app, base_kern, base_lost, base_events;
 	int cats_fd;           /* the map tb_cats (record_cats.c) */
 	struct tracebpf_cats *cats;   /* ... mapped */
 	__u32 cats_gen;        /* the rules in the switches and the file */
@@ -146,6 +160,13 @@ int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
 void status_line(struct recorder *r, double elapsed, double rate);
 void report(struct recorder *r);
 
+/* record_restart.c */
+struct tb_rec_hdr;
+void keep_note(struct recorder *r, const struct tb_rec_hdr *h);
+void keep_free(struct recorder *r);
+int restart_output(struct recorder *r, const char *path);
+int reap_converts(struct recorder *r);
+
 /* record_cats.c */
 int cats_open(struct recorder *r);
 int cats_log(struct recorder *r, __u64 ts);
@@ -159,6 +180,7 @@ void take_all(struct recorder *r);
 int on_record(void *ctx, void *data, size_t size);
 __u64 lost_procs(struct recorder *r);
 int write_stats(struct recorder *r);
+void stats_baseline(struct recorder *r);
 int total_drops(struct recorder *r, __u64 *app, __u64 *kern);
 void sweep_gaps(struct recorder *r);
 int poll_round(struct recorder *r);
@@ -169,6 +191,9 @@ void write_comms(struct recorder *r, pid_t pid);
 void write_cmdline(struct recorder *r, pid_t pid);
 void err_write(const char *path, int err, bool create);
 int open_output(struct recorder *r);
+int open_writer(struct recorder *r);
+void write_all_comms(struct recorder *r);
+void write_all_cmdlines(struct recorder *r);
 int finish_output(struct recorder *r, int err);
 int write_json(struct recorder *r);
 

@@ -541,3 +541,76 @@ def test_switch_and_filter_errors(recorder, tmp_path):
     assert "only the application events of threads " in st and " 5000" not in st, st
     check_ok(ctl("-s", "err", "filter", "clear"))
     assert ph.finish().rc == 0, ph.rec.stderr
+
+
+def names_of(t, pid):
+    """(process name, {tid: thread name}) from the M events of pid."""
+    proc = [e["args"]["name"] for e in t.events
+            if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] == pid]
+    threads = {e["tid"]: e["args"]["name"] for e in t.events
+               if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == pid}
+    return proc[0] if proc else None, threads
+
+
+@pytest.mark.both_paths
+def test_restart_splits_the_recording_into_files(recorder, tmp_path, path_args):
+    """ctl restart closes the file complete (its JSON written by the
+    recorder) and goes on in a new one: every event in exactly one file,
+    the sites and the names the application set before in each."""
+    name = f"rs{len(path_args)}"
+    ph = Phases(recorder, tmp_path, "--session", name)
+    pid = child_pid_of(ph.rec)
+    ph.do("n")
+    ph.do("c 10")                                   # seq 0-9: t.json
+    ph.do("b")                                      # a slice across the cut
+    out = check_ok(ctl("restart", "-s", name))
+    auto = tmp_path / "t.1.tbt"
+    assert out == f"recording {ph.rec.proc.pid}: now writing {auto}\n", out
+    ph.do("c 10")                                   # 10-19: t.1.json
+    ph.do("e")
+    out = check_ok(ctl("restart", "-s", name, "-o", str(tmp_path / "last.json")))
+    assert f"now writing {tmp_path / 'last.tbt'}" in out, out
+    st = check_ok(ctl("status", "-s", name))
+    assert f"writing {tmp_path / 'last.tbt'}" in st, st
+    ph.do("c 10")                                   # 20-29: last.json
+    rec = ph.finish()
+    assert rec.rc == 0, rec.stderr
+    files = [tmp_path / "t.json", tmp_path / "t.1.json", tmp_path / "last.json"]
+    got = []
+    for k, f in enumerate(files):
+        t = load(f)
+        seqs = sorted(e["args"]["seq"] for e in t.events
+                      if e["ph"] == "I" and e["name"] == "read")
+        assert seqs == list(range(10 * k, 10 * k + 10)), (f, seqs)
+        got += seqs
+        proc, threads = names_of(t, pid)
+        assert (proc, threads.get(pid)) == ("phases-app", "phases-main"), (f, proc, threads)
+        assert t.meta["unresolved_sites"] == 0 and t.meta["drops_total"] == 0, t.meta
+        span = [e for e in t.events if e.get("name") == "span"]
+        if k == 0:   # cut at the end of its file
+            assert [e["args"].get("tracebpf_unfinished") for e in span] == ["recording ended"]
+        elif k == 1:   # its end, in the next file
+            assert [e["args"].get("tracebpf_end_of") for e in span] == \
+                ["began before the recording started"], span
+    assert sorted(got) == list(range(30))
+    for f in ("t.tbt", "t.1.tbt", "last.tbt"):
+        info = subprocess.run([TRACEBPF, "info", str(tmp_path / f)], capture_output=True,
+                              text=True, timeout=60)
+        assert "finished:       yes" in info.stdout, (f, info.stdout)
+
+
+def test_restart_into_a_bad_path_goes_on(recorder, tmp_path):
+    ph = Phases(recorder, tmp_path, "--session", "rsbad")
+    ph.do("c 5")
+    p = ctl("restart", "-s", "rsbad", "-o", str(tmp_path / "no" / "such" / "dir" / "x"))
+    check_error(p, "failed to restart recording")
+    ph.do("c 5")
+    t = ph.finish().trace()
+    assert sorted(e["args"]["seq"] for e in t.events if e["ph"] == "I" and
+                  e["name"] == "read") == list(range(10))
+    assert not (tmp_path / "t.1.tbt").exists()
+
+
+def test_restart_refuses_other_verbs_options():
+    p = ctl("stop", "-o", "x")
+    assert p.returncode == 64 and "-o goes with 'restart'" in p.stderr, p.stderr

@@ -11,6 +11,7 @@
  *         count from 0): instants io:read, net:send and
  *         disabled-by-default-deep:probe, a slice "io,net":both (a
  *         category group), a counter net.debug:ctr
+ *   n     TRACE_THREAD_NAME("phases-main") and TRACE_PROCESS_NAME("phases-app")
  *   a     nothing: answers E + 2 * (io, net, deep recorded:
  *         TRACE_EVENT_CATEGORY_ACTIVE, bits 0-2)
  * and answers each with "ok E\n" on ACK_FIFO once done, E = 1 while a
@@ -106,6 +107,10 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			extra = 2 * active();
+			break;
+		case 'n':
+			TRACE_THREAD_NAME("phases-main");
+			TRACE_PROCESS_NAME("phases-app");
 			break;
 		case 's':
 			while (n-- > 0)
