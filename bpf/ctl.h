@@ -68,8 +68,9 @@ struct tb_ctl {
 	__u32 set_id[2]; /* RECORDER: the ids of the maps tb_tids, tb_pids */
 	__u32 kernel_off;  /* STATE: TB_KOFF_* (ctl disable writes it) */
 	__u32 tp_off_id;   /* RECORDER: the id of the map tb_tp_off (0: none) */
-	__u32 cats_id;     /* RECORDER: the id of the map tb_cats, the
-			    * categories recorded (struct tracebpf_cats,
+	__u32 cats_id;     /* RECORDER: the id of the session map (named
+			    * after the session), the categories recorded
+			    * (struct tracebpf_cats,
 			    * tracebpf/cats.h; ctl enable|disable writes it) */
 	__u32 restart;     /* STATE: 1 with a `ctl restart` request, which
 			    * names the new file in path ("" : the next

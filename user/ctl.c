@@ -599,7 +599,7 @@ static int switch_tp(struct recording *r, const char *spec, bool on)
 	return err;
 }
 
-/* The categories of a->cats switched in the recording's map tb_cats (the
+/* The categories of a->cats switched in the recording's session map (the
  * recorder applies them when it handles the next request). */
 static int switch_cats(struct recording *r, const struct ctl_args *a, bool on)
 {

@@ -135,6 +135,65 @@ static unsigned tps_off(const struct recording *r)
 
 /* `status`'s lines after the first: the session, its targets and
  * figures, its drops, the kernel events it records. */
+#define MAX_PROGS 64
+
+/* The session's BPF objects: the programs that use its control map (the
+ * ids of at most MAX_PROGS into ids), the control map's id and the
+ * session map's (its categories: record_cats.c). The count of programs. */
+static int session_objects(const struct recording *r, __u32 *ids, __u32 *ctl_id)
+{
+	struct bpf_map_info mi = {};
+	__u32 len = sizeof(mi), id = 0, maps[64];
+	int n = 0;
+
+	*ctl_id = bpf_obj_get_info_by_fd(r->fd, &mi, &len) ? 0 : mi.id;
+	while (*ctl_id && n < MAX_PROGS && !bpf_prog_get_next_id(id, &id)) {
+		struct bpf_prog_info pi = { .nr_map_ids = 64, .map_ids = (__u64)(unsigned long)maps };
+		int fd = bpf_prog_get_fd_by_id(id);
+
+		len = sizeof(pi);
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &pi, &len))
+			for (__u32 i = 0; i < pi.nr_map_ids && i < 64; i++)
+				if (maps[i] == *ctl_id) {
+					ids[n++] = id;
+					break;
+				}
+		close(fd);
+	}
+	return n;
+}
+
+static void print_objects(const struct recording *r)
+{
+	__u32 ids[MAX_PROGS], ctl_id;
+	int n = session_objects(r, ids, &ctl_id);
+
+	printf("recording %u: BPF maps tb_ctl %u, session map %u; %d programs:", r->pid,
+	       ctl_id, r->m[TB_CTL_RECORDER].cats_id, n);
+	for (int i = 0; i < n; i++)
+		printf("%s %u", i ? "," : "", ids[i]);
+	printf("\n");
+}
+
+static void json_objects(struct tb_json *j, const struct recording *r)
+{
+	__u32 ids[MAX_PROGS], ctl_id;
+	int n = session_objects(r, ids, &ctl_id);
+
+	tb_json_key(j, "bpf");
+	tb_json_begin_object(j);
+	tb_json_kuint(j, "ctl_map", ctl_id);
+	tb_json_kuint(j, "session_map", r->m[TB_CTL_RECORDER].cats_id);
+	tb_json_key(j, "programs");
+	tb_json_begin_array(j);
+	for (int i = 0; i < n; i++)
+		tb_json_uint(j, ids[i]);
+	tb_json_end_array(j);
+	tb_json_end_object(j);
+}
+
 static void print_details(const struct recording *r)
 {
 	struct tb_ctl_stats s;
@@ -272,6 +331,7 @@ static void json_recording(struct tb_json *j, const struct recording *r)
 	json_set(j, r, 1);
 	tb_json_end_object(j);
 	json_cats(j, r);
+	json_objects(j, r);
 	if (tb_ctl_read_stats(r, &s))
 		json_stats(j, r, &s);
 	tb_json_end_object(j);
@@ -299,4 +359,5 @@ void tb_ctl_print_status(const struct recording *r)
 	print_details(r);
 	tb_ctl_print_cats(r);
 	tb_ctl_print_filter(r);
+	print_objects(r);
 }

@@ -2,7 +2,8 @@
 /*
  * record_cats.c - the categories a recording records (tracebpf/cats.h,
  * docs/design.md "Categories"): the rules of --categories and
- * --exclude-categories in the session's map tb_cats, which `tracebpf ctl
+ * --exclude-categories in the session's map (named after the session:
+ * the "session map"), which `tracebpf ctl
  * enable|disable CATEGORY` rewrites; in every traced process's switch,
  * where the sites read them; and in the trace file, a TB_REC_CATS record
  * at the start and after each change.
@@ -27,16 +28,30 @@ static size_t cats_bytes(void)
 	return (sizeof(struct tracebpf_cats) + pg - 1) / pg * pg;
 }
 
+/* The map's name: the session's, in the characters BPF names take
+ * ([A-Za-z0-9_.], '-' read as '_'), cut to 15: `bpftool map show`
+ * names the session by it. */
+static void map_name(const char *session, char name[16])
+{
+	size_t i;
+
+	for (i = 0; i < 15 && session[i]; i++)
+		name[i] = session[i] == '-' ? '_' : session[i];
+	name[i] = '\0';
+}
+
 /* The map, with the command line's rules; the fast path's switches get
  * them from here. */
 int cats_open(struct recorder *r)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
 	const char *why = "";
+	char name[16];
 	void *p;
 	int err;
 
-	r->cats_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tb_cats", 4,
+	map_name(r->session, name);
+	r->cats_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, name, 4,
 				    sizeof(struct tracebpf_cats), 1, &mo);
 	if (r->cats_fd < 0) {
 		err = -errno;

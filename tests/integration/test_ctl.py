@@ -614,3 +614,36 @@ def test_restart_into_a_bad_path_goes_on(recorder, tmp_path):
 def test_restart_refuses_other_verbs_options():
     p = ctl("stop", "-o", "x")
     assert p.returncode == 64 and "-o goes with 'restart'" in p.stderr, p.stderr
+
+
+def bpftool_json(*args):
+    p = subprocess.run(["bpftool", "--json", *args], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_status_names_each_sessions_bpf_objects(recorder, tmp_path):
+    """docs/tracebpf-ctl.md, "Sessions": bpftool tells two sessions apart
+    by the map named after each, and `ctl status` lists each one's programs
+    (those that use its control map)."""
+    a = Phases(recorder, tmp_path, "--session", "bpf-one", name="a")
+    b = Phases(recorder, tmp_path, "--session", "bpf-two", name="b")
+    got = {}
+    for s in json.loads(check_ok(ctl("status", "--json"))):
+        if s["session"] in ("bpf-one", "bpf-two"):
+            got[s["session"]] = s["bpf"]
+    assert set(got) == {"bpf-one", "bpf-two"}, got
+    one, two = got["bpf-one"], got["bpf-two"]
+    assert one["programs"] and two["programs"]
+    assert not set(one["programs"]) & set(two["programs"])
+    for name, objs in (("bpf_one", one), ("bpf_two", two)):
+        assert bpftool_json("map", "show", "id", str(objs["session_map"]))["name"] == name
+        assert bpftool_json("map", "show", "id", str(objs["ctl_map"]))["name"] == "tb_ctl"
+        for pid in objs["programs"]:
+            assert objs["ctl_map"] in bpftool_json("prog", "show", "id", str(pid))["map_ids"]
+    st = check_ok(ctl("status", "-s", "bpf-one"))
+    assert re.search(rf"BPF maps tb_ctl {one['ctl_map']}, session map "
+                     rf"{one['session_map']}; {len(one['programs'])} programs: ", st), st
+    for ph in (a, b):
+        assert ph.finish().rc == 0
