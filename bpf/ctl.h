@@ -52,6 +52,10 @@ enum tb_ctl_key {
 #define TB_TP_OFF_MAX 256  /* entries of tb_tp_off: the -e events, by id */
 #define TB_CTL_SESSION_MAX 32   /* a session's name, with its NUL */
 
+/* tb_ctl.action (STATE) */
+#define TB_CTL_ACT_RESTART 1u   /* ctl restart: path, the new file ("": the next name) */
+#define TB_CTL_ACT_EVENT   2u   /* ctl enable -e: path, SUBSYS:EVENT to attach now */
+
 struct tb_ctl {
 	__u32 off;       /* STATE: 1 while the programs record nothing */
 	__u32 pid;       /* STATE: who asked last; RECORDER: the recorder */
@@ -72,12 +76,12 @@ struct tb_ctl {
 			    * after the session), the categories recorded
 			    * (struct tracebpf_cats,
 			    * tracebpf/cats.h; ctl enable|disable writes it) */
-	__u32 restart;     /* STATE: 1 with a `ctl restart` request, which
-			    * names the new file in path ("" : the next
-			    * automatic name); the recorder clears it */
+	__u32 action;      /* STATE: TB_CTL_ACT_* with a request that asks
+			    * for more than stop or start, its argument in
+			    * path; the recorder clears it */
 	__u32 pad;
-	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file; STATE: a
-				      * restart's new file (absolute) */
+	char path[TB_CTL_PATH_MAX];  /* RECORDER: the trace file; STATE: the
+				      * action's argument */
 	char session[TB_CTL_SESSION_MAX];  /* RECORDER: the session's name */
 };
 

@@ -159,19 +159,21 @@ int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
 	return 1;
 }
 
-bool tb_ctl_restart(struct tb_ctl_rec *c, char *path)
+unsigned tb_ctl_action(struct tb_ctl_rec *c, char *arg)
 {
 	struct tb_ctl *st;
+	unsigned act;
 
 	if (!c->map)
-		return false;
+		return 0;
 	st = &c->map[TB_CTL_STATE];
-	if (!__atomic_load_n(&st->restart, __ATOMIC_ACQUIRE))
-		return false;
-	memcpy(path, st->path, TB_CTL_PATH_MAX);
-	path[TB_CTL_PATH_MAX - 1] = '\0';
-	__atomic_store_n(&st->restart, 0u, __ATOMIC_RELEASE);
-	return true;
+	act = __atomic_load_n(&st->action, __ATOMIC_ACQUIRE);
+	if (!act)
+		return 0;
+	memcpy(arg, st->path, TB_CTL_PATH_MAX);
+	arg[TB_CTL_PATH_MAX - 1] = '\0';
+	__atomic_store_n(&st->action, 0u, __ATOMIC_RELEASE);
+	return act;
 }
 
 void tb_ctl_set_path(struct tb_ctl_rec *c, const char *path)
@@ -438,7 +440,7 @@ static int restart_recording(struct recording *r, const char *out)
 		return -errno;
 	}
 	memcpy(st->path, full, sizeof(st->path));
-	__atomic_store_n(&st->restart, 1u, __ATOMIC_RELEASE);
+	__atomic_store_n(&st->action, TB_CTL_ACT_RESTART, __ATOMIC_RELEASE);
 	err = wait_ack(r, request(r->m, st->want_off, getpid()), "restart");
 	if (!err && (err = __atomic_load_n(&r->m[TB_CTL_RECORDER].err, __ATOMIC_RELAXED))) {
 		ERR("failed to restart recording %u: %s", r->pid, strerror(-err));
@@ -448,7 +450,7 @@ static int restart_recording(struct recording *r, const char *out)
 		printf("recording %u: now writing %.*s\n", r->pid, TB_CTL_PATH_MAX,
 		       r->m[TB_CTL_RECORDER].path);
 	}
-	__atomic_store_n(&st->restart, 0u, __ATOMIC_RELEASE);   /* if it did not */
+	__atomic_store_n(&st->action, 0u, __ATOMIC_RELEASE);   /* if it did not */
 	return err;
 }
 
@@ -573,7 +575,32 @@ static int switch_sched(struct recording *r, bool on)
 	return 0;
 }
 
-/* Switches one -e tracepoint of the recording on or off. */
+/* Has the recorder attach tracepoint spec now (it records it from then
+ * on). */
+static int add_tp(struct recording *r, const char *spec)
+{
+	struct tb_ctl *st = &r->m[TB_CTL_STATE];
+	int err;
+
+	memset(st->path, 0, sizeof(st->path));
+	strncpy(st->path, spec, sizeof(st->path) - 1);
+	__atomic_store_n(&st->action, TB_CTL_ACT_EVENT, __ATOMIC_RELEASE);
+	err = wait_ack(r, request(r->m, st->want_off, getpid()), "enable");
+	__atomic_store_n(&st->action, 0u, __ATOMIC_RELEASE);   /* if it did not */
+	if (!err && (err = __atomic_load_n(&r->m[TB_CTL_RECORDER].err, __ATOMIC_RELAXED))) {
+		ERR("failed to enable %s in recording %u: %s", spec, r->pid, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: %s\n", err == -ENOTSUP ?
+			"it records no kernel events (--no-sched without -e): record again "
+			"without --no-sched or with -e" : "the recorder said why on its stderr");
+		return err;
+	}
+	if (!err)
+		printf("recording %u: %s on (attached now)\n", r->pid, spec);
+	return err;
+}
+
+/* Switches one -e tracepoint of the recording on or off; one it does not
+ * record is attached when switched on. */
 static int switch_tp(struct recording *r, const char *spec, bool on)
 {
 	long id = tracepoint_id(spec);
@@ -581,13 +608,24 @@ static int switch_tp(struct recording *r, const char *spec, bool on)
 	__u8 v = !on, old;
 	int fd = -1, err = 0;
 
-	if (id < 0 || !r->m[TB_CTL_RECORDER].tp_off_id ||
+	if (id < 0) {
+		ERR("failed to find tracepoint %s: %s", spec, strerror((int)-id));
+		fprintf(stderr, "tracebpf: hint: '/sys/kernel/tracing/available_events' lists "
+				"them (SUBSYS:EVENT)\n");
+		return (int)id;
+	}
+	if (!r->m[TB_CTL_RECORDER].tp_off_id ||
 	    (fd = bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].tp_off_id)) < 0 ||
 	    bpf_map_lookup_elem(fd, &key, &old)) {
+		if (fd >= 0)
+			close(fd);
+		if (on && r->m[TB_CTL_RECORDER].tp_off_id)
+			return add_tp(r, spec);
 		ERR("recording %u does not record %s", r->pid, spec);
-		fprintf(stderr, "tracebpf: hint: only the tracepoints given with -e when it "
-				"started can be switched ('tracebpf ctl status' lists them)\n");
-		err = -ENOENT;
+		fprintf(stderr, "tracebpf: hint: %s ('tracebpf ctl status' lists what it "
+				"records)\n", on ? "it records no kernel events (--no-sched without "
+				"-e)" : "'enable -e' attaches it");
+		return -ENOENT;
 	} else if (bpf_map_update_elem(fd, &key, &v, BPF_EXIST)) {
 		err = -errno;
 		ERR("failed to switch %s %s: %s", spec, on ? "on" : "off", strerror(-err));

@@ -58,10 +58,10 @@ long tb_session_recorder(const char *name);
 int tb_ctl_request(struct tb_ctl_rec *c, bool *want_off, __u32 *by, __u64 *ts,
 		   bool *gate_off);
 
-/* The request being handled asks for a new trace file: true, with its
- * path in path (TB_CTL_PATH_MAX bytes; "" for the next automatic name).
- * Clears the request's flag. */
-bool tb_ctl_restart(struct tb_ctl_rec *c, char *path);
+/* What the request being handled asks for besides stop or start:
+ * TB_CTL_ACT_* (0: nothing), with its argument in arg (TB_CTL_PATH_MAX
+ * bytes). Clears it. */
+unsigned tb_ctl_action(struct tb_ctl_rec *c, char *arg);
 
 /* The trace file `ctl status` shows. */
 void tb_ctl_set_path(struct tb_ctl_rec *c, const char *path);

@@ -28,6 +28,7 @@
 #include "fast.h"
 #include "print.h"
 #include "recorder.h"
+#include "sched.h"
 #include "tbfile.h"
 #include "tracebpf.h"
 
@@ -220,6 +221,22 @@ void stop_releaser(struct recorder *r)
 	}
 }
 
+/* `ctl enable -e SPEC` of a tracepoint not recorded yet: attached now,
+ * its format in the file first. */
+static int add_event(struct recorder *r, const char *spec)
+{
+	size_t n = strlen(r->added_events);
+	int err = tb_sched_add_event(r->sched, spec, r->w, now_ns(CLOCK_MONOTONIC));
+
+	if (err)
+		return err;
+	snprintf(r->added_events + n, sizeof(r->added_events) - n, "%s%s", n ? ", " : "", spec);
+	if (!r->o->quiet)
+		fprintf(stderr, "%stracebpf: recording %s from now on (tracebpf ctl)\n",
+			r->tty ? "\r\033[K" : "", spec);
+	return 0;
+}
+
 /* A `tracebpf ctl` request. Stop: the kernel side is switched off already;
  * detach the probes. Start: attach them again, then switch the kernel side
  * on. Each change goes to the file (a TB_REC_CTL record) and, unless -q, to
@@ -227,7 +244,8 @@ void stop_releaser(struct recorder *r)
 int handle_ctl(struct recorder *r, bool tty)
 {
 	bool want_off, gate_off, say = !r->o->quiet;
-	char path[TB_CTL_PATH_MAX];
+	char arg[TB_CTL_PATH_MAX];
+	unsigned act;
 	int err = 0, werr = 0;
 	__u32 by;
 	__u64 ts;
@@ -235,8 +253,11 @@ int handle_ctl(struct recorder *r, bool tty)
 	if (!tb_ctl_request(&r->ctl, &want_off, &by, &ts, &gate_off))
 		return 0;
 	werr = cats_check(r);   /* ctl enable|disable CATEGORY */
-	if (!werr && tb_ctl_restart(&r->ctl, path))
-		err = restart_output(r, path);   /* ctl restart: the recording goes on */
+	act = werr ? 0 : tb_ctl_action(&r->ctl, arg);
+	if (act == TB_CTL_ACT_RESTART)
+		err = restart_output(r, arg);   /* the recording goes on in a new file */
+	else if (act == TB_CTL_ACT_EVENT)
+		err = add_event(r, arg);
 	say = say && by != (__u32)getpid();   /* --paused says so itself */
 	if (want_off == r->ctl.off && want_off == gate_off)
 		take_all(r);   /* a request that changes nothing: ctl filter's drain */
@@ -358,8 +379,9 @@ static void list_targets(struct recorder *r, struct tb_ctl_stats *s)
 
 /* What the kernel side records besides the application: "sched (all)",
  * "sched (traced)", the -e specs; cut to fit. */
-static void kernel_events(const struct tb_record_opts *o, char *buf, size_t len)
+static void kernel_events(const struct recorder *r, char *buf, size_t len)
 {
+	const struct tb_record_opts *o = r->o;
 	size_t n = 0;
 
 	buf[0] = 0;
@@ -367,6 +389,14 @@ static void kernel_events(const struct tb_record_opts *o, char *buf, size_t len)
 		n = (size_t)snprintf(buf, len, "sched (%s)", o->sched_traced ? "traced" : "all");
 	for (int i = 0; i < o->nevents && n < len; i++)
 		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", o->events[i]);
+	for (size_t i = 0; r->added_events[i] && n + 3 < len; i++) {   /* ctl enable -e */
+		if (!i && n) {
+			buf[n++] = ',';
+			buf[n++] = ' ';
+		}
+		buf[n++] = r->added_events[i];
+		buf[n] = '\0';
+	}
 }
 
 void publish_stats(struct recorder *r, __u64 now)
@@ -385,7 +415,7 @@ void publish_stats(struct recorder *r, __u64 now)
 			s.cpu_drops[i] = vals[i];
 	free(vals);
 	list_targets(r, &s);
-	kernel_events(r->o, s.kernel, sizeof(s.kernel));
+	kernel_events(r, s.kernel, sizeof(s.kernel));
 	tb_ctl_publish(&r->ctl, &s);
 	r->last_pub = now;
 	r->pub_events = r->events;

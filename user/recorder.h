@@ -128,7 +128,8 @@ struct recorder {
 	char out_base[PATH_MAX];   /* the first file's name without .tbt */
 	/* the counts when the current file began: its STATS count from there */
 	__u64 *base_vals, base_app, base_kern, base_lost, base_events;
-	int cats_fd;           /* the map tb_cats (record_cats.c) */
+	char added_events[256];   /* -e events ctl enabled later, ", " between */
+	int cats_fd;           /* the session map (record_cats.c) */
 	struct tracebpf_cats *cats;   /* ... mapped */
 	__u32 cats_gen;        /* the rules in the switches and the file */
 };

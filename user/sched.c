@@ -538,7 +538,8 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 		if (err)
 			return err;
 	}
-	bpf_program__set_autoload(s->skel->progs.tb_tp, s->nev > 0);
+	/* always: ctl enable -e attaches it to more tracepoints later */
+	bpf_program__set_autoload(s->skel->progs.tb_tp, true);
 	bpf_program__set_autoload(s->skel->progs.tb_stage_flush, s->o.sched);
 	err = sched_bpf__load(s->skel);
 	if (err) {
@@ -599,35 +600,40 @@ int tb_sched_sweep_gaps(struct tb_sched *s, struct tb_writer *w)
 	return s ? tb_gaps_sweep(&s->gaps, w) : 0;
 }
 
+/* One -e event's format, as a TB_REC_FORMAT record stamped ts. */
+static int write_format(const struct tp_event *e, struct tb_writer *w, __u64 ts)
+{
+	size_t size = TB_REC_ALIGN(sizeof(struct tb_rec_format) + e->format_len);
+	struct tb_rec_format *rec;
+	int err;
+
+	if (size > 0xffff) {
+		ERR("failed to save the format of '%s:%s': %zu bytes is too long",
+		    e->sys, e->name, e->format_len);
+		return -EFBIG;
+	}
+	rec = calloc(1, size);
+	if (!rec)
+		return -ENOMEM;
+	rec->hdr.type = TB_REC_FORMAT;
+	rec->hdr.size = size;
+	rec->hdr.cpu = ~0u;
+	rec->hdr.ts = ts;
+	rec->id = e->id;
+	rec->len = e->format_len;
+	memcpy(rec + 1, e->format, e->format_len);
+	err = tb_writer_append(w, &rec->hdr);
+	free(rec);
+	return err;
+}
+
 int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts)
 {
-	for (int i = 0; i < s->nev; i++) {
-		struct tp_event *e = &s->ev[i];
-		size_t size = TB_REC_ALIGN(sizeof(struct tb_rec_format) + e->format_len);
-		struct tb_rec_format *rec;
-		int err;
+	int err = 0;
 
-		if (size > 0xffff) {
-			ERR("failed to save the format of '%s:%s': %zu bytes is too long",
-			    e->sys, e->name, e->format_len);
-			return -EFBIG;
-		}
-		rec = calloc(1, size);
-		if (!rec)
-			return -ENOMEM;
-		rec->hdr.type = TB_REC_FORMAT;
-		rec->hdr.size = size;
-		rec->hdr.cpu = ~0u;
-		rec->hdr.ts = ts;
-		rec->id = e->id;
-		rec->len = e->format_len;
-		memcpy(rec + 1, e->format, e->format_len);
-		err = tb_writer_append(w, &rec->hdr);
-		free(rec);
-		if (err)
-			return err;
-	}
-	return 0;
+	for (int i = 0; i < s->nev && !err; i++)
+		err = write_format(&s->ev[i], w, ts);
+	return err;
 }
 
 static int add_link(struct tb_sched *s, struct bpf_link *l)
@@ -641,6 +647,24 @@ static int add_link(struct tb_sched *s, struct bpf_link *l)
 	s->links = nl;
 	s->links[s->nlinks++] = l;
 	return 0;
+}
+
+/* The generic program on one -e tracepoint. */
+static int attach_event(struct tb_sched *s, const struct tp_event *e)
+{
+	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = e->cookie);
+	struct bpf_link *l;
+	int err;
+
+	l = bpf_program__attach_tracepoint_opts(s->skel->progs.tb_tp, e->sys, e->name, &opts);
+	if (!l) {
+		err = -errno;
+		ERR("failed to attach to tracepoint '%s:%s': %s", e->sys, e->name,
+		    strerror(-err));
+		tb_hint_bpf(err, "record without that -e event");
+		return err;
+	}
+	return add_link(s, l);
 }
 
 int tb_sched_attach(struct tb_sched *s)
@@ -667,22 +691,40 @@ int tb_sched_attach(struct tb_sched *s)
 		if ((err = add_link(s, l)))
 			return err;
 	}
-	for (int i = 0; i < s->nev; i++) {
-		LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = s->ev[i].cookie);
-
-		l = bpf_program__attach_tracepoint_opts(s->skel->progs.tb_tp, s->ev[i].sys,
-							s->ev[i].name, &opts);
-		if (!l) {
-			err = -errno;
-			ERR("failed to attach to tracepoint '%s:%s': %s", s->ev[i].sys,
-			    s->ev[i].name, strerror(-err));
-			tb_hint_bpf(err, "record without that -e event");
+	for (int i = 0; i < s->nev; i++)
+		if ((err = attach_event(s, &s->ev[i])))
 			return err;
-		}
-		if ((err = add_link(s, l)))
-			return err;
-	}
 	return 0;
+}
+
+int tb_sched_add_event(struct tb_sched *s, const char *spec, struct tb_writer *w, __u64 ts)
+{
+	int n0 = s ? s->nev : 0, err;
+	__u8 on = 0;
+
+	if (!s || !s->skel) {
+		ERR("cannot record '%s' from now on: the recording loaded no kernel programs "
+		    "(--no-sched without -e)", spec);
+		return -ENOTSUP;
+	}
+	err = ensure_tracefs();
+	if (!err)
+		err = resolve_spec(s, spec);
+	if (!err && s->nev == n0)
+		err = -EEXIST;
+	for (int i = n0; i < s->nev && !err; i++) {
+		__u32 id = (__u32)s->ev[i].id;
+
+		err = write_format(&s->ev[i], w, ts);
+		if (!err && bpf_map_update_elem(bpf_map__fd(s->skel->maps.tb_tp_off), &id, &on,
+						BPF_ANY))
+			err = -errno;
+		if (!err)
+			err = attach_event(s, &s->ev[i]);
+	}
+	if (err && err != -EEXIST)
+		s->nev = n0;   /* as it was: none of them is recorded */
+	return err;
 }
 
 /* A flush failed while recording: the records staged on every CPU are taken

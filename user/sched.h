@@ -73,6 +73,13 @@ int tb_sched_flush(struct tb_sched *s);
 /* The map of the -e events switched off (tb_tp_off), or -1 when loaded
  * with none. */
 int tb_sched_tp_off_fd(struct tb_sched *s);
+
+/* `tracebpf ctl enable -e SPEC` of a recording that does not record it:
+ * the tracepoints SPEC names (one, or a glob), their formats into w
+ * (stamped ts), listed for ctl disable, attached. 0, or a negative errno
+ * (said): -ENOTSUP when the recording loaded no kernel programs
+ * (--no-sched without -e), -EEXIST when it records them all already. */
+int tb_sched_add_event(struct tb_sched *s, const char *spec, struct tb_writer *w, __u64 ts);
 void tb_sched_destroy(struct tb_sched *s);
 
 /* Parse --sched-events: "all" or a comma-separated list of names from

@@ -504,10 +504,19 @@ def test_kernel_events_switched_at_run_time(recorder, tmp_path):
     window()                                                  # 6, 7
     check_error(ctl("-s", "kev", "disable", "-e", "signal:signal_generate"),
                 f"recording {rec} does not record signal:signal_generate", "-e")
+    # a tracepoint not given at the start: attached now, recorded from then
+    tp2 = "syscalls:sys_exit_write"
+    assert k("enable", "-e", tp2) == f"recording {rec}: {tp2} on (attached now)\n"
+    # status's figures are rewritten about once a second: waits for the next
+    # (the list of kernel events is cut short of 64 bytes: TB_CTL_EVENTS)
+    want = f"kernel events: sched (traced), {tp}, syscalls:sys_exit_w"
+    wait_for(lambda: want in check_ok(ctl("status")), what="status to list the tracepoint")
+    window()                                                  # 8, 9
+    check_error(ctl("-s", "kev", "enable", "-e", "nosuch:event"), "nosuch:event")
     assert ph.finish().rc == 0, ph.rec.stderr
     t = ph.rec.trace()
     marks = {e["args"]["seq"]: e["ts"] for e in t.named("phase", "I")}
-    assert sorted(marks) == list(range(8)), marks
+    assert sorted(marks) == list(range(10)), marks
 
     def count(event, a, b):
         return sum(1 for l in t.systrace if l["event"] == event and l["tgid"] == pid and
@@ -517,6 +526,8 @@ def test_kernel_events_switched_at_run_time(recorder, tmp_path):
     assert got[1] == (0, 0) and got[2][1] == 0, got
     assert all(sw >= 20 for sw, _ in (got[0], got[2], got[3])), got
     assert got[0][1] >= 20 and got[3][1] >= 20, got
+    exits = [count("sys_exit_write", a, a + 1) for a in (0, 2, 4, 6, 8)]
+    assert exits[:4] == [0, 0, 0, 0] and exits[4] >= 20, exits
 
 
 def test_kernel_switch_usage():
