@@ -47,6 +47,7 @@ struct proc {
 	bool has_sort;
 	int64_t sort_index;
 	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
+	int64_t rss[4];             /* TB_REC_RSS: the last count of each kind */
 	struct tb_hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
@@ -216,6 +217,7 @@ struct conv {
 	struct tracebpf_cats *cats;
 	uint32_t cats_gen;          /* TB_REC_CATS records read */
 	uint64_t cats_left_out;
+	struct site rss_site[5];    /* mem.rss.file, .anon, mem.swap, .shmem, mem.rss */
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
@@ -262,6 +264,8 @@ struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
 void *tb_conv_copy_rec(const void *rec);
 struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
 int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
+/* TB_REC_RSS: the process's counter of that kind, and its total. */
+int tb_conv_on_rss(struct conv *c, const struct tb_rec_rss *r);
 /* Whether the category rules keep an event of site s on thread t (NULL
  * when unknown): an END only when no slice of its category is open on t. */
 bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t);

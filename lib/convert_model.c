@@ -650,6 +650,9 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 		case TB_REC_CMDLINE:
 			err = set_cmdline(c, (const void *)h);
 			break;
+		case TB_REC_RSS:
+			err = tb_conv_on_rss(c, (const void *)h);
+			break;
 		default:
 			break;
 		}

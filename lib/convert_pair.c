@@ -511,6 +511,56 @@ static const struct site *gap_site(struct conv *c, char scope)
 	return s;
 }
 
+/* A memory counter's site (docs/output.md, "Memory"): category memory,
+ * Perfetto's names, one series "value" (bytes). k: TB_RSS_* or 4, the
+ * total resident (file + anon + shmem). */
+static const struct site *rss_site(struct conv *c, unsigned k)
+{
+	static const char *const names[5] = { "mem.rss.file", "mem.rss.anon", "mem.swap",
+					       "mem.rss.shmem", "mem.rss" };
+	struct site *s = &c->rss_site[k];
+
+	if (!s->valid)
+		*s = (struct site){
+			.valid = true, .phase = 'C', .nargs = 1,
+			.arg_type = { TRACEBPF_ARG_INT }, .cat = "memory", .name = names[k],
+			.argname = { "value" },
+		};
+	return s;
+}
+
+/* One counter event of process pid: k's value at ts. */
+static int rss_counter(struct conv *c, const struct tb_rec_rss *r, unsigned k, int64_t v)
+{
+	struct tb_rec_event rec = {
+		.hdr = { .type = TB_REC_EVENT, .size = sizeof(rec), .cpu = r->hdr.cpu,
+			 .ts = r->hdr.ts, .pid = r->hdr.pid, .tid = r->hdr.pid },
+		.args = { (uint64_t)v },
+	};
+	const struct tb_rec_event *ev = tb_conv_pool_copy(c, &rec.hdr);
+	struct oev e = {
+		.ts = rec.hdr.ts, .seq = c->nrecs, .pid = r->hdr.pid, .tid = r->hdr.pid,
+		.ph = 'C', .site = rss_site(c, k), .ev = ev,
+	};
+
+	return ev ? tb_conv_add_out(c, &e) : -ENOMEM;
+}
+
+int tb_conv_on_rss(struct conv *c, const struct tb_rec_rss *r)
+{
+	struct proc *p = tb_hmap_get(&c->procs, r->hdr.pid);
+	int err;
+
+	if (!p || r->member > TB_RSS_SHMEM)
+		return 0;
+	p->rss[r->member] = r->bytes;
+	err = rss_counter(c, r, r->member, r->bytes);
+	if (!err && r->member != TB_RSS_SWAP)
+		err = rss_counter(c, r, 4, p->rss[TB_RSS_FILE] + p->rss[TB_RSS_ANON] +
+				  p->rss[TB_RSS_SHMEM]);
+	return err;
+}
+
 /* The gap on the timeline of thread tid of process pid (scope 't'), or of
  * process pid (scope 'p'): an instant at the latest time read, which no
  * event written yet follows (where the gap began, unless its mark came

@@ -61,6 +61,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_CTL]    = sizeof(struct tb_rec_ctl),
 	[TB_REC_GAP]    = sizeof(struct tb_rec_gap),
 	[TB_REC_CATS]   = sizeof(struct tb_rec_cats),
+	[TB_REC_RSS]    = sizeof(struct tb_rec_rss),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -88,6 +89,7 @@ int tb_stream_of(uint16_t rec_type)
 	case TB_REC_CPU:
 	case TB_REC_TP:
 	case TB_REC_FORMAT:
+	case TB_REC_RSS:
 		return TB_STREAM_SCHED;
 	default:
 		return -EINVAL;

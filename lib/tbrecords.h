@@ -38,6 +38,7 @@ enum tb_rec_type {
 	TB_REC_CTL     = 16, /* user space: recording stopped or started (2.2) */
 	TB_REC_GAP     = 17, /* records a CPU lost: when, how many, whose (2.4) */
 	TB_REC_CATS    = 18, /* user space: the categories recorded (2.6) */
+	TB_REC_RSS     = 19, /* kmem:rss_stat of a traced process (2.7) */
 	TB_REC_TYPE_MAX,
 };
 
@@ -388,6 +389,28 @@ struct tb_rec_cats {
 	/* char rules[len] */
 };
 
+/* TB_REC_RSS: a traced process's resident memory of one kind, from the
+ * kmem:rss_stat tracepoint when the process itself changed it (bpf/sched.bpf.c,
+ * tb_rss): hdr.pid/tid are the thread that did. Written when the count
+ * moved by TB_RSS_STEP bytes or more, or TB_RSS_NS after the last one of
+ * that process and kind. */
+struct tb_rec_rss {
+	struct tb_rec_hdr hdr;
+	__u32 member;      /* TB_RSS_FILE, TB_RSS_ANON, TB_RSS_SWAP, TB_RSS_SHMEM */
+	__u32 pad;
+	__s64 bytes;       /* the count now */
+};
+
+enum tb_rss_member {   /* the kernel's MM_* counters */
+	TB_RSS_FILE  = 0,
+	TB_RSS_ANON  = 1,
+	TB_RSS_SWAP  = 2,
+	TB_RSS_SHMEM = 3,
+};
+
+#define TB_RSS_STEP (256u << 10)
+#define TB_RSS_NS   (10ull * 1000 * 1000)
+
 /* TB_REC_GAP: records lost on one CPU because its ring (and the ring it
  * spills into) was full. Written by the kernel side ahead of the next
  * record that CPU writes, or by the recorder when it finds the count still
@@ -507,6 +530,8 @@ _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
 _Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
 _Static_assert(sizeof(struct tb_rec_ctl) == 32, "tb_rec_ctl layout");
 _Static_assert(sizeof(struct tb_rec_gap) == 80, "tb_rec_gap layout");
+_Static_assert(sizeof(struct tb_rec_rss) == 40, "tb_rec_rss layout");
+_Static_assert(sizeof(struct tb_rec_cats) == 32, "tb_rec_cats layout");
 _Static_assert(sizeof(struct tb_gap_state) == 64, "tb_gap_state layout");
 _Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 

@@ -295,6 +295,14 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 	case TB_REC_CATS:
 		dump_cats(f, (const void *)h);
 		break;
+	case TB_REC_RSS: {
+		static const char *const kind[4] = { "file", "anon", "swap", "shmem" };
+		const struct tb_rec_rss *x = (const void *)h;
+
+		fprintf(f, "RSS %s=%" PRId64, x->member < 4 ? kind[x->member] : "?",
+			(int64_t)x->bytes);
+		break;
+	}
 	default:
 		fprintf(f, "type=%u size=%u", h->type, h->size);
 	}

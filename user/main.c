@@ -37,7 +37,7 @@ static const char top_doc[] =
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
        OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION, OPT_TID, OPT_CATS,
-       OPT_XCATS };
+       OPT_XCATS, OPT_NO_MEMORY };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -88,6 +88,9 @@ static const struct argp_option record_options[] = {
 					   "('dump/convert --connect SOCKET') get the file so far, then live chunks", 0 },
 	{ "serve-max-lag", OPT_SERVE_LAG, "SIZE", 0, "Disconnect a client more than SIZE "
 						     "bytes behind (default 64M)", 0 },
+	{ "no-memory", OPT_NO_MEMORY, NULL, 0, "Do not record the traced processes' resident "
+					       "memory (on by default: kmem:rss_stat, as "
+					       "mem.rss.* counters)", 0 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler events (on by default: context switches, "
 					       "wakeups, CPU idle of the whole system)", 0 },
 	{ "sched", OPT_SCHED, "SCOPE", 0, "Scheduler events of the whole system (all, default) or "
@@ -346,6 +349,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_SERVE_LAG:
 		if (parse_size(arg, &o->serve_max_lag) || !o->serve_max_lag)
 			argp_error(state, "invalid lag '%s': give a size, e.g. 64M", arg);
+		break;
+	case OPT_NO_MEMORY:
+		o->no_memory = true;
 		break;
 	case OPT_NO_SCHED:
 		o->no_sched = true;

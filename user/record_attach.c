@@ -488,7 +488,7 @@ int load_bpf(struct recorder *r)
 		.sched = !o->no_sched, .select = o->sched_select,
 		.traced_only = o->sched_traced,
 		.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
-		.ring_size = o->kernel_buffer_size,
+		.ring_size = o->kernel_buffer_size, .memory = !o->no_memory,
 	};
 	int err;
 

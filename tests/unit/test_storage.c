@@ -1023,6 +1023,35 @@ static void test_golden_v2_6(void **state)
 	assert_int_equal(cats_records, 1);
 }
 
+/* 2.7: the traced processes' resident memory, TB_REC_RSS. */
+static unsigned rss_records;
+
+static void check_rss_v2_7(const struct tb_rec_hdr *h)
+{
+	const struct tb_rec_rss *rec = (const void *)h;
+
+	if (h->type != TB_REC_RSS)
+		return;
+	assert_int_equal(h->size, sizeof(*rec));
+	assert_true(rec->member <= TB_RSS_SHMEM && rec->bytes >= 0);
+	rss_records++;
+}
+
+static void test_golden_v2_7(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 2,
+		[TB_REC_EXEC] = 1, [TB_REC_EXIT] = 3, [TB_REC_COMM] = 3,
+		[TB_REC_CMDLINE] = 1, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 14,
+		[TB_REC_WAKE] = 23, [TB_REC_KTASK] = 8, [TB_REC_CATS] = 1, [TB_REC_RSS] = 13,
+	};
+
+	(void)state;
+	rss_records = 0;
+	check_golden("tests/data/v2.7-mt_events.tbt", 2, 7, true, want, check_rss_v2_7);
+	assert_int_equal(rss_records, 13);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -1079,6 +1108,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_4),
 		cmocka_unit_test(test_golden_v2_5),
 		cmocka_unit_test(test_golden_v2_6),
+		cmocka_unit_test(test_golden_v2_7),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};
