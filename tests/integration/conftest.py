@@ -354,4 +354,7 @@ def spawn():
 
 
 def user_events(t, pid=None):
-    return [e for e in t.events if e["ph"] != "M" and (pid is None or e["pid"] == pid)]
+    """The application's events (not names, not the kernel's memory counters,
+    docs/output.md "Memory")."""
+    return [e for e in t.events if e["ph"] != "M" and e.get("cat") != "memory" and
+            (pid is None or e["pid"] == pid)]

@@ -270,7 +270,8 @@ N, SPIN = 300, 20000   # iterations per thread; busy-wait ns
 def nest_trace(tmp_path_factory):
     """report_nest 2 N SPIN, recorded without scheduler events."""
     d = tmp_path_factory.mktemp("nest")
-    p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "-o", str(d / "t.json"), "--",
+    p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "--no-memory",
+                        "-o", str(d / "t.json"), "--",
                         prog("report_nest"), "2", str(N), str(SPIN)],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -376,7 +377,7 @@ def test_golden_files_match_convert(golden, tmp_path):
 def test_processes_match_convert(recorder, tmp_path, cmd):
     # ghost slices after fork, a reused pid, async and flows, exec, COPY
     # names, counters with ids, names set by the application
-    rec = recorder("--no-sched", "--", prog(cmd[0]), *cmd[1:]).wait()
+    rec = recorder("--no-sched", "--no-memory", "--", prog(cmd[0]), *cmd[1:]).wait()
     assert rec.rc == 0, rec.stderr
     cross_check(report_json(PT, rec.tbt), converted(rec.tbt, tmp_path))
 
@@ -393,7 +394,7 @@ RATE_BOUNDED_SPIN = 4000
 def test_drops_and_gaps_come_first(recorder, tmp_path):
     # the fast-path rings may not grow: their overflow is what the 4K rings
     # drop (test_record.NO_GROWTH)
-    rec = recorder("--no-sched", "-b", "4K", "--flush-interval", "200",
+    rec = recorder("--no-sched", "--no-memory", "-b", "4K", "--flush-interval", "200",
                    "--fast-buffer-max", "64K", "--",
                    prog("report_nest"), 2, 50000, RATE_BOUNDED_SPIN).wait(timeout=120)
     assert rec.rc == 0, rec.stderr
@@ -633,7 +634,8 @@ def fe_trace(tmp_path_factory):
     (.tbt, convert's unfiltered JSON of it)."""
     d = tmp_path_factory.mktemp("rfilt")
     fe = prog("filter_events")
-    p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "-o", str(d / "t.json"), "--",
+    p = subprocess.run([TRACEBPF, "record", "-q", "--no-sched", "--no-memory",
+                        "-o", str(d / "t.json"), "--",
                         "sh", "-c", f"{fe} {FE_ROUNDS} & {fe} {FE_ROUNDS}; wait"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
