@@ -378,6 +378,14 @@ static int make_session(struct tb_fast *f)
 	return err;
 }
 
+/* The session's directory can be made (it is made by tb_fast_start). */
+static int can_pin(void)
+{
+	int err = need_bpffs();
+
+	return err ? err : mkdir_mode(TRACEBPF_FAST_ROOT, 0711);
+}
+
 static void fast_off(const char *why, int err)
 {
 	fprintf(stderr, "tracebpf: record: the fast path is off (%s%s%s): every event takes "
@@ -393,8 +401,7 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 	*fp = NULL;
 	if (o->off) {
 		fast_off("--no-fast-path", 0);
-		announce();   /* others' processes must still take the probes */
-		goto off;
+		goto off;   /* announced by tb_fast_start all the same */
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -415,7 +422,7 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 		tb_fast_close(f);
 		goto off;
 	}
-	err = make_session(f);
+	err = can_pin();
 	if (err) {
 		fast_off("cannot pin in " BPF_FS, err);
 		tb_fast_close(f);
@@ -436,10 +443,24 @@ off:
 	return 0;
 }
 
+/* The session's directory is made here, once the releaser runs (which
+ * removes it if the recorder is killed): a recorder killed while loading
+ * its programs left it behind. Without the fast path the directory is
+ * made all the same: others' processes must still take the probes. */
 int tb_fast_start(struct tb_fast *f)
 {
-	if (!f)
+	int err;
+
+	if (!f) {
+		announce();
 		return 0;
+	}
+	err = make_session(f);
+	if (err) {
+		fast_off("cannot pin in " BPF_FS, err);
+		f->broken = true;   /* every process on its probes */
+		return 0;
+	}
 	f->outer_fd = bpf_map__fd(f->skel->maps.fast_rings);
 	f->drain_fd = bpf_program__fd(f->skel->progs.tb_fast_drain);
 	return 0;

@@ -545,3 +545,25 @@ def test_drain_refused_the_recorder_reads_the_rings(tmp_path):
     for i in range(threads):
         assert seq[i] == list(range(n)), f"thread {i}: {len(seq[i])} of {n}"
     assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta
+
+
+def test_recorder_killed_as_its_session_appears_leaves_nothing(tmp_path):
+    """The session's directory in /sys/fs/bpf/tracebpf is made only once the
+    releaser runs, which removes it when the recorder dies: a recorder
+    SIGKILLed while loading its programs left it behind (the chaos run
+    caught it). Kills the recorder the moment its directory appears."""
+    p = subprocess.Popen([TRACEBPF, "record", "-q", "-o", str(tmp_path / "t.json"), "--",
+                          prog("seq_until_killed"), str(tmp_path / "count")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sess = f"/sys/fs/bpf/tracebpf/s{p.pid}"
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.isdir(sess) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        assert os.path.isdir(sess), "the session's directory never appeared"
+    finally:
+        p.kill()
+        p.wait()
+    # the releaser's SIGCONT rounds take 0.5 s, then it sweeps: waits for that
+    wait_for(lambda: not os.path.exists(sess), timeout=10,
+             what="the killed recorder's session directory to go")
