@@ -693,3 +693,67 @@ int BPF_PROG(tb_exit, struct task_struct *task)
 }
 
 #include "fast.bpf.h"
+
+/* kmem:rss_stat: a traced process's resident memory, when the process
+ * itself changed it (curr: the mm is the current task's; reclaim by
+ * kswapd is seen at the process's next own change). Sampled per process
+ * and kind: a record when the count moved by TB_RSS_STEP bytes or
+ * TB_RSS_NS passed since the last (lib/tbrecords.h, TB_REC_RSS). */
+struct rss_stat_args {
+	__u64 common;
+	__u32 mm_id;
+	__u32 curr;
+	__s32 member;
+	__s32 pad;
+	__s64 size;
+};
+
+struct rss_last {
+	__u64 ts[4];
+	__s64 bytes[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct rss_last);
+} rss_last SEC(".maps");
+
+SEC("?tracepoint/kmem/rss_stat")
+int tb_rss(struct rss_stat_args *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u32 tgid = pid_tgid >> 32, m = ctx->member & 3, cpu;
+	struct rss_last *last, zero = {};
+	struct tb_rec_rss *rec;
+	void *rb;
+	__s64 d;
+
+	if (!ctx->curr || ctx->member < 0 || ctx->member > 3 || recording_stopped() ||
+	    !bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	last = bpf_map_lookup_elem(&rss_last, &tgid);
+	if (!last) {
+		bpf_map_update_elem(&rss_last, &tgid, &zero, BPF_NOEXIST);
+		last = bpf_map_lookup_elem(&rss_last, &tgid);
+		if (!last)
+			return 0;
+	}
+	now = bpf_ktime_get_ns();
+	d = ctx->size - last->bytes[m];
+	if (last->ts[m] && d < TB_RSS_STEP && d > -(__s64)TB_RSS_STEP &&
+	    now - last->ts[m] < TB_RSS_NS)
+		return 0;
+	last->ts[m] = now;
+	last->bytes[m] = ctx->size;
+	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	if (!rec)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_RSS, sizeof(*rec), cpu, now, pid_tgid);
+	rec->member = m;
+	rec->pad = 0;
+	rec->bytes = ctx->size;
+	bpf_ringbuf_submit(rec, wake_flags(rb, sizeof(*rec)));
+	return 0;
+}

@@ -390,7 +390,7 @@ struct tb_rec_cats {
 };
 
 /* TB_REC_RSS: a traced process's resident memory of one kind, from the
- * kmem:rss_stat tracepoint when the process itself changed it (bpf/sched.bpf.c,
+ * kmem:rss_stat tracepoint when the process itself changed it (bpf/record.bpf.c,
  * tb_rss): hdr.pid/tid are the thread that did. Written when the count
  * moved by TB_RSS_STEP bytes or more, or TB_RSS_NS after the last one of
  * that process and kind. */

@@ -590,7 +590,7 @@ static int add_tp(struct recording *r, const char *spec)
 	if (!err && (err = __atomic_load_n(&r->m[TB_CTL_RECORDER].err, __ATOMIC_RELAXED))) {
 		ERR("failed to enable %s in recording %u: %s", spec, r->pid, strerror(-err));
 		fprintf(stderr, "tracebpf: hint: %s\n", err == -ENOTSUP ?
-			"it records no kernel events (--no-sched --no-memory without -e): record "
+			"it records no kernel events (--no-sched without -e): record again "
 			"without --no-sched or with -e" : "the recorder said why on its stderr");
 		return err;
 	}
@@ -624,7 +624,7 @@ static int switch_tp(struct recording *r, const char *spec, bool on)
 		ERR("recording %u does not record %s", r->pid, spec);
 		fprintf(stderr, "tracebpf: hint: %s ('tracebpf ctl status' lists what it "
 				"records)\n", on ? "it records no kernel events (--no-sched "
-				"--no-memory without -e)" : "'enable -e' attaches it");
+				"without -e)" : "'enable -e' attaches it");
 		return -ENOENT;
 	} else if (bpf_map_update_elem(fd, &key, &v, BPF_EXIST)) {
 		err = -errno;

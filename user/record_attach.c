@@ -421,6 +421,19 @@ static int choose_tids(struct recorder *r)
 }
 
 /* open -> configure -> load record.bpf.c; its rings. */
+/* kmem:rss_stat, for the traced processes' resident memory (on unless
+ * --no-memory): said when the kernel has none. */
+static bool want_rss(const struct tb_record_opts *o)
+{
+	if (o->no_memory)
+		return false;
+	if (!access("/sys/kernel/tracing/events/kmem/rss_stat/id", R_OK))
+		return true;
+	fprintf(stderr, "tracebpf: record: no kmem:rss_stat tracepoint in tracefs: the traced "
+			"processes' resident memory is not recorded\n");
+	return false;
+}
+
 static int load_record_bpf(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
@@ -455,6 +468,7 @@ static int load_record_bpf(struct recorder *r)
 		return err;
 	}
 	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
+	bpf_program__set_autoload(r->skel->progs.tb_rss, want_rss(o));
 	r->skel->rodata->stop_for_attach = true;
 	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
 			      "ring buffer", "--buffer-size");
@@ -488,7 +502,7 @@ int load_bpf(struct recorder *r)
 		.sched = !o->no_sched, .select = o->sched_select,
 		.traced_only = o->sched_traced,
 		.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
-		.ring_size = o->kernel_buffer_size, .memory = !o->no_memory,
+		.ring_size = o->kernel_buffer_size,
 	};
 	int err;
 

@@ -315,18 +315,6 @@ static int resolve_spec(struct tb_sched *s, const char *spec)
 	return err;
 }
 
-/* kmem:rss_stat, for the traced processes' resident memory: said once
- * when the kernel has none (tracefs is mounted if it is not). */
-static bool has_rss_stat(struct tb_sched *s)
-{
-	if (!ensure_tracefs() && is_event_dir("kmem", "rss_stat"))
-		return true;
-	fprintf(stderr, "tracebpf: record: no kmem:rss_stat tracepoint here: the traced "
-			"processes' resident memory is not recorded\n");
-	(void)s;
-	return false;
-}
-
 int tb_sched_prepare(struct tb_sched **sp, const struct tb_sched_opts *o)
 {
 	struct tb_sched *s = calloc(1, sizeof(*s));
@@ -506,7 +494,7 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 {
 	int err, ncpus;
 
-	if (!s->o.sched && !s->nev && !s->o.memory)
+	if (!s->o.sched && !s->nev)
 		return 0;
 	s->skel = sched_bpf__open();
 	if (!s->skel) {
@@ -552,7 +540,6 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 	}
 	/* always: ctl enable -e attaches it to more tracepoints later */
 	bpf_program__set_autoload(s->skel->progs.tb_tp, true);
-	bpf_program__set_autoload(s->skel->progs.tb_rss, s->o.memory && has_rss_stat(s));
 	bpf_program__set_autoload(s->skel->progs.tb_stage_flush, s->o.sched);
 	err = sched_bpf__load(s->skel);
 	if (err) {
@@ -717,7 +704,7 @@ int tb_sched_add_event(struct tb_sched *s, const char *spec, struct tb_writer *w
 
 	if (!s || !s->skel) {
 		ERR("cannot record '%s' from now on: the recording loaded no kernel programs "
-		    "(--no-sched --no-memory without -e)", spec);
+		    "(--no-sched without -e)", spec);
 		return -ENOTSUP;
 	}
 	err = ensure_tracefs();

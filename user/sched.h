@@ -44,7 +44,6 @@ struct tb_sched_opts {
 	char **events;           /* -e SUBSYS:EVENT specs (globs allowed) */
 	int nevents;
 	size_t ring_size;        /* --kernel-buffer-size: bytes per CPU, power of 2 */
-	bool memory;             /* kmem:rss_stat of traced processes (not --no-memory) */
 	bool verbose;
 };
 
@@ -79,7 +78,7 @@ int tb_sched_tp_off_fd(struct tb_sched *s);
  * the tracepoints SPEC names (one, or a glob), their formats into w
  * (stamped ts), listed for ctl disable, attached. 0, or a negative errno
  * (said): -ENOTSUP when the recording loaded no kernel programs
- * (--no-sched --no-memory without -e), -EEXIST when it records them all already. */
+ * (--no-sched without -e), -EEXIST when it records them all already. */
 int tb_sched_add_event(struct tb_sched *s, const char *spec, struct tb_writer *w, __u64 ts);
 void tb_sched_destroy(struct tb_sched *s);
 

@@ -532,9 +532,7 @@ def ring_sizes(pid):
     # kernel events get rings of their own, sized apart from the app's
     (["-b", "4M", "--kernel-buffer-size", "1M"], {4 << 20: 1, 1 << 20: 1}),
     ([], {8 << 20: 1, 1 << 20: 1}),                       # the defaults
-    (["--no-sched", "--no-memory", "--kernel-buffer-size", "1M"], {8 << 20: 1}),  # none unused
-    # the memory samples are kernel records too
-    (["--no-sched", "--kernel-buffer-size", "2M"], {8 << 20: 1, 2 << 20: 1}),
+    (["--no-sched", "--kernel-buffer-size", "1M"], {8 << 20: 1}),  # none unused
 ])
 def test_kernel_rings(recorder, args, want):
     rec = recorder(*args, "--", prog("quiet_thread"))
