@@ -20,7 +20,9 @@ After each round, with every recorder ended:
     baseline taken before the first round), and no fast-path session or
     link is left in /sys/fs/bpf/tracebpf.
 Ends with "N passed, N failed" (one check per invariant per round); seed
-with CHAOS_SEED to replay a run's choices.
+with CHAOS_SEED to replay a run's choices. A round starts only if the
+longest so far (with its checks) still fits in DURATION, so the run ends
+within it, after one round at least.
 """
 import json
 import os
@@ -404,8 +406,10 @@ def main():
     passed = failed = 0
     end = time.time() + duration
     n = 0
+    longest = 0.0   # a round with its checks: one starts only if it fits
     try:
-        while time.time() < end or n == 0:
+        while n == 0 or time.time() + longest <= end:
+            t0 = time.time()
             rnd = Round(n, rng, work, tmpfs)
             rnd.run()
             rnd.end()
@@ -428,6 +432,7 @@ def main():
                 if f.endswith((".tbt", ".old", ".err")):
                     os.unlink(os.path.join(work, f))
             n += 1
+            longest = max(longest, time.time() - t0)
     finally:
         subprocess.run(["umount", tmpfs])
         shutil.rmtree(work, ignore_errors=True)

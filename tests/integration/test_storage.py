@@ -74,14 +74,15 @@ def start_seq(tmp_path, name, *extra):
     return p, child, countfile, tbt
 
 
-def test_sigkill_recorder_many_times(tmp_path):
+@pytest.mark.parametrize("half", [0, 1])
+def test_sigkill_recorder_many_times(tmp_path, half):
     """SIGKILL the recorder at random moments of a high-rate recording, 6
-    times (20 under make test-full): every file reads, converts to valid
-    JSON, and holds exactly events 0..k-1 of the thread's sequence (a
-    prefix, no gap)."""
-    rnd = random.Random(1234)
+    times (20 under make test-full) in two halves that run side by side:
+    every file reads, converts to valid JSON, and holds exactly events
+    0..k-1 of the thread's sequence (a prefix, no gap)."""
+    rnd = random.Random(1234 + half)
     prefixes = []
-    for i in range(scale(6, 20)):
+    for i in range(scale(3, 10)):
         p, child, countfile, tbt = start_seq(tmp_path, f"k{i}")
         try:
             wait_for(lambda: count_of(countfile) >= 1000, what="events flowing")
