@@ -22,9 +22,9 @@
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: ctl: " fmt "\n", ##__VA_ARGS__)
 
-/* How long `tracebpf ctl` waits for the recorder to log a change: it
- * looks once per --flush-interval (50 ms by default). */
-#define ACK_TIMEOUT_NS (5ull * 1000000000ull)
+/* How long `tracebpf ctl` waits for the recorder to log a change (--wait;
+ * it looks once per --flush-interval, 50 ms by default). */
+static __u64 ack_timeout_ns = 5ull * 1000000000ull;
 
 __u64 tb_ctl_mono_ns(void)
 {
@@ -359,9 +359,9 @@ static int wait_ack(struct recording *r, __u64 ts, const char *what)
 					"holds what it recorded until it ended\n", what);
 			return -ESRCH;
 		}
-		if (tb_ctl_mono_ns() - t0 > ACK_TIMEOUT_NS) {
-			ERR("failed to %s recording %u: the recorder did not confirm within %llu s",
-			    what, r->pid, ACK_TIMEOUT_NS / 1000000000ull);
+		if (tb_ctl_mono_ns() - t0 > ack_timeout_ns) {
+			ERR("failed to %s recording %u: the recorder did not confirm within %.1f s",
+			    what, r->pid, ack_timeout_ns / 1e9);
 			fprintf(stderr, "tracebpf: hint: %s; is the recorder itself stopped "
 					"(kill -CONT %u)?\n", !strcmp(what, "stop") ? "its BPF "
 					"programs record nothing already, but the trace file does not "
@@ -732,6 +732,8 @@ static const struct argp_option ctl_options[] = {
 	{ "event", 'e', "SUBSYS:EVENT", 0, "enable, disable: this -e tracepoint of the "
 					  "recording", 0 },
 	{ "tid", 't', "TID[,TID...]", 0, "filter: these threads", 0 },
+	{ "wait", 'w', "SEC", 0, "Wait at most SEC seconds for the recorder to confirm a change "
+				 "(default 5)", 0 },
 	{ "output", 'o', "FILE", 0, "restart: the new trace file (default: the first file's "
 				    "name, then .1, .2, ...)", 0 },
 	{ "pid", 'p', "PID[,PID...]", 0, "filter: these processes", 0 },
@@ -798,6 +800,14 @@ static error_t ctl_parse(int key, char *arg, struct argp_state *state)
 	case 'o':
 		a->out = arg;
 		break;
+	case 'w': {
+		double w = strtod(arg, &end);
+
+		if (*end || !(w >= 0.1 && w <= 3600))
+			argp_error(state, "invalid wait '%s': give seconds, 0.1 to 3600", arg);
+		ack_timeout_ns = (__u64)(w * 1e9);
+		break;
+	}
 	case 'S':
 		a->sched = true;
 		break;

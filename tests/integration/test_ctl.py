@@ -367,11 +367,12 @@ def test_recorder_frozen(recorder, tmp_path):
     ph.do("i 2")                       # 0-1 recorded
     os.kill(pid, signal.SIGSTOP)
     try:
-        check_error(ctl("stop"), f"failed to stop recording {pid}", "did not confirm",
-                    f"kill -CONT {pid}")
+        # --wait 1: the recorder cannot answer; a shorter wait than the 5 s
+        check_error(ctl("stop", "--wait", "1"), f"failed to stop recording {pid}",
+                    "did not confirm within 1.0 s", f"kill -CONT {pid}")
         ph.do("i 2")                   # 2-3: switched off in BPF already
-        check_error(ctl("start"), f"failed to start recording {pid}", "did not confirm",
-                    "recording starts when it answers")
+        check_error(ctl("start", "-w", "1"), f"failed to start recording {pid}",
+                    "did not confirm", "recording starts when it answers")
         # status says what is in effect, and what waits
         st = check_ok(ctl("status"))
         assert f"recording {pid}: stopped, writing" in st, st
@@ -532,7 +533,8 @@ def test_kernel_events_switched_at_run_time(recorder, tmp_path):
 
 def test_kernel_switch_usage():
     for args in (("enable",), ("disable", "-e", "irq:*"), ("disable", "-e", "nocolon"),
-                 ("stop", "--sched"), ("status", "-e", "a:b")):
+                 ("stop", "--sched"), ("status", "-e", "a:b"), ("stop", "--wait", "0"),
+                 ("stop", "--wait", "x")):
         p = ctl(*args)
         assert p.returncode == 64 and "tracebpf ctl" in p.stderr, (args, p.stderr)
 
