@@ -262,6 +262,79 @@ static void check_record_args(struct argp_state *state, const struct tb_record_o
 	check_categories(state, o);
 }
 
+/* record's options for kernel events (scheduler, -e, memory): true when key was one of them. */
+static bool parse_kernel_opt(int key, char *arg, struct argp_state *state)
+{
+	struct tb_record_opts *o = state->input;
+
+	switch (key) {
+	case OPT_NO_MEMORY:
+		o->no_memory = true;
+		return true;
+	case OPT_NO_SCHED:
+		o->no_sched = true;
+		return true;
+	case OPT_SCHED:
+		if (!strcmp(arg, "all"))
+			o->sched_traced = false;
+		else if (!strcmp(arg, "traced"))
+			o->sched_traced = true;
+		else
+			argp_error(state, "invalid --sched scope '%s': give 'all' or 'traced'", arg);
+		return true;
+	case OPT_SCHED_EVENTS: {
+		const char *bad = NULL;
+
+		if (tb_sched_parse_select(arg, &o->sched_select, &bad)) {
+			char names[256] = "";
+
+			for (int i = 0; i < TB_SCHED_NTP; i++)
+				if (!(TB_SCHED_ALWAYS & (1u << i)))
+					snprintf(names + strlen(names), sizeof(names) - strlen(names),
+						 "%s%s", *names ? ", " : "", tb_sched_tracepoints[i]);
+			argp_error(state, "unknown scheduler event '%s' in --sched-events: give "
+				   "'all' or a comma-separated list of %s", bad, names);
+		}
+		return true;
+	}
+	case 'e':
+		add_event(state, o, arg);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* record's options for the session (name, categories, the command's end, --paused): true when key was one of them. */
+static bool parse_session_opt(int key, char *arg, struct argp_state *state)
+{
+	struct tb_record_opts *o = state->input;
+
+	switch (key) {
+	case OPT_SESSION:
+		if (!tb_session_name_ok(arg))
+			argp_error(state, "invalid session name '%s': 1 to 31 letters, digits, "
+				   "'.', '_' or '-'", arg);
+		o->session = arg;
+		return true;
+	case OPT_CATS:
+	case OPT_XCATS:
+		if (*(key == OPT_CATS ? &o->categories : &o->exclude_categories))
+			argp_error(state, "give --%scategories once, with a comma-separated list",
+				   key == OPT_CATS ? "" : "exclude-");
+		*(key == OPT_CATS ? &o->categories : &o->exclude_categories) = arg;
+		return true;
+	case OPT_KEEP:
+		o->keep_running = true;
+		return true;
+	case OPT_PAUSED:
+		o->paused = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct tb_record_opts *o = state->input;
@@ -324,63 +397,12 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_JSON:
 		o->no_json = true;
 		break;
-	case OPT_SESSION:
-		if (!tb_session_name_ok(arg))
-			argp_error(state, "invalid session name '%s': 1 to 31 letters, digits, "
-				   "'.', '_' or '-'", arg);
-		o->session = arg;
-		break;
-	case OPT_CATS:
-	case OPT_XCATS:
-		if (*(key == OPT_CATS ? &o->categories : &o->exclude_categories))
-			argp_error(state, "give --%scategories once, with a comma-separated list",
-				   key == OPT_CATS ? "" : "exclude-");
-		*(key == OPT_CATS ? &o->categories : &o->exclude_categories) = arg;
-		break;
-	case OPT_KEEP:
-		o->keep_running = true;
-		break;
-	case OPT_PAUSED:
-		o->paused = true;
-		break;
 	case OPT_SERVE:
 		o->serve = arg;
 		break;
 	case OPT_SERVE_LAG:
 		if (parse_size(arg, &o->serve_max_lag) || !o->serve_max_lag)
 			argp_error(state, "invalid lag '%s': give a size, e.g. 64M", arg);
-		break;
-	case OPT_NO_MEMORY:
-		o->no_memory = true;
-		break;
-	case OPT_NO_SCHED:
-		o->no_sched = true;
-		break;
-	case OPT_SCHED:
-		if (!strcmp(arg, "all"))
-			o->sched_traced = false;
-		else if (!strcmp(arg, "traced"))
-			o->sched_traced = true;
-		else
-			argp_error(state, "invalid --sched scope '%s': give 'all' or 'traced'", arg);
-		break;
-	case OPT_SCHED_EVENTS: {
-		const char *bad = NULL;
-
-		if (tb_sched_parse_select(arg, &o->sched_select, &bad)) {
-			char names[256] = "";
-
-			for (int i = 0; i < TB_SCHED_NTP; i++)
-				if (!(TB_SCHED_ALWAYS & (1u << i)))
-					snprintf(names + strlen(names), sizeof(names) - strlen(names),
-						 "%s%s", *names ? ", " : "", tb_sched_tracepoints[i]);
-			argp_error(state, "unknown scheduler event '%s' in --sched-events: give "
-				   "'all' or a comma-separated list of %s", bad, names);
-		}
-		break;
-	}
-	case 'e':
-		add_event(state, o, arg);
 		break;
 	case ARGP_KEY_ARG:
 		/* The first non-option starts the command; the rest is its argv. */
@@ -391,7 +413,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		check_record_args(state, o);
 		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		if (!parse_kernel_opt(key, arg, state) && !parse_session_opt(key, arg, state))
+			return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }

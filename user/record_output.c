@@ -286,8 +286,8 @@ int open_output(struct recorder *r)
 	return err;
 }
 
-/* The threads' names of every process still traced. */
-void write_all_comms(struct recorder *r)
+/* fn(r, pid) for every process still traced. */
+static void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
 {
 	int fd = bpf_map__fd(r->skel->maps.traced);
 	__u32 key, next, *prev = NULL;
@@ -295,25 +295,24 @@ void write_all_comms(struct recorder *r)
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		write_comms(r, key);
+		fn(r, key);
 	}
 	if (errno != ENOENT)
 		fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
-				"processes (%s): the trace may lack the names of their "
-				"threads\n", strerror(errno));
+				"processes (%s): the trace may lack the names and command "
+				"lines of their threads\n", strerror(errno));
+}
+
+/* The threads' names of every process still traced. */
+void write_all_comms(struct recorder *r)
+{
+	each_traced(r, write_comms);
 }
 
 /* The command line of every process still traced. */
 void write_all_cmdlines(struct recorder *r)
 {
-	int fd = bpf_map__fd(r->skel->maps.traced);
-	__u32 key, next, *prev = NULL;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		write_cmdline(r, key);
-	}
+	each_traced(r, write_cmdline);
 }
 
 /* The last drain (everything the targets emitted is in the rings or

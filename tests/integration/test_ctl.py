@@ -660,3 +660,15 @@ def test_status_names_each_sessions_bpf_objects(recorder, tmp_path):
                      rf"{one['session_map']}; {len(one['programs'])} programs: ", st), st
     for ph in (a, b):
         assert ph.finish().rc == 0
+
+
+def test_enable_event_refused_without_kernel_programs(recorder, tmp_path):
+    """`enable -e` attaches a tracepoint at run time only where the kernel
+    programs are loaded: --no-sched without -e has none, and says how."""
+    ph = Phases(recorder, tmp_path, "--no-sched", "--session", "nokern")
+    check_error(ctl("-s", "nokern", "enable", "-e", "syscalls:sys_enter_write"),
+                "does not record syscalls:sys_enter_write",
+                "it records no kernel events (--no-sched without -e)")
+    check_error(ctl("-s", "nokern", "restart", "-o", "/" + "x" * 200),
+                "the path is longer than 159 bytes")
+    assert ph.finish().rc == 0
