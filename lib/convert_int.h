@@ -236,6 +236,7 @@ struct conv {
 	size_t nparts, parts_cap;
 	bool want_split;            /* the part is full: cut at the next chance */
 	uint64_t part_events, check_every, last_written_ts;
+	uint64_t part_fbytes;       /* the part's file bytes at the last look */
 	int sel_err;                /* failing to start a part (said) */
 	bool said;                  /* an error was said where it happened */
 	/* systemTraceEvents bytes by time: kernel records are read ahead of

@@ -160,26 +160,54 @@ static uint64_t kq_upto(struct conv *c, uint64_t ts)
 	return c->kdone;
 }
 
-/* The current part's size: what reached its FILE, what the JSON writer
- * still holds (up to TB_JSON_BUF, more than a small --split), and the
- * kernel text of its span so far. */
-static uint64_t part_bytes(struct conv *c, struct part *p, uint64_t ts)
+/* What reached the current part's FILE and what the JSON writer still
+ * holds for it (up to TB_JSON_BUF, more than a small --split). */
+static uint64_t file_bytes(struct conv *c, struct part *p)
 {
 	off_t n = ftello(p->f);
 
-	return (n > 0 ? (uint64_t)n : 0) + c->j.len + kq_upto(c, ts) - p->kbytes0;
+	return (n > 0 ? (uint64_t)n : 0) + c->j.len;
 }
 
 static int next_part(struct conv *c, uint64_t ts);
 
-/* Cuts before e when the part is full, between two timestamps. The size
+/* Cuts after the kernel lines before ts that fill the part: a burst of
+ * scheduler lines between two events spreads over parts. A cut after a
+ * line not earlier than every written event keeps the order, since every
+ * event still to come is at ts or later. */
+static void split_kernel(struct conv *c, uint64_t ts)
+{
+	while (!c->sel_err && c->kq_head < c->kq_n && c->kq[c->kq_head].ts < ts) {
+		struct kmark *m = &c->kq[c->kq_head];
+		struct part *p = cur_part(c);
+
+		if (m->ts >= c->last_written_ts && m->ts + 1 > p->from &&
+		    c->part_fbytes + m->bytes - p->kbytes0 >= c->split) {
+			next_part(c, m->ts + 1);   /* after the line at m->ts */
+			continue;
+		}
+		c->kdone = m->bytes;
+		c->kq_head++;
+	}
+}
+
+/* Cuts before e when the part is full, between two timestamps: at a
+ * kernel line if the kernel text filled it, else at e. The file's size
  * is looked at every check_every events (ftello is not free). */
 static void maybe_split(struct conv *c, const struct oev *e)
 {
-	if (!c->want_split && ++c->part_events % c->check_every == 0)
-		c->want_split = part_bytes(c, cur_part(c), e->ts) >= c->split;
+	struct part *p;
+
+	if (c->sel_err)   /* no part to write to: said once */
+		return;
+	if (++c->part_events % c->check_every == 0)
+		c->part_fbytes = file_bytes(c, cur_part(c));
+	split_kernel(c, e->ts);
+	p = cur_part(c);
+	if (!c->want_split)
+		c->want_split = c->part_fbytes + c->kdone - p->kbytes0 >= c->split;
 	if (c->want_split && e->ts > c->last_written_ts && !c->sel_err)
-		c->sel_err = next_part(c, e->ts);
+		next_part(c, e->ts);
 }
 
 /* Whether the filters keep e: a pair's event as its pair was decided. */
@@ -281,6 +309,10 @@ static int finish_parts(struct conv *c, struct tb_reader *r)
 
 int tb_conv_render_end(struct conv *c, struct tb_reader *r, FILE *f)
 {
+	if (c->split)
+		split_kernel(c, UINT64_MAX);   /* the kernel lines after the last event */
+	if (c->sel_err)
+		return c->sel_err;
 	if (c->selective)
 		return finish_parts(c, r);
 	return tb_conv_render_tail(c, r, &c->j, f, NULL);
@@ -364,6 +396,7 @@ static int next_part(struct conv *c, uint64_t ts)
 	if (!c->sel_err) {
 		c->want_split = false;
 		c->part_events = 0;
+		c->part_fbytes = 0;
 		c->sel_err = add_part(c, ts, NULL);
 	}
 	/* Without a new part, c->j still writes into the part just closed (its
