@@ -427,7 +427,7 @@ static bool want_rss(const struct tb_record_opts *o)
 {
 	if (o->no_memory)
 		return false;
-	if (!access("/sys/kernel/tracing/events/kmem/rss_stat/id", R_OK))
+	if (!tb_sched_ensure_tracefs("the resident memory counters") && !access("/sys/kernel/tracing/events/kmem/rss_stat/id", R_OK))
 		return true;
 	fprintf(stderr, "tracebpf: record: no kmem:rss_stat tracepoint in tracefs: the traced "
 			"processes' resident memory is not recorded\n");

@@ -168,9 +168,10 @@ static int read_file(const char *path, char **buf, size_t *len, size_t prefix_ro
 	return 0;
 }
 
-/* tracefs is needed for -e (event ids and formats); mount it like bpftool
- * does when a fresh machine has not. */
-static int ensure_tracefs(void)
+/* tracefs is needed for -e (event ids and formats) and kmem:rss_stat
+ * (libbpf attaches a tracepoint by its id there); mount it like bpftool
+ * does when a fresh machine has not. why: what needs it. */
+int tb_sched_ensure_tracefs(const char *why)
 {
 	struct stat st;
 
@@ -180,11 +181,11 @@ static int ensure_tracefs(void)
 		int err = -errno;
 
 		ERR("failed to mount tracefs on '%s': %s", TRACEFS, strerror(-err));
-		fprintf(stderr, "tracebpf: hint: -e needs tracefs: mount -t tracefs tracefs %s\n",
-			TRACEFS);
+		fprintf(stderr, "tracebpf: hint: %s needs tracefs: mount -t tracefs tracefs %s\n",
+			why, TRACEFS);
 		return err;
 	}
-	fprintf(stderr, "tracebpf: record: mounted tracefs on %s (needed for -e)\n", TRACEFS);
+	fprintf(stderr, "tracebpf: record: mounted tracefs on %s (needed for %s)\n", TRACEFS, why);
 	return 0;
 }
 
@@ -324,7 +325,7 @@ int tb_sched_prepare(struct tb_sched **sp, const struct tb_sched_opts *o)
 		return -ENOMEM;
 	s->o = *o;
 	if (o->nevents)
-		err = ensure_tracefs();
+		err = tb_sched_ensure_tracefs("-e");
 	for (int i = 0; !err && i < o->nevents; i++)
 		err = resolve_spec(s, o->events[i]);
 	if (err) {
@@ -707,7 +708,7 @@ int tb_sched_add_event(struct tb_sched *s, const char *spec, struct tb_writer *w
 		    "(--no-sched without -e)", spec);
 		return -ENOTSUP;
 	}
-	err = ensure_tracefs();
+	err = tb_sched_ensure_tracefs("-e");
 	if (!err)
 		err = resolve_spec(s, spec);
 	if (!err && s->nev == n0)

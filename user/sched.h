@@ -47,6 +47,9 @@ struct tb_sched_opts {
 	bool verbose;
 };
 
+/* Mounts tracefs if it is not (said on stderr); why: what needs it. */
+int tb_sched_ensure_tracefs(const char *why);
+
 int tb_sched_prepare(struct tb_sched **s, const struct tb_sched_opts *o);
 /* Loads bpf/sched.bpf.c with its traced, spill and tb_ctl maps pointing at
  * traced_fd, spill_fd and ctl_fd (record.bpf.c's traced, rings and tb_ctl),
