@@ -11,6 +11,10 @@
  *     str       TRACE_EVENT_INSTANT1("bench", "str", thread, "s", "hello")
  *     id        TRACE_COUNTER_ID1("bench", "ctr", 7, i): an event_id site
  *     empty     no site: the loop alone (the peer of a disabled site)
+ *     memdump   TRACE_MEMORY_DUMP(): untraced, its guard
+ *     memdump_reg  tracebpf_memdump_register + _unregister of a second
+ *               dumper (the first registered before the loop: its time,
+ *               the dumping thread's start, printed as first_register_us)
  * THREADS (default 1) threads run the loop at once, from a barrier. With
  * PROBE_COST_FAST=1 in the environment each thread first emits "warm"
  * instants, 200 us apart, until its fast-path ring is mapped (at most 2 s;
@@ -32,9 +36,9 @@
 #include "tracebpf/trace.h"
 #include "threads.h"
 
-enum kind { INSTANT2, INSTANT1, SLICE, STR, ID, EMPTY, NKINDS };
+enum kind { INSTANT2, INSTANT1, SLICE, STR, ID, EMPTY, MEMDUMP, MEMDUMP_REG, NKINDS };
 static const char *const kinds[NKINDS] = { "instant2", "instant1", "slice", "str", "id",
-					   "empty" };
+					   "empty", "memdump", "memdump_reg" };
 
 static uint64_t n;
 static enum kind kind;
@@ -54,10 +58,21 @@ static void loop_empty(void)
 		__asm__ __volatile__("" : "+r"(i));
 }
 
+static void dumper(void *ctx)
+{
+	(void)ctx;
+	tracebpf_memdump_report_bytes("bench", 1);
+}
+
 static void loop_other(void)
 {
 	for (uint64_t i = 0; i < n; i++) {
-		if (kind == INSTANT1) {
+		if (kind == MEMDUMP) {
+			TRACE_MEMORY_DUMP();
+		} else if (kind == MEMDUMP_REG) {
+			tracebpf_memdump_register(dumper, &n);
+			tracebpf_memdump_unregister(dumper, &n);
+		} else if (kind == INSTANT1) {
 			TRACE_EVENT_INSTANT1("bench", "hit", TRACE_EVENT_SCOPE_THREAD,
 					     "i", (int64_t)i);
 		} else if (kind == SLICE) {
@@ -92,8 +107,8 @@ int main(int argc, char **argv)
 	int k;
 
 	if (argc < 2 || argc > 4) {
-		fprintf(stderr, "usage: probe_cost N [instant2|instant1|slice|str|id|empty "
-				"[THREADS]]\n");
+		fprintf(stderr, "usage: probe_cost N [instant2|instant1|slice|str|id|empty|memdump|"
+				"memdump_reg [THREADS]]\n");
 		return 2;
 	}
 	n = strtoull(argv[1], NULL, 0);
@@ -103,8 +118,17 @@ int main(int argc, char **argv)
 	threads = argc > 3 ? strtol(argv[3], NULL, 10) : 1;
 	if (n == 0 || k == NKINDS || threads < 1 || threads > 64) {
 		fprintf(stderr, "probe_cost: N must be > 0, KIND one of instant2 instant1 "
-				"slice str id empty, THREADS 1..64\n");
+				"slice str id empty memdump memdump_reg, THREADS 1..64\n");
 		return 2;
+	}
+	if (kind == MEMDUMP_REG) {
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		tracebpf_memdump_register(dumper, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("first_register_us=%.1f\n",
+		       ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 1e3);
 	}
 	bench.warm_up = warm_up;
 	bench.loop = kind == INSTANT2 ? loop_instant2 : kind == EMPTY ? loop_empty : loop_other;

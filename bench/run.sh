@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every figure against a peer measured in the same run.
-#   the probe site   disabled site against the empty loop; a recording
+#   the probe site   disabled site against the empty loop; memory dumps
+#                    untraced against the empty loop; a recording
 #                    stopped with ctl; a site of a category that is off
 #                    while recording; the 5-byte against the 1-byte nop
 #   bench/hotpath.sh a recorded hit against the floor program and bpftrace
@@ -48,6 +49,20 @@ off=$(median <"$out/off"); empty=$(median <"$out/empty")
 echo "empty loop (no site)                    : ${empty} ns/iteration"
 echo "disabled site (no tracer)               : ${off} ns/hit"
 awk -v a="$off" -v b="$empty" 'BEGIN { printf "disabled - empty                        : %.2f ns (goal <= 1)\n", a - b }'
+# Memory dumps, untraced (docs/api.md, "Memory dumps"): TRACE_MEMORY_DUMP()
+# against the empty loop; a register and unregister pair; the first
+# registration, which starts the dumping thread.
+: >"$out/md"; : >"$out/mdreg"; : >"$out/mdfirst"
+for i in $(seq "$runs"); do
+  "$B/probe_cost" "$N_OFF" memdump | ns >>"$out/md"
+  "$B/probe_cost" 10000000 memdump_reg >"$out/mdr"
+  ns <"$out/mdr" >>"$out/mdreg"
+  sed -n 's/^first_register_us=//p' "$out/mdr" >>"$out/mdfirst"
+done
+md=$(median <"$out/md")
+awk -v a="$md" -v b="$empty" 'BEGIN { printf "TRACE_MEMORY_DUMP() untraced - empty    : %.2f ns\n", a - b }'
+echo "memdump register + unregister (untraced): $(median <"$out/mdreg") ns"
+echo "first memdump register (starts a thread): $(median <"$out/mdfirst") us"
 # A recording stopped with tracebpf ctl stop (--paused: stopped from the
 # start) has no uprobe attached: the peer is the disabled site above.
 paused=$(for i in $(seq "$runs"); do

@@ -167,6 +167,8 @@ static void model_event(void *ctx, const struct oev *e)
 	const struct model_call *mc = ctx;
 	struct tracebpf_event pub;
 
+	if (e->ph == 'v')
+		return;   /* a memory dump: its counters come as 'C' events */
 	tb_model_public_event(e, &pub);
 	mc->ops->event(mc->ops->ctx, &pub);
 }

@@ -33,6 +33,7 @@
  *   convert_model.c      processes, threads, sites, names; loading
  *   struct tb_rec_event  an event record, its site and thread known
  *   convert_pair.c       slices, async slices, flows, ghosts; gaps
+ *   convert_memdump.c    the applications' memory dumps
  *   struct oev           a finished output event
  *   convert_queue.c      held until in ts order; the writer thread
  *   struct oev           in ts order, through a struct tb_model_sink
@@ -96,6 +97,7 @@ static void conv_free(struct conv *c)
 	free(c->stopped);
 	free(c->cats);
 	tb_conv_gaps_free(c);
+	tb_conv_md_free(c);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
 	tb_conv_free_parts(c);

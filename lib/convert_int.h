@@ -30,6 +30,27 @@ struct tb_outq;
 struct tb_ftrace;
 struct tmpls;
 
+/* One allocator of an application memory dump (docs/output.md, "Memory"). */
+struct md_alloc {
+	char *name;                 /* its path, "cache/entries" (owned) */
+	size_t nlen;
+	uint64_t size, objects;
+	bool has_objects;
+};
+
+/* A process's memory dump in progress: from its "dump" record to its
+ * "dump_end" (lib/convert_memdump.c). */
+struct memdump {
+	bool open;
+	uint64_t ts, seq;           /* of its begin: its events carry them */
+	uint64_t id, rss, trigger;
+	uint32_t pid, tid;
+	struct md_alloc *a;         /* by path, each once (a later one wins) */
+	size_t n, cap;
+	uint64_t received;          /* allocator records, those not kept too */
+	uint64_t dropped;           /* allocators past MD_ALLOC_MAX: not kept */
+};
+
 struct proc {
 	uint32_t pid;
 	/* A pid reused within the recording is a new process: incarnation n
@@ -48,6 +69,7 @@ struct proc {
 	int64_t sort_index;
 	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
 	int64_t rss[4];             /* TB_REC_RSS: the last count of each kind */
+	struct memdump md;          /* the application's memory dump, if open */
 	struct tb_hmap sites;          /* site address -> struct site * */
 	uint32_t image;             /* bumped at each exec */
 	/* Forked from parent, whose image was parent_image, and not exec'd
@@ -218,6 +240,13 @@ struct conv {
 	uint32_t cats_gen;          /* TB_REC_CATS records read */
 	uint64_t cats_left_out;
 	struct site rss_site[5];    /* mem.rss.file, .anon, mem.swap, .shmem, mem.rss */
+	/* Application memory dumps (convert_memdump.c): the v events' sites
+	 * (periodic, explicit), the counters' sites by name, the dumps open,
+	 * written, and the records of a dump whose begin was not seen */
+	struct site md_site[2];
+	struct tb_chain md_counters;
+	size_t md_open;
+	uint64_t md_dumps, md_orphans;
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
@@ -285,6 +314,19 @@ int tb_conv_close_process(struct conv *c, uint32_t pid, uint64_t ts, const char 
 int tb_conv_inherit_ghosts(struct conv *c, const struct tb_rec_fork *f);
 void tb_conv_drop_ghosts(struct thread *t, size_t from);
 void tb_conv_gaps_free(struct conv *c);
+
+/* ---- convert_memdump.c: the application's memory dumps ---- */
+
+/* An event of a 'v' site: a dump's begin, allocator or end. */
+int tb_conv_on_memdump(struct conv *c, const struct tb_rec_event *ev, struct site *s,
+		       uint64_t seq);
+/* Renders process pid's open dump (ALL_PIDS: every process's) as it is,
+ * marked incomplete with why. */
+int tb_conv_md_close(struct conv *c, uint32_t pid, const char *why);
+/* low, or the begin of an earlier dump still open: its events carry it. */
+uint64_t tb_conv_md_low(const struct conv *c, uint64_t low);
+void tb_conv_md_free_proc(struct proc *p);
+void tb_conv_md_free(struct conv *c);
 
 /* ---- convert_queue.c: the output queue and the writer thread ---- */
 

@@ -237,7 +237,7 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 	if (d.magic != TRACEBPF_SITE_MAGIC || d.size < sizeof(d) || d.size > rec->len ||
 	    d.nargs > TB_MAX_ARGS)
 		return;
-	if (!strchr("BEICbenstfM", d.phase) || !d.phase)
+	if (!strchr("BEICbenstfMv", d.phase) || !d.phase)
 		return;
 	if (d.flags & ~(TB_SITE_COPY_NAME | TB_SITE_STEP | TB_SITE_ID))
 		return;
@@ -441,6 +441,8 @@ static int on_exec(struct conv *c, const struct tb_rec_exec *x)
 			return err;
 	}
 	err = tb_conv_close_process(c, x->hdr.pid, x->hdr.ts, "process exec'd");
+	if (!err)
+		err = tb_conv_md_close(c, x->hdr.pid, "the process exec'd before the dump's end");
 	if (err)
 		return err;
 	tb_hmap_free(&p->sites);   /* a new image: its sites are new */
@@ -491,6 +493,8 @@ static int on_exit_(struct conv *c, const struct tb_rec_exit *x)
 	err = tb_conv_close_stack(c, t, x->hdr.ts, "thread exited", NULL);
 	if (!err && x->flags & TB_EXITF_PROCESS)
 		err = tb_conv_close_process(c, x->hdr.pid, x->hdr.ts, "thread exited");
+	if (!err && x->flags & TB_EXITF_PROCESS)
+		err = tb_conv_md_close(c, x->hdr.pid, "the process exited before the dump's end");
 	if (!err)
 		err = set_name(c, x->hdr.pid, x->hdr.tid, x->comm);
 	if (!err)
@@ -668,12 +672,15 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 			err = tb_conv_close_stack(c, t, c->last_ts, "recording ended", NULL);
 	}
 	if (!err)
+		err = tb_conv_md_close(c, ALL_PIDS, "the recording ended before the dump's end");
+	if (!err)
 		tb_conv_out_flush(c, 0, true);
 	return err;
 }
 
 void tb_conv_free_proc(struct proc *p)
 {
+	tb_conv_md_free_proc(p);
 	tb_hmap_free(&p->sites);
 	free(p->app_name);
 	free(p->cmdline);
@@ -723,6 +730,7 @@ void tb_model_counts(const struct tb_model *m, struct tb_model_counts *o)
 		.slices_parent_lost = c->gap.parent_lost,
 		.stopped_windows = c->nstopped, .records_while_stopped = c->while_stopped,
 		.forced = c->forced, .stats = c->stats,
+		.memory_dumps = c->md_dumps, .memory_dump_records_without_dump = c->md_orphans,
 		.drops_total = c->stats ? c->stats->drops_total : 0,
 		.lost_processes = c->stats ? tb_stats_lost_procs(c->stats) : 0,
 	};

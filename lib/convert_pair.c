@@ -14,8 +14,9 @@
  *
  * Receives: event records (struct tb_rec_event) from the model
  * (tb_conv_on_event, convert_model.c), with the thread and site the model
- * keeps; gap marks (tb_conv_on_gap); the model's exits, execs and ctl
- * stops (tb_conv_close_stack, tb_conv_close_process).
+ * keeps (those of memory dumps go on to convert_memdump.c); gap marks
+ * (tb_conv_on_gap); the model's exits, execs and ctl stops
+ * (tb_conv_close_stack, tb_conv_close_process).
  * Hands on: finished output events (struct oev: slices, instants,
  * counters, async and flow events, each owning copies of its records) to
  * the output queue (tb_conv_add_out, convert_queue.c), or, for a sink that
@@ -728,6 +729,8 @@ int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t se
 	if (c->cats && !tb_conv_cats_keep(c, s, tb_conv_get_thread(c, rec->hdr.tid,
 								     rec->hdr.pid)))
 		return 0;
+	if (s->phase == 'v')   /* memory dumps: copied too (convert_memdump.c) */
+		return tb_conv_on_memdump(c, rec, s, seq);
 	if (c->direct && !event_direct(c, &e))
 		return 0;
 	ev = tb_conv_pool_copy(c, &rec->hdr);   /* kept by an open slice or an output event */

@@ -225,9 +225,10 @@ static void out_pop(struct conv *c)
 
 /* Writes every held event that nothing still to come can precede: events
  * before both the records still to be processed (ts >= now) and the begin
- * of every open (or inherited, for a forked child) slice. Past OUT_MAX held events the oldest are written
- * anyway (a slice open for very long): X events may then be out of ts
- * order, which every viewer sorts (counted in c->forced). */
+ * of every open (or inherited, for a forked child) slice and memory dump.
+ * Past OUT_MAX held events the oldest are written anyway (a slice open for
+ * very long): X events may then be out of ts order, which every viewer
+ * sorts (counted in c->forced). */
 void tb_conv_out_flush(struct conv *c, uint64_t now, bool all)
 {
 	uint64_t low = now;
@@ -243,6 +244,7 @@ void tb_conv_out_flush(struct conv *c, uint64_t now, bool all)
 			if (t && t->nghosts && t->ghost_ts < low)
 				low = t->ghost_ts;
 		}
+		low = tb_conv_md_low(c, low);   /* an open memory dump's begin */
 	}
 	while (out_held(c) && (all || out_first(c)->ts < low))
 		out_pop(c);
@@ -253,7 +255,8 @@ void tb_conv_out_flush(struct conv *c, uint64_t now, bool all)
 }
 
 /* By ts; at equal ts longer slices first so parents precede children, and
- * equal slices in begin order (outer first). */
+ * equal slices in begin order (outer first); the events of one record (a
+ * memory dump's) in the order they were made. */
 static int cmp_out(const void *a, const void *b)
 {
 	const struct oev *x = a, *y = b;
@@ -262,7 +265,9 @@ static int cmp_out(const void *a, const void *b)
 		return x->ts < y->ts ? -1 : 1;
 	if (x->dur != y->dur)
 		return x->dur > y->dur ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->sub < y->sub ? -1 : x->sub > y->sub;
 }
 
 /* ------------------------------------------------ the writer thread -- */

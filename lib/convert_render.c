@@ -509,12 +509,39 @@ static bool write_plain(struct tmpls *ts, struct tb_json *j, const struct oev *e
 	return true;
 }
 
+/* An application's memory dump (ph v, docs/output.md "Memory"): its args
+ * are the JSON text its record holds behind the header
+ * (lib/convert_memdump.c). */
+static void write_memdump(struct tb_json *j, const struct oev *e)
+{
+	const struct tb_rec_event_id *x = (const void *)e->ev;
+	char id[24];
+
+	tb_json_newline(j);
+	tb_json_begin_object(j);
+	tb_json_kstr(j, "ph", "v");
+	tb_json_kts(j, "ts", e->ts);
+	tb_json_kuint(j, "pid", e->pid);
+	tb_json_kuint(j, "tid", e->tid);
+	tb_json_kstr(j, "cat", e->site->cat);
+	tb_json_kstr(j, "name", e->site->name);
+	snprintf(id, sizeof(id), "0x%" PRIx64, (uint64_t)x->id);
+	tb_json_kstr(j, "id", id);
+	tb_json_key(j, "args");
+	tb_json_raw(j, (const char *)(x + 1), x->ev.hdr.size - sizeof(*x));
+	tb_json_end_object(j);
+}
+
 void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e)
 {
 	struct args as;
 	char lost[96];
 	int k;
 
+	if (e->ph == 'v') {
+		write_memdump(j, e);
+		return;
+	}
 	if (write_plain(ts, j, e))
 		return;
 	as.n = 0;
@@ -837,6 +864,12 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 		tb_json_end_array(j);
 		tb_json_kuint(j, "records_while_stopped", c->while_stopped);
 	}
+	/* application memory dumps (docs/output.md, "Memory"): only when
+	 * there are some, so that other files render as they did */
+	if (c->md_dumps)
+		tb_json_kuint(j, "memory_dumps", c->md_dumps);
+	if (c->md_orphans)
+		tb_json_kuint(j, "memory_dump_records_without_dump", c->md_orphans);
 	if (c->cats) {   /* the last rules; docs/output.md, "Categories" */
 		tb_json_key(j, "categories");
 		tb_json_begin_array(j);
@@ -995,7 +1028,7 @@ void tb_model_public_event(const struct oev *e, struct tracebpf_event *o)
 	if (e->ph == 'I')
 		o->scope = e->site->scope ? e->site->scope : 't';
 	o->name = tb_conv_ev_name(e->site, e->ev, &o->name_len);
-	if (e->ev->hdr.type == TB_REC_EVENT_ID && strchr("bentsfC", e->ph)) {
+	if (e->ev->hdr.type == TB_REC_EVENT_ID && strchr("bentsfCv", e->ph)) {
 		o->has_id = true;
 		o->id = tb_conv_ev_id(e->ev);
 	}

@@ -192,6 +192,11 @@ static int parse_duration(const char *s, size_t n, uint64_t *ns, const char **wh
 	return 0;
 }
 
+int tb_parse_duration(const char *s, uint64_t *ns, const char **why)
+{
+	return parse_duration(s, strlen(s), ns, why);
+}
+
 int tb_filter_set_time(struct tb_filter *f, const char *arg, const char **why)
 {
 	const char *comma = strchr(arg, ','), *end;

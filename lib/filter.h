@@ -56,6 +56,8 @@ int tb_filter_add_names(struct tb_filter *f, const char *arg, const char **why);
  * +DURATION (after START); an empty START is the trace's start, an empty
  * END its end. A second --time replaces the first. */
 int tb_filter_set_time(struct tb_filter *f, const char *arg, const char **why);
+/* DIGITS[.DIGITS]UNIT (ns, us, ms, s) into *ns: 0, or -EINVAL and *why. */
+int tb_parse_duration(const char *s, uint64_t *ns, const char **why);
 
 /* Whether any filter was given. */
 bool tb_filter_active(const struct tb_filter *f);

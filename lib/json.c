@@ -370,6 +370,12 @@ void tb_json_null(struct tb_json *j)
 	puts_(j, "null");
 }
 
+void tb_json_raw(struct tb_json *j, const char *s, size_t n)
+{
+	tb_json__value_start(j);
+	put(j, s, n);
+}
+
 void tb_json_begin_array(struct tb_json *j)
 {
 	tb_json__open(j, '[');

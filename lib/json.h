@@ -72,6 +72,10 @@ static inline void tb_json_uint(struct tb_json *j, uint64_t v);
 void tb_json_double(struct tb_json *j, double v);
 void tb_json_bool(struct tb_json *j, bool v);
 void tb_json_null(struct tb_json *j);
+/* One whole value, n bytes of JSON text that a writer wrote before
+ * (tracebpf convert's memory dumps: docs/output.md, "Memory"): written as
+ * it is, with the comma before it; not checked. */
+void tb_json_raw(struct tb_json *j, const char *s, size_t n);
 /* Integer nanoseconds as microseconds with exactly three decimals, no
  * floating point: 1234567 -> 1234.567, 0 -> 0.000. */
 static inline void tb_json_ts_ns(struct tb_json *j, uint64_t ns);

@@ -25,7 +25,7 @@
 /* A site descriptor as the model parsed it. */
 struct site {
 	bool valid;
-	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M' */
+	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M', 'v' */
 	char scope;                 /* 't', 'p', 'g' */
 	uint8_t nargs;
 	uint8_t arg_type[TB_MAX_ARGS];
@@ -54,7 +54,9 @@ struct lost {
 struct pair;
 
 /* One output event. X: site/ev are the begin, esite/eev the end (NULL when
- * the slice was closed by exit, exec or the end of the trace). */
+ * the slice was closed by exit, exec or the end of the trace). v: an
+ * application's memory dump, ev a record made for it, its args' JSON text
+ * behind the header (lib/convert_memdump.c). */
 struct oev {
 	uint64_t ts, dur, seq;
 	uint64_t pid;               /* the process incarnation's pid */
@@ -72,6 +74,9 @@ struct oev {
 	 * a slice that enclosed it may have begun among the lost records
 	 * (docs/output.md, "Slices") */
 	bool parent_lost;
+	/* among the events made of one record (a memory dump's: its v event
+	 * and counters), the order they were made in, after seq */
+	uint32_t sub;
 	struct pair *pair;          /* with filters or --split: its pair, or NULL */
 	bool pair_end;              /* the pair's last event (e, f) */
 	/* X: the time of the slices directly inside it on its thread, as
@@ -95,9 +100,10 @@ struct tb_model_sink {
 	 * during the call. */
 	void (*event)(void *ctx, const struct oev *e);
 	/* event() takes events in any order: the model then hands each
-	 * slice (X) over when it ends, and every other event as it reads
-	 * it, so those are in ts order among themselves, and it holds
-	 * nothing back (no copy, no queue). */
+	 * slice (X) over when it ends, a memory dump's events (v and its
+	 * counters, at its begin's time) when it ends, and every other event
+	 * as it reads it, so those are in ts order among themselves, and it
+	 * holds nothing back (no copy, no queue). */
 	bool any_order;
 	/* After the last event, with the model whole: its names and counts
 	 * (below). NULL: nothing to do. Returns 0 or -errno. */
@@ -128,6 +134,7 @@ struct tb_model_counts {
 	uint64_t slices_parent_lost;
 	uint64_t stopped_windows, records_while_stopped;
 	uint64_t forced;            /* events released out of ts order */
+	uint64_t memory_dumps, memory_dump_records_without_dump;
 	uint64_t drops_total, lost_processes;
 	/* the last TB_REC_STATS (drops per CPU: tb_stats_drop), NULL when
 	 * the trace has none; it lives as long as the model */

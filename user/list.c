@@ -162,6 +162,7 @@ static const char *phase_name(char ph)
 	case 't': return "flow_step";
 	case 'f': return "flow_end";
 	case 'M': return "metadata";
+	case 'v': return "memory_dump";
 	}
 	return "?";
 }

@@ -37,7 +37,7 @@ static const char top_doc[] =
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
        OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION, OPT_TID, OPT_CATS,
-       OPT_XCATS, OPT_NO_MEMORY };
+       OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -91,6 +91,9 @@ static const struct argp_option record_options[] = {
 	{ "no-memory", OPT_NO_MEMORY, NULL, 0, "Do not record the traced processes' resident "
 					       "memory (on by default: kmem:rss_stat, as "
 					       "mem.rss.* counters)", 0 },
+	{ "memory-dump-interval", OPT_MEMDUMP, "DURATION", 0, "Ask the application's memory "
+							     "dumpers (tracebpf_memdump_register) for a dump every "
+							     "DURATION (250ms, 2s; default 1s; 0: no dumps)", 0 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler events (on by default: context switches, "
 					       "wakeups, CPU idle of the whole system)", 0 },
 	{ "sched", OPT_SCHED, "SCOPE", 0, "Scheduler events of the whole system (all, default) or "
@@ -262,6 +265,21 @@ static void check_record_args(struct argp_state *state, const struct tb_record_o
 	check_categories(state, o);
 }
 
+/* --memory-dump-interval: 0, or 1 ms to 24 days, in whole ms. */
+static void parse_memdump(struct argp_state *state, const char *arg)
+{
+	struct tb_record_opts *o = state->input;
+	const char *why = NULL;
+	uint64_t ns = 0;
+
+	if (strcmp(arg, "0") && tb_parse_duration(arg, &ns, &why))
+		argp_error(state, "bad --memory-dump-interval '%s': %s", arg, why);
+	if (ns % 1000000 || ns > (uint64_t)INT32_MAX * 1000000)
+		argp_error(state, "bad --memory-dump-interval '%s': give whole milliseconds, "
+			   "from 1ms to 24 days, or 0 for no dumps", arg);
+	o->memdump_ms = (unsigned)(ns / 1000000);
+}
+
 /* record's options for kernel events (scheduler, -e, memory): true when key was one of them. */
 static bool parse_kernel_opt(int key, char *arg, struct argp_state *state)
 {
@@ -270,6 +288,9 @@ static bool parse_kernel_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case OPT_NO_MEMORY:
 		o->no_memory = true;
+		return true;
+	case OPT_MEMDUMP:
+		parse_memdump(state, arg);
 		return true;
 	case OPT_NO_SCHED:
 		o->no_sched = true;
@@ -450,6 +471,7 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 		.cmdline = cmdline,
 		.serve_max_lag = 64 << 20,
 		.max_procs = 16384,
+		.memdump_ms = 1000,
 		.fast_buffer_size = 64 << 10,
 		.fast_buffer_max = 128 << 20,
 		.max_fast_rings = 1024,

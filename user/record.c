@@ -168,6 +168,7 @@ static void destroy(struct recorder *r, int err)
 			kill(r->child, SIGKILL);
 		waitpid(r->child, NULL, err ? 0 : WNOHANG);
 	}
+	md_free(r);
 	if (r->w)
 		tb_writer_close(r->w);
 	if (r->server)
@@ -265,6 +266,7 @@ int tb_record(const struct tb_record_opts *o)
 	if (!err)
 		err = attach_targets(&r);
 	if (!err) {
+		md_scan_all(&r);
 		err = finish_output(&r, record_loop(&r));
 		report(&r);
 		if (!err)

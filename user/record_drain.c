@@ -159,6 +159,7 @@ int on_record(void *ctx, void *data, size_t size)
 		}
 		fast_follow(r, h);
 		keep_note(r, h);
+		md_note(r, h);
 		r->events++;
 		count_path(r, h);
 		if (r->cut && h->ts > r->cut)

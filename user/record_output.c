@@ -287,7 +287,7 @@ int open_output(struct recorder *r)
 }
 
 /* fn(r, pid) for every process still traced. */
-static void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
+void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
 {
 	int fd = bpf_map__fd(r->skel->maps.traced);
 	__u32 key, next, *prev = NULL;
@@ -323,6 +323,7 @@ int finish_output(struct recorder *r, int err)
 	uint64_t size;
 	int e;
 
+	md_tell_all(r, true);   /* no dump begins that the file would lack */
 	drain_fast(r, true);
 	e = tb_sched_flush(r->sched);
 	if (e && !err)

@@ -264,6 +264,7 @@ int handle_ctl(struct recorder *r, bool tty)
 	if (!r->ctl.off && (want_off || gate_off)) {
 		take_all(r);
 		detach_usdt(r);
+		md_tell_all(r, true);
 		werr = tb_ctl_log(&r->ctl, r->w, true, ts, by);
 		if (say)
 			fprintf(stderr, "%stracebpf: recording stopped (tracebpf ctl, process %u)\n",
@@ -271,6 +272,7 @@ int handle_ctl(struct recorder *r, bool tty)
 	}
 	if (!want_off && r->ctl.off && !werr) {
 		err = reattach_usdt(r);
+		md_tell_all(r, false);
 		werr = tb_ctl_log(&r->ctl, r->w, false, tb_ctl_open_gate(&r->ctl), by);
 		if (say)
 			fprintf(stderr, "%stracebpf: recording started (tracebpf ctl, process %u)\n",

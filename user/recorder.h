@@ -14,6 +14,8 @@
  *                     in the file, changed by `tracebpf ctl`
  *   record_restart.c  ctl restart: the records a new file needs, kept;
  *                     the old file closed and converted, the new opened
+ *   record_memdump.c  the application's memory dumps: its dumping threads
+ *                     found and told the interval
  *   record_drain.c    the rings drained in rounds, the drop counts
  *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
@@ -68,6 +70,12 @@ struct object {
 				* a new file, by then */
 	char key[64];          /* "dev:ino": uprobes are per inode */
 	struct bpf_link *link[TB_NPROBES];
+};
+
+/* A traced process's memory-dumping thread (record_memdump.c). */
+struct md_thread {
+	__u32 pid, tid;
+	int sig;               /* the signal it waits for */
 };
 
 struct recorder {
@@ -132,6 +140,11 @@ struct recorder {
 	int cats_fd;           /* the session map (record_cats.c) */
 	struct tracebpf_cats *cats;   /* ... mapped */
 	__u32 cats_gen;        /* the rules in the switches and the file */
+	struct {               /* memory dumps (record_memdump.c) */
+		struct md_thread *v;
+		size_t n, cap;
+		struct tb_hmap sites;   /* (pid, site) of `dumper` sites */
+	} md;
 };
 
 /* Each function is described where it is defined. */
@@ -174,6 +187,12 @@ int cats_log(struct recorder *r, __u64 ts);
 int cats_check(struct recorder *r);
 void cats_close(struct recorder *r);
 
+/* record_memdump.c */
+void md_note(struct recorder *r, const struct tb_rec_hdr *h);
+void md_scan_all(struct recorder *r);
+void md_tell_all(struct recorder *r, bool off);
+void md_free(struct recorder *r);
+
 /* record_drain.c */
 void consume_rings(void *ctx);
 void drain_fast(struct recorder *r, bool last);
@@ -188,6 +207,7 @@ int poll_round(struct recorder *r);
 
 /* record_output.c */
 int output_paths(struct recorder *r, const char *out);
+void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
 void write_comms(struct recorder *r, pid_t pid);
 void write_cmdline(struct recorder *r, pid_t pid);
 void err_write(const char *path, int err, bool create);

@@ -41,6 +41,7 @@ struct tb_record_opts {
 	size_t serve_max_lag;            /* --serve-max-lag: bytes */
 	bool no_sched;                   /* --no-sched: no scheduler events */
 	bool no_memory;                  /* --no-memory: no kmem:rss_stat */
+	unsigned memdump_ms;             /* --memory-dump-interval, ms (0: none) */
 	bool sched_traced;               /* --sched=traced: only traced tasks' */
 	unsigned sched_select;           /* --sched-events (sched.h), 0 = all */
 	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */

@@ -263,7 +263,7 @@ descriptors() {
 			line = b[12] + 256 * b[13] + 65536 * b[14] + 16777216 * b[15]
 			if (magic != 827540052) err = err ",magic"
 			if (size > 512 || size > symsize || size < 20) { err = err ",size"; size = symsize }
-			if (ph !~ /^[BEICbenstfM]$/) err = err ",phase"
+			if (ph !~ /^[BEICbenstfMv]$/) err = err ",phase"
 			if (ph == "I" && sc != 116 && sc != 112 && sc != 103) err = err ",scope"
 			if (ph != "I" && sc != 0) err = err ",scope"
 			copy = flags % 2; step = int(flags / 2) % 2; isid = int(flags / 4) % 2
@@ -463,6 +463,18 @@ enabled=1 evals=11" "$("$bin" 2>&1; "$bin" force 2>&1)"
 			"$(readelf -h "$bin" | awk '/Type:/ { print $2 }')"
 		;;
 	esac
+done
+
+# The memory-dump API, in every language version: untraced, registration
+# works, the 65th is refused, and nothing is called or woken.
+for variant in "gcc $CSTD -O0" "gcc $CSTD -O2" "clang $CSTD -O2" "g++ -x c++ -std=c++11 -O2" \
+	"g++ -x c++ -std=c++20 -O0" "clang++ -x c++ -std=c++11 -O2"; do
+	tag=$(echo "$variant" | tr -d ' ' | tr -c 'a-zA-Z0-9+=_-' '_')
+	bin=$B/memdump_api.$tag
+	compile "compile memdump_api $variant" "$bin.log" -- \
+		$variant $WARN $INC "$HERE/memdump_api.c" -o "$bin" || continue
+	check_eq "$variant: memory-dump API untraced" \
+		"register=0 full=-1 unregister=0 unknown=-1 called=0 wakes=0" "$("$bin" 2>&1)"
 done
 
 # --- 2. what must not compile --------------------------------------------------

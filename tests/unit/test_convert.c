@@ -69,9 +69,11 @@ static void hdr(struct tb_rec_hdr *h, uint16_t type, size_t size, uint64_t ts,
 
 enum { SITE_OK, SITE_BAD_MAGIC, SITE_UNTERMINATED, SITE_FAULT };
 
-static void site(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
-		 char phase, char scope, const char *cat, const char *name,
-		 int nargs, const uint8_t *types, const char *const *names, int how)
+/* A SITE record; flags: TRACEBPF_SITEF_* of the descriptor. */
+static void site_flags(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
+		       char phase, char scope, const char *cat, const char *name,
+		       int nargs, const uint8_t *types, const char *const *names, int how,
+		       uint8_t flags)
 {
 	uint64_t buf[128];
 	struct tb_rec_site *s = (void *)buf;
@@ -85,6 +87,7 @@ static void site(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
 	d->phase = (uint8_t)phase;
 	d->scope = (uint8_t)scope;
 	d->nargs = (uint8_t)nargs;
+	d->flags = flags;
 	for (i = 0; i < nargs; i++)
 		d->arg_type[i] = types[i];
 	p = stpcpy(p, cat) + 1;
@@ -104,6 +107,13 @@ static void site(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
 	}
 	hdr(&s->hdr, TB_REC_SITE, TB_REC_ALIGN(sizeof(*s) + len), ts, pid, pid);
 	assert_int_equal(tb_writer_append(w, &s->hdr), 0);
+}
+
+static void site(struct tb_writer *w, uint64_t ts, uint32_t pid, uint64_t addr,
+		 char phase, char scope, const char *cat, const char *name,
+		 int nargs, const uint8_t *types, const char *const *names, int how)
+{
+	site_flags(w, ts, pid, addr, phase, scope, cat, name, nargs, types, names, how, 0);
 }
 
 /* s0/s1: bytes of string arguments 0/1 (n0/n1 of them, NUL included). */
@@ -224,6 +234,27 @@ static void event_id(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t ti
 	assert_int_equal(tb_writer_append(w, &x.ev.hdr), 0);
 }
 
+/* An event_id hit with two arguments and, for a COPY site, the name
+ * copied at the hit (NULL: none). */
+static void event_id2(struct tb_writer *w, uint64_t ts, uint32_t pid, uint32_t tid,
+		      uint64_t addr, uint64_t id, uint64_t a0, uint64_t a1, const char *name)
+{
+	uint64_t buf[64];
+	struct tb_rec_event_id *x = (void *)buf;
+	size_t n = name ? strlen(name) + 1 : 0;
+
+	memset(buf, 0, sizeof(buf));
+	x->ev.site = addr;
+	x->ev.args[0] = a0;
+	x->ev.args[1] = a1;
+	x->id = id;
+	x->name_len = (uint16_t)n;
+	if (name)
+		memcpy(x + 1, name, n);
+	hdr(&x->ev.hdr, TB_REC_EVENT_ID, TB_REC_ALIGN(sizeof(*x) + n), ts, pid, tid);
+	assert_int_equal(tb_writer_append(w, &x->ev.hdr), 0);
+}
+
 /* A gap mark of the application's records on CPU 0: count records lost
  * from ts to last, of the threads tids (ntids of them; all: others too). */
 static void gap(struct tb_writer *w, uint64_t ts, uint64_t last, uint64_t count,
@@ -329,7 +360,7 @@ static const char py_generic[] =
 "ev, md = d['traceEvents'], d['metadata']\n"
 "last = -1\n"
 "for e in ev:\n"
-"    assert e['ph'] in 'XICMbenstf', e\n"
+"    assert e['ph'] in 'XICMbenstfv', e\n"
 "    for k in ('ts', 'dur'):\n"
 "        if k in e:\n"
 "            assert isinstance(e[k], (int, float)) and e[k] >= 0, e\n"
@@ -498,7 +529,7 @@ static const char py_scenario[] =
 "assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
 "assert md['kernel_release'] == '6.18.0' and md['command_line'] == 'tracebpf record -- ./app \"quoted\"'\n"
 "assert md['realtime_offset_ns'] == 1700000000000000000 and md['start_ts'] == 500\n"
-"assert md['tracebpf_version'] and md['format_version'] == '2.7'\n";
+"assert md['tracebpf_version'] and md['format_version'] == '2.8'\n";
 
 static void test_scenario(void **state)
 {
@@ -764,7 +795,7 @@ static void test_stopped_windows(void **state)
 "assert md['recording_stopped'] == [{'from_ns': 2000, 'to_ns': 3000}, {'from_ns': 5000}], md\n"
 "assert md['records_while_stopped'] == 3 and md['unmatched_ends'] == 0, md\n"
 "assert md['ends_before_recording'] == 1, md\n"
-"assert md['format_version'] == '2.7', md\n"), 0);
+"assert md['format_version'] == '2.8', md\n"), 0);
 	free(out);
 	free(err);
 }
@@ -1472,6 +1503,243 @@ static void test_child_time_at_random(void **state)
 	tb_filter_free(&f);
 }
 
+/* ------------------------------------------------- memory dumps -- */
+
+enum { MD_DUMP = 0x100, MD_ALLOC2 = 0x110, MD_ALLOC1 = 0x118, MD_END = 0x120,
+       MD_DUMPER = 0x130, MD_TICK = 0x200 };
+
+/* The memory dump sites of tracebpf/trace.h in process pid. */
+static void md_sites(struct tb_writer *w, uint64_t ts, uint32_t pid)
+{
+	static const uint8_t t_uu[] = { TB_ARG_UINT, TB_ARG_UINT }, t_i[] = { TB_ARG_INT };
+	static const char *const n_dump[] = { "resident_set_bytes", "trigger" };
+	static const char *const n_alloc[] = { "size", "objects" };
+	static const char *const n_end[] = { "allocators" }, *const n_sig[] = { "signal" };
+	const uint8_t id = TRACEBPF_SITEF_ID, copy = TRACEBPF_SITEF_ID | TRACEBPF_SITEF_COPY_NAME;
+
+	site_flags(w, ts, pid, MD_DUMP, 'v', 0, "memory", "dump", 2, t_uu, n_dump, SITE_OK, id);
+	site_flags(w, ts, pid, MD_ALLOC2, 'v', 0, "memory", "", 2, t_uu, n_alloc, SITE_OK, copy);
+	site_flags(w, ts, pid, MD_ALLOC1, 'v', 0, "memory", "", 1, t_uu, n_alloc, SITE_OK, copy);
+	site_flags(w, ts, pid, MD_END, 'v', 0, "memory", "dump_end", 1, t_uu, n_end, SITE_OK, id);
+	site_flags(w, ts, pid, MD_DUMPER, 'v', 0, "__metadata", "dumper", 1, t_i, n_sig, SITE_OK,
+		   id);
+}
+
+#define MD_ID(n) (0xa00000000ull | (n))
+
+/* Process 10's dumps on its thread 11, its main thread's ticks in between:
+ * two complete dumps; one whose end was lost, then another whose end counts
+ * an allocator that did not arrive; an allocator and an end of dumps never
+ * begun; one dump of process 20 that exits in it, one of 10 open at the
+ * end. */
+static void write_memdumps(void)
+{
+	static const uint8_t t_u[] = { TB_ARG_UINT };
+	static const char *const n_i[] = { "i" };
+	struct tb_writer *w = open_trace(0);
+
+	md_sites(w, 100, 10);
+	md_sites(w, 100, 20);
+	site(w, 100, 10, MD_TICK, 'I', 't', "app", "tick", 1, t_u, n_i, SITE_OK);
+	event_id2(w, 900, 10, 11, MD_DUMPER, 0, 61, 0, NULL);   /* shows nothing */
+	event_id2(w, 1000, 10, 11, MD_DUMP, MD_ID(1), 0x1000000, 0, NULL);
+	event_id2(w, 1100, 10, 11, MD_ALLOC2, MD_ID(1), 4096, 12, "cache/entries");
+	EV(w, 1150, 10, 10, MD_TICK, 1, 0);   /* written after the dump, at 1.0 */
+	event_id2(w, 1200, 10, 11, MD_ALLOC1, MD_ID(1), 65536, 0, "malloc");
+	event_id2(w, 1300, 10, 11, MD_END, MD_ID(1), 2, 0, NULL);
+	event_id2(w, 2000, 10, 11, MD_DUMP, MD_ID(2), 0x2000000, 1, NULL);
+	event_id2(w, 2100, 10, 11, MD_ALLOC2, MD_ID(2), 8192, 20, "cache/entries");
+	event_id2(w, 2200, 10, 11, MD_ALLOC1, MD_ID(2), 131072, 0, "malloc");
+	event_id2(w, 2300, 10, 11, MD_END, MD_ID(2), 2, 0, NULL);
+	event_id2(w, 3000, 10, 11, MD_DUMP, MD_ID(3), 0x3000000, 0, NULL);
+	event_id2(w, 3100, 10, 11, MD_ALLOC1, MD_ID(3), 1000, 0, "malloc");
+	/* its end was lost */
+	event_id2(w, 4000, 10, 11, MD_DUMP, MD_ID(4), 0x4000000, 0, NULL);
+	event_id2(w, 4100, 10, 11, MD_ALLOC2, MD_ID(4), 100, 1, "cache/entries");
+	event_id2(w, 4200, 10, 11, MD_ALLOC1, MD_ID(4), 2000, 0, "malloc");
+	event_id2(w, 4300, 10, 11, MD_END, MD_ID(4), 3, 0, NULL);   /* 3, 2 arrived */
+	event_id2(w, 5000, 10, 11, MD_ALLOC1, MD_ID(99), 5, 0, "malloc");   /* no begin */
+	event_id2(w, 5100, 10, 11, MD_END, MD_ID(98), 1, 0, NULL);          /* no begin */
+	event_id2(w, 5500, 20, 21, MD_DUMP, MD_ID(7), 0x500, 0, NULL);
+	event_id2(w, 5550, 20, 21, MD_ALLOC1, MD_ID(7), 7, 0, "arena");
+	exit_(w, 5600, 20, 21, "other", true);
+	event_id2(w, 6000, 10, 11, MD_DUMP, MD_ID(5), 0x6000000, 0, NULL);
+	event_id2(w, 6100, 10, 11, MD_ALLOC1, MD_ID(5), 3000, 0, "malloc");
+	EV(w, 6500, 10, 10, MD_TICK, 2, 0);
+	assert_int_equal(tb_writer_close(w), 0);
+}
+
+static const char py_memdumps[] =
+"import re\n"
+"v = [e for e in ev if e['ph'] == 'v']\n"
+"guids = []\n"
+"for e in v:\n"
+"    for a in e['args']['dumps']['allocators'].values():\n"
+"        assert re.fullmatch('[0-9a-f]{16}', a['guid']), a\n"
+"        guids.append(a.pop('guid'))\n"
+"assert len(guids) == 9 and len(set(guids)) == 9, guids\n"
+"def S(size, objects=None):\n"
+"    a = {'size': {'type': 'scalar', 'units': 'bytes', 'value': size}}\n"
+"    if objects is not None:\n"
+"        a['object_count'] = {'type': 'scalar', 'units': 'objects', 'value': objects}\n"
+"    return {'attrs': a}\n"
+"def D(rss, allocators, why=None):\n"
+"    d = {'dumps': {'level_of_detail': 'detailed', 'process_totals': {'resident_set_bytes': rss},\n"
+"                   'allocators': allocators}}\n"
+"    if why: d['tracebpf_incomplete'] = why\n"
+"    return d\n"
+"def V(ts, pid, tid, name, id, args):\n"
+"    return {'ph': 'v', 'ts': ts, 'pid': pid, 'tid': tid, 'cat': 'memory', 'name': name,\n"
+"            'id': id, 'args': args}\n"
+"P, X = 'periodic_interval', 'explicitly_triggered'\n"
+"want = [\n"
+"    V(1.0, 10, 11, P, '0xa00000001', D('1000000', {'cache/entries': S('1000', 'c'), 'malloc': S('10000')})),\n"
+"    V(2.0, 10, 11, X, '0xa00000002', D('2000000', {'cache/entries': S('2000', '14'), 'malloc': S('20000')})),\n"
+"    V(3.0, 10, 11, P, '0xa00000003', D('3000000', {'malloc': S('3e8')}, \"the dump's end was not recorded\")),\n"
+"    V(4.0, 10, 11, P, '0xa00000004', D('4000000', {'cache/entries': S('64', '1'), 'malloc': S('7d0')},\n"
+"                                       '2 of 3 allocators recorded')),\n"
+"    V(5.5, 20, 21, P, '0xa00000007', D('500', {'arena': S('7')}, \"the process exited before the dump's end\")),\n"
+"    V(6.0, 10, 11, P, '0xa00000005', D('6000000', {'malloc': S('bb8')},\n"
+"                                       \"the recording ended before the dump's end\")),\n"
+"]\n"
+"assert v == want, v\n"
+"c = [(e['name'], e['pid'], e['tid'], e['ts'], e['cat'], e['args']) for e in ev if e['ph'] == 'C']\n"
+"def C(name, ts, value, pid=10, tid=11):\n"
+"    return ('mem.dump.' + name, pid, tid, ts, 'memory', {'value': value})\n"
+"assert c == [C('cache/entries', 1.0, 4096), C('cache/entries.objects', 1.0, 12), C('malloc', 1.0, 65536),\n"
+"             C('cache/entries', 2.0, 8192), C('cache/entries.objects', 2.0, 20), C('malloc', 2.0, 131072),\n"
+"             C('malloc', 3.0, 1000),\n"
+"             C('cache/entries', 4.0, 100), C('cache/entries.objects', 4.0, 1), C('malloc', 4.0, 2000),\n"
+"             C('arena', 5.5, 7, 20, 21), C('malloc', 6.0, 3000)], c\n"
+"# each dump's events together: its v event, then its counters\n"
+"k = [(e['ph'], e['ts']) for e in ev if e['ph'] in 'vC']\n"
+"assert k == sorted(k, key=lambda x: (x[1], x[0] != 'v')), k\n"
+"t = [(e['ts'], e['args']) for e in ev if e['ph'] == 'I']\n"
+"assert t == [(1.15, {'i': 1}), (6.5, {'i': 2})], t\n"
+"assert md['memory_dumps'] == 6 and md['memory_dump_records_without_dump'] == 2, md\n"
+"assert md['unresolved_sites'] == 0 and md['events'] == 23, md\n";
+
+/* Application memory dumps: catapult's v events (exact, incomplete ones
+ * marked, never invented), the counters the other viewers draw, the
+ * counts; the same events for an any-order sink, and filters and --split
+ * keep a v event whole. */
+static void test_memdumps(void **state)
+{
+	struct tb_convert_opts o = { .in = in_path, .out = out_path };
+	struct tb_filter f = { 0 };
+	const char *why;
+	struct gots g = { 0 };
+	size_t nv = 0, nc = 0;
+	char *err, *out, part[300];
+	int saved;
+
+	(void)state;
+	write_memdumps();
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	assert_string_equal(err, "");
+	free(err);
+	out = slurp(out_path);
+	assert_non_null(strstr(out, "{\"ph\":\"v\",\"ts\":1.000,\"pid\":10,\"tid\":11,"
+				    "\"cat\":\"memory\",\"name\":\"periodic_interval\","
+				    "\"id\":\"0xa00000001\",\"args\":{\"dumps\":{"
+				    "\"level_of_detail\":\"detailed\",\"process_totals\":"
+				    "{\"resident_set_bytes\":\"1000000\"},\"allocators\":"
+				    "{\"cache/entries\":{\"guid\":\""));
+	assert_non_null(strstr(out, "{\"ph\":\"C\",\"ts\":1.000,\"pid\":10,\"tid\":11,"
+				    "\"cat\":\"memory\",\"name\":\"mem.dump.malloc\","
+				    "\"args\":{\"value\":65536}}"));
+	assert_int_equal(py_check(out, py_memdumps), 0);
+	free(out);
+
+	/* an any-order sink gets them too, as does one in order */
+	run_model(&g, true, NULL);
+	for (size_t i = 0; i < g.n; i++) {
+		nv += g.v[i].ph == 'v';
+		nc += g.v[i].ph == 'C';
+	}
+	assert_int_equal(nv, 6);
+	assert_int_equal(nc, 12);
+	run_model(&g, false, NULL);
+	assert_int_equal(g.n, 6 + 12 + 2);
+	free(g.v);
+
+	/* filtered: by the names of the events, the counts stay the trace's */
+	assert_int_equal(tb_filter_add_names(&f, "explicitly_triggered,mem.dump.malloc", &why), 0);
+	o.filter = &f;
+	assert_int_equal(tb_convert(&o), 0);
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+"assert [(e['ph'], e['name'], e['ts']) for e in ev if e['ph'] != 'M'] == [\n"
+"    ('C', 'mem.dump.malloc', 1.0), ('v', 'explicitly_triggered', 2.0), ('C', 'mem.dump.malloc', 2.0),\n"
+"    ('C', 'mem.dump.malloc', 3.0), ('C', 'mem.dump.malloc', 4.0), ('C', 'mem.dump.malloc', 6.0)], ev\n"
+"assert md['memory_dumps'] == 6 and md['filtered_out_trace_events'] == 14, md\n"), 0);
+	free(out);
+	tb_filter_free(&f);
+
+	/* --split: a v event is one event, whole in its part */
+	o.filter = NULL;
+	o.split = 64 << 10;
+	saved = capture_stderr();
+	assert_int_equal(tb_convert(&o), 0);
+	free(restore_stderr(saved));
+	snprintf(part, sizeof(part), "%s/out-001.json", dir);
+	out = slurp(part);
+	unlink(part);
+	assert_int_equal(py_check(out,
+"assert len([e for e in ev if e['ph'] == 'v']) == 6 and md['split']['parts'] == 1, md\n"), 0);
+	free(out);
+}
+
+/* A dump of more allocators than a v event holds, with paths to escape:
+ * the v event keeps those that fit and says how many it left out, the
+ * counters go up to the 1024 a dump keeps; the events recorded while it
+ * is open come after it. */
+static void test_memdump_large(void **state)
+{
+	struct tb_writer *w = open_trace(0);
+	static const uint8_t t_u[] = { TB_ARG_UINT };
+	static const char *const n_i[] = { "i" };
+	char *err, *out, *v, name[300];
+
+	(void)state;
+	md_sites(w, 100, 10);
+	site(w, 100, 10, MD_TICK, 'I', 't', "app", "tick", 1, t_u, n_i, SITE_OK);
+	event_id2(w, 1000, 10, 11, MD_DUMP, MD_ID(1), 0x1000, 1, NULL);
+	for (int i = 0; i < 1100; i++) {
+		snprintf(name, sizeof(name), "big/%04d/\x01\"%0240d", i, 0);
+		event_id2(w, 1001 + (uint64_t)i, 10, 11, MD_ALLOC2, MD_ID(1), (uint64_t)i, 1,
+			  name);
+	}
+	/* while it is open, more events than the queue takes between two
+	 * looks: they wait for the dump, which comes before them */
+	for (uint64_t i = 0; i < 5000; i++)
+		EV(w, 2200 + i, 10, 10, MD_TICK, i, 0);
+	event_id2(w, 9000, 10, 11, MD_END, MD_ID(1), 1100, 0, NULL);
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	free(err);
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+"v = [e for e in ev if e['ph'] == 'v']\n"
+"assert len(v) == 1 and v[0]['name'] == 'explicitly_triggered', v\n"
+"a = v[0]['args']['dumps']['allocators']\n"
+"n = len(a)\n"
+"assert 100 < n < 200, n\n"
+"assert list(a) == ['big/%04d/\\x01\"%0240d' % (i, 0) for i in range(n)], list(a)[:2]\n"
+"assert a['big/0007/\\x01\"%0240d' % 0]['attrs']['size']['value'] == '7'\n"
+"assert v[0]['args']['tracebpf_incomplete'] == '%d allocators left out: more than one event holds' % (1100 - n)\n"
+"c = [e for e in ev if e['ph'] == 'C']\n"
+"assert len(c) == 2048 and c[-1]['name'] == 'mem.dump.big/1023/\\x01\"%0240d.objects' % 0, c[-1]\n"
+"assert md['memory_dumps'] == 1 and 'memory_dump_records_without_dump' not in md, md\n"
+"p = [e['ph'] for e in ev if e['ph'] != 'M']\n"
+"assert p[0] == 'v' and len(p) == 1 + 2048 + 5000, len(p)\n"), 0);
+	/* filled up to the record's limit (64 KiB with its header) */
+	v = strstr(out, "{\"ph\":\"v\"");
+	assert_non_null(v);
+	assert_in_range(strchr(v, '\n') - v, 60000, UINT16_MAX + 200);
+	free(out);
+}
+
 static int setup(void **state)
 {
 	*state = dir;
@@ -1501,6 +1769,8 @@ int main(void)
 		cmocka_unit_test(test_stopped_windows),
 		cmocka_unit_test(test_ends_before_recording),
 		cmocka_unit_test(test_gaps),
+		cmocka_unit_test(test_memdumps),
+		cmocka_unit_test(test_memdump_large),
 		cmocka_unit_test(test_split_size),
 		cmocka_unit_test(test_empty_trace),
 		cmocka_unit_test(test_truncated_trace),

@@ -1052,6 +1052,38 @@ static void test_golden_v2_7(void **state)
 	assert_int_equal(rss_records, 13);
 }
 
+/* 2.8: the application's memory dumps, EVENT_ID hits of 'v' sites. */
+static unsigned md_sites, md_dumper_sites;
+
+static void check_memdump_v2_8(const struct tb_rec_hdr *h)
+{
+	const struct tb_rec_site *s = (const void *)h;
+	const struct tracebpf_site *d = (const void *)(s + 1);
+
+	if (h->type != TB_REC_SITE || s->len < sizeof(*d) || d->phase != TRACEBPF_PHASE_MEMDUMP)
+		return;
+	md_sites++;
+	md_dumper_sites += !strcmp((const char *)(d + 1), "__metadata") &&
+			   !strcmp((const char *)(d + 1) + sizeof("__metadata"), "dumper");
+}
+
+static void test_golden_v2_8(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 154, [TB_REC_SITE] = 12, [TB_REC_FORK] = 6,
+		[TB_REC_EXEC] = 3, [TB_REC_EXIT] = 7, [TB_REC_COMM] = 6,
+		[TB_REC_STATS] = 1, [TB_REC_EVENT_ID] = 30, [TB_REC_SWITCH] = 157,
+		[TB_REC_WAKE] = 174, [TB_REC_KTASK] = 19, [TB_REC_CMDLINE] = 3,
+		[TB_REC_CATS] = 1, [TB_REC_RSS] = 34,
+	};
+
+	(void)state;
+	md_sites = md_dumper_sites = 0;
+	check_golden("tests/data/v2.8-memdump.tbt", 2, 8, true, want, check_memdump_v2_8);
+	assert_true(md_sites >= 4);   /* dumper, dump, an allocator, dump_end */
+	assert_int_equal(md_dumper_sites, 1);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -1109,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_5),
 		cmocka_unit_test(test_golden_v2_6),
 		cmocka_unit_test(test_golden_v2_7),
+		cmocka_unit_test(test_golden_v2_8),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};

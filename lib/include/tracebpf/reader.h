@@ -148,7 +148,9 @@ struct tracebpf_arg {
 /* One finished event, as convert writes it to the JSON (docs/output.md).
  * ph: 'X' a slice (its begin and end paired on a thread), 'I' an instant
  * (also a begin or end that could not be paired: see why), 'C' a counter,
- * 'b' 'e' 'n' async, 's' 't' 'f' flow. Strings live only during the call. */
+ * 'b' 'e' 'n' async, 's' 't' 'f' flow. An application's memory dump (a
+ * 'v' event in the JSON) comes as its 'C' counters, one per allocator
+ * (docs/output.md, "Memory"). Strings live only during the call. */
 struct tracebpf_event {
 	char ph;
 	char scope;                 /* I: TRACEBPF_SCOPE_* */

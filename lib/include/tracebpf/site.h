@@ -31,6 +31,15 @@
  * descriptor's name is "process_name", "thread_name", "process_sort_index"
  * or "thread_sort_index", its one argument the value. */
 #define TRACEBPF_PHASE_METADATA      'M'
+/* Memory dumps (`event_id` sites, the dump's id as id; since format 2.8).
+ * Told apart by the descriptor's name: "dump" (category "memory", args
+ * resident_set_bytes and trigger: 0 periodic, 1 TRACE_MEMORY_DUMP()) begins
+ * one; a site with TRACEBPF_SITEF_COPY_NAME (category "memory", the
+ * allocator's name at run time, args size [, objects]) is one allocator's
+ * numbers; "dump_end" (arg allocators: how many were reported) ends it;
+ * "dumper" (category "__metadata", arg signal, id 0) says the process's
+ * dumping thread waits for the recorder's signal. */
+#define TRACEBPF_PHASE_MEMDUMP       'v'
 
 /* tracebpf_site.flags */
 #define TRACEBPF_SITEF_COPY_NAME 0x01u /* the name is a runtime string passed
