@@ -187,8 +187,15 @@ def test_unprivileged_process_and_other_users(recorder, spawn):
                           text=True).stdout.split("\n")
     other = subprocess.run([*DAEMON, prog("fast_open"), *pins], capture_output=True,
                            text=True).stdout.split("\n")
-    assert [l.split()[-1] for l in same if l] == ["ok"] * len(pins), same
-    assert [l.split()[-1] for l in other if l] == ["EACCES"] * len(pins), other
+    # a spare listed above may be claimed and unpinned by the recorder's
+    # next round before fast_open reaches it (seen in CI: f0 ENOENT):
+    # such a pin is gone now, and only the pins still there are judged
+    gone = {p for p in pins if not os.path.exists(p)}
+    assert len(gone) < len(pins) and f"{ROOT_DIR}/{child}/ctl" not in gone, (pins, gone)
+    for results, want in ((same, "ok"), (other, "EACCES")):
+        got = [l.rsplit(" ", 1) for l in results if l]
+        assert [p for p, _ in got] == pins, results
+        assert all(r == want or (r == "ENOENT" and p in gone) for p, r in got), results
     # a process the recording does not trace, running the same binary (its
     # sites are enabled: uprobes are per file), finds nothing to open
     untraced = spawn(prog("fast_seq"), "run", 1, 10)
