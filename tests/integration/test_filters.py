@@ -415,10 +415,10 @@ def test_split_kernel_burst(tmp_path):
     """Regression: a part was cut only before an application event, so
     the scheduler lines between two events all went into one part (a
     middle part of 251,425 bytes for --split 128K). pingpong's one slice
-    holds 4,000 switches: they spread over parts of about SIZE, the
+    holds 2,000 switches: they spread over parts of about SIZE, the
     lines after its end too."""
     p = subprocess.run([TRACEBPF, "record", "-q", "--no-memory", "--no-json",
-                        "-o", str(tmp_path / "pp.tbt"), "--", prog("pingpong"), "2000"],
+                        "-o", str(tmp_path / "pp.tbt"), "--", prog("pingpong"), "1000"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     whole = tmp_path / "pp.json"
