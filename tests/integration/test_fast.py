@@ -176,32 +176,36 @@ def test_unprivileged_process_and_other_users(recorder, spawn):
     assert line.startswith("thread 0 fast=1"), \
         f"the unprivileged thread has no ring: {line!r} (another recording live?)"
     child = int(subprocess.check_output(["pgrep", "-n", "-x", "fast_seq"], text=True))
-    st = os.stat(f"{ROOT_DIR}/{child}/")
-    assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o700)
-    pins = ring_pins(child)
-    # the switch, and the spare ring made ahead for its next thread (a
-    # thread's own ring is unpinned once it has claimed it)
-    assert any(re.fullmatch(r"f\d+", os.path.basename(p)) for p in pins) and \
-        any(p.endswith("/ctl") for p in pins), pins
-    same = subprocess.run([*NOBODY, prog("fast_open"), *pins], capture_output=True,
-                          text=True).stdout.split("\n")
-    other = subprocess.run([*DAEMON, prog("fast_open"), *pins], capture_output=True,
-                           text=True).stdout.split("\n")
-    # a spare listed above may be claimed and unpinned by the recorder's
-    # next round before fast_open reaches it (seen in CI: f0 ENOENT):
-    # such a pin is gone now, and only the pins still there are judged
-    gone = {p for p in pins if not os.path.exists(p)}
-    assert len(gone) < len(pins) and f"{ROOT_DIR}/{child}/ctl" not in gone, (pins, gone)
-    for results, want in ((same, "ok"), (other, "EACCES")):
-        got = [l.rsplit(" ", 1) for l in results if l]
-        assert [p for p, _ in got] == pins, results
-        assert all(r == want or (r == "ENOENT" and p in gone) for p, r in got), results
-    # a process the recording does not trace, running the same binary (its
-    # sites are enabled: uprobes are per file), finds nothing to open
-    untraced = spawn(prog("fast_seq"), "run", 1, 10)
-    out, _ = untraced.communicate(timeout=60)
-    assert "fast=0" in out and not os.path.exists(f"{ROOT_DIR}/{untraced.pid}"), out
-    os.kill(child, signal.SIGKILL)
+    # fast_seq kill runs until killed, as nobody: a failure here must not
+    # leave it running (one left spinning slowed every later test)
+    try:
+        st = os.stat(f"{ROOT_DIR}/{child}/")
+        assert (st.st_uid, st.st_mode & 0o777) == (65534, 0o700)
+        pins = ring_pins(child)
+        # the switch, and the spare ring made ahead for its next thread (a
+        # thread's own ring is unpinned once it has claimed it)
+        assert any(re.fullmatch(r"f\d+", os.path.basename(p)) for p in pins) and \
+            any(p.endswith("/ctl") for p in pins), pins
+        same = subprocess.run([*NOBODY, prog("fast_open"), *pins], capture_output=True,
+                              text=True).stdout.split("\n")
+        other = subprocess.run([*DAEMON, prog("fast_open"), *pins], capture_output=True,
+                               text=True).stdout.split("\n")
+        # a spare listed above may be claimed and unpinned by the recorder's
+        # next round before fast_open reaches it (seen in CI: f0 ENOENT):
+        # such a pin is gone now, and only the pins still there are judged
+        gone = {p for p in pins if not os.path.exists(p)}
+        assert len(gone) < len(pins) and f"{ROOT_DIR}/{child}/ctl" not in gone, (pins, gone)
+        for results, want in ((same, "ok"), (other, "EACCES")):
+            got = [l.rsplit(" ", 1) for l in results if l]
+            assert [p for p, _ in got] == pins, results
+            assert all(r == want or (r == "ENOENT" and p in gone) for p, r in got), results
+        # a process the recording does not trace, running the same binary (its
+        # sites are enabled: uprobes are per file), finds nothing to open
+        untraced = spawn(prog("fast_seq"), "run", 1, 10)
+        out, _ = untraced.communicate(timeout=60)
+        assert "fast=0" in out and not os.path.exists(f"{ROOT_DIR}/{untraced.pid}"), out
+    finally:
+        os.kill(child, signal.SIGKILL)
     rec.wait(timeout=120)
     seq = per_thread(rec.trace(consumer=False), "seq")[0]
     assert seq == list(range(len(seq))) and len(seq) > 0
