@@ -8,9 +8,9 @@
  * The thread is named "tracebpf-md NN" (NN: the signal it waits for) and
  * sleeps in rt_sigtimedwait() with every signal blocked. It is found two
  * ways: in /proc when the recording starts (md_scan_all), and by its
- * `dumper` site (phase 'v', tracebpf/site.h: its SITE record or its hit,
- * whichever comes first) when it starts while the recording runs, in a
- * process started or forked since (md_note). It is
+ * `dumper` site (phase 'v', tracebpf/site.h: the SITE record its first
+ * hit in each process gives) when it starts while the recording runs,
+ * in a process started or forked since (md_note). It is
  * told by a queued signal (SI_QUEUE, the value the interval in ms, 0 to
  * stop) sent through a pidfd of the thread, after its name was checked
  * through that pidfd's task: a thread id reused by another thread is
@@ -36,25 +36,14 @@
 #define PIDFD_THREAD 0200   /* O_EXCL: a pidfd of the thread (Linux 6.9) */
 #endif
 
-static uint64_t md_site_key(uint32_t pid, uint64_t site)
-{
-	return tb_hash64(site) ^ ((uint64_t)pid << 1 | 1);
-}
-
 /* The signal tid of pid waits for (its name says), or 0. */
 static int md_thread_signal(uint32_t pid, uint32_t tid)
 {
-	char path[64], comm[32] = "";
-	FILE *f;
+	char comm[16];
 	int sig = 0;
 
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fgets(comm, sizeof(comm), f) && !strncmp(comm, MD_COMM, strlen(MD_COMM)))
+	if (!read_comm((pid_t)pid, (pid_t)tid, comm) && !strncmp(comm, MD_COMM, strlen(MD_COMM)))
 		sig = atoi(comm + strlen(MD_COMM));
-	fclose(f);
 	return sig >= SIGRTMIN && sig <= SIGRTMAX ? sig : 0;
 }
 
@@ -90,6 +79,7 @@ static void md_add(struct recorder *r, uint32_t pid, uint32_t tid, int sig)
 {
 	struct md_thread t = { pid, tid, sig };
 	size_t i;
+	int err;
 
 	for (i = 0; i < r->md.n; i++)
 		if (r->md.v[i].pid == pid && r->md.v[i].tid == tid)
@@ -104,8 +94,10 @@ static void md_add(struct recorder *r, uint32_t pid, uint32_t tid, int sig)
 		r->md.cap = cap;
 	}
 	r->md.v[r->md.n++] = t;
-	if (md_interval(r))
-		md_send(&t, md_interval(r));
+	if (md_interval(r) && (err = md_send(&t, md_interval(r))) && err != -ESRCH)
+		fprintf(stderr, "tracebpf: record: warning: failed to signal the memory-dump "
+				"thread %u of process %u (%s): its dumps are not recorded\n",
+			tid, pid, strerror(-err));
 }
 
 /* The threads of a process that is gone, or exec'd (which ends them). */
@@ -129,30 +121,21 @@ static void md_on_site(struct recorder *r, const struct tb_rec_site *s)
 	if (s->hdr.size < sizeof(*s) + sizeof(*d) + sizeof(name) || s->len < sizeof(*d) + sizeof(name) ||
 	    d->phase != TRACEBPF_PHASE_MEMDUMP || memcmp(d + 1, name, sizeof(name)))
 		return;
-	tb_hmap_put(&r->md.sites, md_site_key(s->hdr.pid, s->site), (void *)1);
-	/* the thread that hit it first, whose event may have come before
-	 * this record (the probes' rings are not in time order) */
+	/* each process gets its own SITE record of the site, from the one
+	 * thread that hits it: its dumping thread (the event itself may come
+	 * before or after it, and is not looked at) */
 	sig = md_thread_signal(s->hdr.pid, s->hdr.tid);
 	if (sig)
 		md_add(r, s->hdr.pid, s->hdr.tid, sig);
 }
 
-/* Every record goes by: the `dumper` sites, their hits, and the
- * processes that end. */
+/* Every record goes by: the `dumper` sites' SITE records (no event is
+ * looked at), and the processes that end. */
 void md_note(struct recorder *r, const struct tb_rec_hdr *h)
 {
-	const struct tb_rec_event *ev = (const void *)h;
-
 	switch (h->type) {
 	case TB_REC_SITE:
 		md_on_site(r, (const void *)h);
-		break;
-	case TB_REC_EVENT:      /* the probes' fixed-size record of an id site */
-	case TB_REC_EVENT_ID:
-		if (h->size >= sizeof(*ev) && r->md.sites.cap &&
-		    tb_hmap_get(&r->md.sites, md_site_key(h->pid, ev->site)) &&
-		    md_thread_signal(h->pid, h->tid) == (int)ev->args[0])
-			md_add(r, h->pid, h->tid, (int)ev->args[0]);
 		break;
 	case TB_REC_EXEC:
 		md_forget(r, h->pid);
@@ -217,5 +200,4 @@ void md_free(struct recorder *r)
 	free(r->md.v);
 	r->md.v = NULL;
 	r->md.n = r->md.cap = 0;
-	tb_hmap_free(&r->md.sites);
 }

@@ -65,7 +65,7 @@ int output_paths(struct recorder *r, const char *out)
 	return 0;
 }
 
-static int read_comm(pid_t pid, pid_t tid, char comm[16])
+int read_comm(pid_t pid, pid_t tid, char comm[16])
 {
 	char path[64], buf[64];
 	ssize_t n;

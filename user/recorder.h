@@ -143,7 +143,6 @@ struct recorder {
 	struct {               /* memory dumps (record_memdump.c) */
 		struct md_thread *v;
 		size_t n, cap;
-		struct tb_hmap sites;   /* (pid, site) of `dumper` sites */
 	} md;
 };
 
@@ -208,6 +207,7 @@ int poll_round(struct recorder *r);
 /* record_output.c */
 int output_paths(struct recorder *r, const char *out);
 void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
+int read_comm(pid_t pid, pid_t tid, char comm[16]);
 void write_comms(struct recorder *r, pid_t pid);
 void write_cmdline(struct recorder *r, pid_t pid);
 void err_write(const char *path, int err, bool create);

@@ -1974,29 +1974,36 @@ TRACEBPF__MDFN void tracebpf__md_dump(unsigned trigger)
 	__atomic_store_n(&m->owner, 0, __ATOMIC_RELEASE);
 }
 
-/* An allocator's numbers, inside a dumper (ignored elsewhere). */
-TRACEBPF__MDFN void tracebpf__md_report2(const char *name, uint64_t bytes)
+/* The dump an allocator's numbers belong to, counted: inside a dumper,
+ * in the dumping thread; 0 elsewhere (ignored). */
+TRACEBPF__MDFN uint64_t tracebpf__md_entry(void)
 {
 	struct tracebpf__md *m = &tracebpf__md;
 	uint64_t id = m->cur;
 
 	if (!id || __atomic_load_n(&m->owner, __ATOMIC_RELAXED) != tracebpf__gettid())
-		return;
+		return 0;
 	m->reported++;
-	TRACEBPF__X1(TRACEBPF_PHASE_MEMDUMP, 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name),
-		     "memory\0", "size", bytes);
+	return id;
+}
+
+/* An allocator's numbers (the two sites: with and without a count). */
+TRACEBPF__MDFN void tracebpf__md_report2(const char *name, uint64_t bytes)
+{
+	uint64_t id = tracebpf__md_entry();
+
+	if (id)
+		TRACEBPF__X1(TRACEBPF_PHASE_MEMDUMP, 0, TRACEBPF__COPY, id,
+			     TRACEBPF__CNAME(name), "memory\0", "size", bytes);
 }
 
 TRACEBPF__MDFN void tracebpf__md_report3(const char *name, uint64_t bytes, uint64_t objects)
 {
-	struct tracebpf__md *m = &tracebpf__md;
-	uint64_t id = m->cur;
+	uint64_t id = tracebpf__md_entry();
 
-	if (!id || __atomic_load_n(&m->owner, __ATOMIC_RELAXED) != tracebpf__gettid())
-		return;
-	m->reported++;
-	TRACEBPF__X2(TRACEBPF_PHASE_MEMDUMP, 0, TRACEBPF__COPY, id, TRACEBPF__CNAME(name),
-		     "memory\0", "size", bytes, "objects", objects);
+	if (id)
+		TRACEBPF__X2(TRACEBPF_PHASE_MEMDUMP, 0, TRACEBPF__COPY, id,
+			     TRACEBPF__CNAME(name), "memory\0", "size", bytes, "objects", objects);
 }
 
 /* Waits up to ns (-1: no limit) for the signal. Its value: the interval
