@@ -11,9 +11,9 @@
 # and two more: most of a test's time is spent waiting on its recorder),
 # while the header, unit and fuzz suites run next to them. The tests marked
 # `serial` watch the whole machine (bpftool listings, ctl, pinned files) and
-# run alone afterwards, then the chaos run. Prints the time of each suite
-# and the ten slowest integration tests; JUnit XML goes to
-# build/test-results/.
+# run afterwards, alone among the integration tests (the offline suites go
+# on beside them), then the chaos run. Prints the time of each suite and
+# the ten slowest integration tests; JUnit XML goes to build/test-results/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-quick}
@@ -111,14 +111,18 @@ if [ "$what" != unit ] && [ "$root_ok" = 1 ]; then
   pytest_run "side by side" "$(mark "not serial" "$MARK")" -n "$JOBS" --dist loadgroup
   finish "side by side"
 fi
+if [ "$what" != unit ] && [ "$root_ok" = 1 ]; then
+  # (alone among the integration tests: the header, unit and fuzz suites
+  # load no BPF, pin nothing and start no recording, so they go on beside)
+  echo "== integration tests that watch the whole machine, alone"
+  pytest_run "alone" "$(mark "serial" "$MARK")"
+  finish "alone"
+fi
 if [ "$what" != integration ]; then
   wait "$offline_pid"
   finish_offline
 fi
 if [ "$what" != unit ] && [ "$root_ok" = 1 ]; then
-  echo "== integration tests that watch the whole machine, alone"
-  pytest_run "alone" "$(mark "serial" "$MARK")"
-  finish "alone"
   suite "chaos ${CHAOS_S} s" $PY tests/chaos/chaos.py "$CHAOS_S"
   finish "chaos ${CHAOS_S} s"
 fi

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import ROOT, TRACEBPF, load, prog
+from conftest import ROOT, TRACEBPF, load, prog, scale
 
 GOLDEN = sorted((ROOT / "tests" / "data").glob("v*.tbt"))
 # the four losses report and convert's metadata both count, among others
@@ -396,7 +396,7 @@ def test_drops_and_gaps_come_first(recorder, tmp_path):
     # drop (test_record.NO_GROWTH)
     rec = recorder("--no-sched", "--no-memory", "-b", "4K", "--flush-interval", "200",
                    "--fast-buffer-max", "64K", "--",
-                   prog("report_nest"), 2, 50000, RATE_BOUNDED_SPIN).wait(timeout=120)
+                   prog("report_nest"), 2, scale(10000, 50000), RATE_BOUNDED_SPIN).wait(timeout=120)
     assert rec.rc == 0, rec.stderr
     t = load(rec.out, consumer=False)
     meta = t.meta

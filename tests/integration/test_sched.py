@@ -251,10 +251,10 @@ def test_flush_refused_while_recording(recorder, spawn):
 
 
 def test_flush_refused_mid_recording(recorder):
-    """As above, with the flush refused 10 ms into a 20,000-round pingpong
+    """As above, with the flush refused 10 ms into a 5,000-round pingpong
     (every 10 ms a flush): the records staged until then are taken out of
     the map, the rest go straight to the rings, and the pingpong is whole."""
-    rounds = 20000
+    rounds = 5000
     rec = recorder("--flush-interval", "10", "--", prog("pingpong"), rounds,
                    wrap=[prog("deny_bpf_cmd"), "--after", 1, 10]).wait()
     assert rec.rc == 0, rec.stderr[-2000:]

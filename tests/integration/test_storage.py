@@ -65,10 +65,13 @@ def kill_quietly(pid, sig=signal.SIGKILL):
 
 
 def start_seq(tmp_path, name, *extra):
+    """seq_until_killed recorded into NAME.tbt: about 500,000 events/s
+    (100 us of sleep every 100 events), a high rate whose JSON stays small
+    enough to check quickly."""
     countfile = tmp_path / f"{name}.count"
     tbt = tmp_path / f"{name}.tbt"
     p = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt), *extra,
-                          "--", prog("seq_until_killed"), str(countfile)],
+                          "--", prog("seq_until_killed"), str(countfile), "100"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: count_of(countfile) >= 1, what="the child to run")
     child = child_of(p.pid)

@@ -20,7 +20,8 @@
  *          storing seq + 1 in COUNTFILE (mapped shared) after each event,
  *          100 us of sleep every N events (every 1000 if N is 0);
  *   attach THREADS threads emit "seq" (t, seq) from the start, untraced
- *          or not, 100 us of sleep every 100 events, N events each; a
+ *          or not, 100 us of sleep every 100 events (every
+ *          $FAST_SEQ_BURST events if set), N events each; a
  *          thread prints "thread T fast_from=S" when its ring is mapped
  *          at event S (a recorder attached with -p while it runs).
  * Reads the header's per-thread state to know whether the ring is mapped:
@@ -116,6 +117,8 @@ static void *worker(void *arg)
 static void *attach_worker(void *arg)
 {
 	const struct timespec pause = { 0, 100 * 1000 };
+	const char *burst_env = getenv("FAST_SEQ_BURST");
+	long burst = burst_env && atol(burst_env) > 0 ? atol(burst_env) : 100;
 	int64_t t = (int64_t)(intptr_t)arg;
 	int fast = 0;
 
@@ -127,7 +130,7 @@ static void *attach_worker(void *arg)
 		}
 		TRACE_EVENT_INSTANT2("test", "seq", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
 				     (int64_t)i);
-		if ((i + 1) % 100 == 0)   /* leave the recorders a CPU */
+		if ((i + 1) % burst == 0)   /* leave the recorders a CPU */
 			nanosleep(&pause, NULL);
 	}
 	return NULL;

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * seq_until_killed COUNTFILE - emits numbered instants until killed.
+ * seq_until_killed COUNTFILE [EVERY] - emits numbered instants until killed.
  *
  * COUNTFILE is truncated to 8 bytes and mapped shared: after emitting
  * TRACE_EVENT_INSTANT1("test", "seq", thread, "seq", n) the program stores
  * n + 1 there (a native-endian uint64_t), so a test that SIGKILLs it knows
  * how many events were emitted (events 0 .. count-1). All of it happens inside
  * an outer slice TRACE_EVENT_BEGIN0("test", "outer") that never ends. Sleeps
- * 100 us every 1000 events so as not to saturate a CPU.
+ * 100 us every EVERY events (default 1000) so as not to saturate a CPU.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,11 +25,11 @@ int main(int argc, char **argv)
 {
 	const struct timespec pause_100us = { 0, 100 * 1000 };
 	uint64_t *count;
-	uint64_t n;
+	uint64_t n, every = argc == 3 ? strtoull(argv[2], NULL, 10) : 1000;
 	int fd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: seq_until_killed COUNTFILE\n");
+	if ((argc != 2 && argc != 3) || !every) {
+		fprintf(stderr, "usage: seq_until_killed COUNTFILE [EVERY]\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDWR | O_CREAT, 0644);
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
 		TRACE_EVENT_INSTANT1("test", "seq", TRACE_EVENT_SCOPE_THREAD,
 				     "seq", (int64_t)n);
 		__atomic_store_n(count, n + 1, __ATOMIC_RELEASE);
-		if ((n + 1) % 1000 == 0)
+		if ((n + 1) % every == 0)
 			nanosleep(&pause_100us, NULL);
 	}
 	return 0; /* not reached */
