@@ -10,7 +10,10 @@
  * test:tick every 10 ms for SECONDS, and halfway one TRACE_MEMORY_DUMP()
  * between the instants test:before_dump and test:after_dump. With
  * `fork`, a child forked halfway does the same for the second half (its
- * own counts from 0), and the parent waits for it. With `block`, dumper
+ * own counts from 0, reset by a fork handler registered before the
+ * first dumper: it runs before trace.h's starts the child's dumping
+ * thread, which the recorder may ask for a dump at once), and the parent
+ * waits for it. With `block`, dumper
  * "b" never returns from its third call (a dumper that hangs).
  *
  * Prints, when it ends: "calls=A,B wakes=W" (each dumper's calls, and
@@ -65,6 +68,11 @@ static void dump_b(void *ctx)
 		pause();
 }
 
+static void reset_counts(void)
+{
+	calls_a = calls_b = 0;
+}
+
 static void nap_ms(long ms)
 {
 	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
@@ -103,14 +111,14 @@ int main(int argc, char **argv)
 	pid_t child = -1;
 
 	block_b = argc > 2 && !strcmp(argv[2], "block");
-	if (tracebpf_memdump_register(dump_a, NULL) ||
+	if (pthread_atfork(NULL, NULL, reset_counts) ||
+	    tracebpf_memdump_register(dump_a, NULL) ||
 	    pthread_create(&th, NULL, register_b, NULL) || pthread_join(th, NULL))
 		return 2;
 	ticks(fork_half ? ms / 2 : ms, !fork_half);
 	if (fork_half) {
 		child = fork();
 		if (child == 0) {
-			calls_a = calls_b = 0;
 			ticks(ms / 2, 1);
 		} else {
 			waitpid(child, NULL, 0);
