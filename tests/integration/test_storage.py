@@ -196,15 +196,18 @@ def test_stdout_pipe_to_stdin(tmp_path):
     assert sum(" B test:work" in l for l in p.stdout.splitlines()) == 10
 
 
-def rate_through_pipe(tmp_path, rate_args, reader="", record_args=""):
+def rate_through_pipe(tmp_path, rate_args, reader="", record_args="", env=""):
     """record -o - -- bench/rate ... | [reader prefix] convert - -o out: the
     recorder's stderr (the rate program's output is there too), convert's
     stderr, the events' (tid, seq) in the JSON and its metadata. The JSON
     has one event per line, so it is read line by line (millions of events:
-    too many for json.loads)."""
+    too many for json.loads). {rerr} in reader is the recorder's stderr;
+    env goes before the recorder, which passes it to the program."""
     out, rerr, cerr = tmp_path / "r.json", tmp_path / "rec.err", tmp_path / "conv.err"
-    sh = (f"{TRACEBPF} record --no-sched {record_args} -o - -- {BUILD / 'bench' / 'rate'} "
-          f"{rate_args} 2>{rerr} | {{ {reader} {TRACEBPF} convert - -o {out} 2>{cerr}; }}")
+    reader = reader.replace("{rerr}", str(rerr))
+    sh = (f"{env} {TRACEBPF} record --no-sched {record_args} -o - -- "
+          f"{BUILD / 'bench' / 'rate'} {rate_args} 2>{rerr} | "
+          f"{{ {reader} {TRACEBPF} convert - -o {out} 2>{cerr}; }}")
     p = subprocess.run(["bash", "-o", "pipefail", "-c", sh], capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, (rerr.read_text(), cerr.read_text())
@@ -241,14 +244,19 @@ def test_stdout_pipe_keeps_up(tmp_path):
 
 
 def test_stdout_pipe_slow_reader_counts_losses(tmp_path):
-    # a reader that does not read for a while: the recorder waits on the
-    # full pipe and its (small) rings overflow; every lost event is
-    # counted, reported by both commands and marked in the JSON. (The
-    # threads' fast-path rings may not grow: grown ones could hold the
-    # whole wait, and nothing would overflow.)
+    # a reader that does not read until the program has ended: the
+    # recorder waits on the full pipe and its (small) rings overflow; every
+    # lost event is counted, reported by both commands and marked in the
+    # JSON. (The threads' fast-path rings may not grow: grown ones could
+    # hold the whole wait, and nothing would overflow.) The program emits
+    # all of its 3 M events however slowly a loaded machine runs it
+    # (RATE_EXACT), far more than the 1 MiB pipe and the rings hold: a
+    # 5 s sleep let a starved program emit too few to overflow anything.
     emitted, rec_err, conv_err, seqs, meta = rate_through_pipe(
-        tmp_path, "1000000 3 2 2", reader="sleep 5;",
+        tmp_path, "1000000 3 2 2", env="RATE_EXACT=1",
+        reader="until grep -q '^emitted=' {rerr}; do sleep 0.1; done;",
         record_args="-b 256K --fast-buffer-max 64K")
+    assert emitted == 3000000
     m = re.search(r"([0-9]+) events were LOST", rec_err)
     assert m, rec_err
     lost = int(m.group(1))
