@@ -5,10 +5,15 @@
 // summarises what the engine built (see README.md for the fields).
 //
 //   node devtools_check.mjs FILE.json[.gz] [--max-slices N] [--timeout SEC]
+//   node devtools_check.mjs --serve [--max-slices N] [--timeout SEC]
 //
 // Exit 0 and {"ok":true,...} when the engine parsed the trace;
 // exit 1 and {"ok":false,"error":"..."} otherwise (bad JSON, wrong shape, an
 // exception thrown by the engine, or the timeout); exit 2 on bad usage.
+//
+// --serve: reads one FILE per line on stdin and prints that object for each,
+// one per line, until stdin ends; the engine is loaded once (a test suite
+// that checks hundreds of files pays its start once per process).
 //
 // The parse runs in a worker thread so that a stuck engine can be terminated
 // by the timeout, and so that the engine's console output never reaches stdout
@@ -22,6 +27,10 @@ const ENGINE = '@paulirish/trace_engine';
 
 if (isMainThread) {
   main();
+} else if (workerData.serve) {
+  parentPort.on('message', opts => runInWorker(opts).then(
+      result => parentPort.postMessage(result),
+      err => parentPort.postMessage({ok: false, error: errText(err)})));
 } else {
   runInWorker(workerData).then(
       result => parentPort.postMessage(result),
@@ -31,12 +40,13 @@ if (isMainThread) {
 function usage(msg) {
   process.stderr.write(
       (msg ? `devtools_check: ${msg}\n` : '') +
-      'usage: node devtools_check.mjs FILE.json[.gz] [--max-slices N] [--timeout SEC]\n');
+      'usage: node devtools_check.mjs FILE.json[.gz] [--max-slices N] [--timeout SEC]\n' +
+      '       node devtools_check.mjs --serve [--max-slices N] [--timeout SEC]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = {file: null, maxSlices: 100000, timeoutSec: 300};
+  const opts = {file: null, serve: false, maxSlices: 100000, timeoutSec: 300};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = name => {
@@ -51,6 +61,8 @@ function parseArgs(argv) {
       opts.maxSlices = Math.floor(num('--max-slices'));
     } else if (a === '--timeout' || a.startsWith('--timeout=')) {
       opts.timeoutSec = num('--timeout');
+    } else if (a === '--serve') {
+      opts.serve = true;
     } else if (a === '-h' || a === '--help') {
       usage();
     } else if (a.startsWith('--')) {
@@ -61,8 +73,8 @@ function parseArgs(argv) {
       usage('only one FILE');
     }
   }
-  if (opts.file === null) {
-    usage('missing FILE');
+  if ((opts.file === null) === !opts.serve) {
+    usage(opts.serve ? 'FILE or --serve, not both' : 'missing FILE');
   }
   return opts;
 }
@@ -76,6 +88,10 @@ function finish(obj) {
 
 function main() {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.serve) {
+    serve(opts);
+    return;
+  }
   let done = false;
   const worker = new Worker(new URL(import.meta.url), {workerData: opts, stdout: true, stderr: true});
   // Drain the worker's own stdio so it can never block or leak onto ours.
@@ -112,6 +128,72 @@ function main() {
     }
     done = true;
     finish({ok: false, error: `worker exited (code ${code}) without a result`});
+  });
+}
+
+// --serve: one worker that keeps the engine loaded, one file at a time; a
+// worker that times out or dies is replaced for the next file.
+function serve(opts) {
+  let worker = null;
+  let pending = null;   // {timer}
+  const queue = [];
+  const reply = obj => {
+    if (pending?.timer) {
+      clearTimeout(pending.timer);
+    }
+    pending = null;
+    fs.writeSync(1, JSON.stringify(obj) + '\n');
+    next();
+  };
+  const spawn = () => {
+    worker = new Worker(new URL(import.meta.url), {workerData: {serve: true}, stdout: true,
+                                                    stderr: true});
+    worker.stdout.resume();
+    worker.stderr.resume();
+    worker.on('message', msg => pending && reply(msg));
+    worker.on('error', err => {
+      worker = null;
+      if (pending) {
+        reply({ok: false, error: errText(err)});
+      }
+    });
+    worker.on('exit', code => {
+      worker = null;
+      if (pending) {
+        reply({ok: false, error: `worker exited (code ${code}) without a result`});
+      }
+    });
+  };
+  const next = () => {
+    if (pending || !queue.length) {
+      return;
+    }
+    const file = queue.shift();
+    if (!worker) {
+      spawn();
+    }
+    pending = {timer: null};
+    if (opts.timeoutSec > 0) {
+      pending.timer = setTimeout(() => {
+        const w = worker;
+        worker = null;
+        reply({ok: false, error: `timeout: trace engine did not finish within ${opts.timeoutSec}s`});
+        void w?.terminate();
+      }, opts.timeoutSec * 1000);
+    }
+    worker.postMessage({...opts, file});
+  };
+  let rest = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', chunk => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop();
+    queue.push(...lines.filter(l => l.length));
+    next();
+  });
+  process.stdin.on('end', () => {
+    const wait = () => (pending || queue.length ? setTimeout(wait, 10) : process.exit(0));
+    wait();
   });
 }
 

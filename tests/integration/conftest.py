@@ -120,15 +120,31 @@ def check_chrome_rules(t):
                 assert math.isfinite(v), e
 
 
+_ENGINE = {}   # this test process's devtools_check.mjs --serve
+
+
+def engine_check(path):
+    """The engine's summary of one file, from a devtools_check.mjs --serve
+    that this process starts once (loading the engine takes about half a
+    second, the check of a small trace much less)."""
+    p = _ENGINE.get("proc")
+    if p is None or p.poll() is not None:
+        p = _ENGINE["proc"] = subprocess.Popen(
+            ["node", str(CONSUMER), "--serve", "--timeout", "120"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+    p.stdin.write(f"{os.path.abspath(path)}\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+    assert line, f"trace engine exited (status {p.poll()}) checking {path}"
+    return json.loads(line)
+
+
 def devtools_check(path):
     """Load the file with Chrome DevTools' trace engine (a real consumer)."""
     if not CONSUMER.exists() or not (CONSUMER.parent / "node_modules").exists():
         pytest.fail("DevTools trace engine not installed: run 'bash tools/deps.sh'")
-    p = subprocess.run(["node", str(CONSUMER), str(path)], capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode == 0, f"trace engine failed: {p.stdout[-2000:]} {p.stderr[-2000:]}"
-    res = json.loads(p.stdout)
-    assert res.get("ok") is True, res
+    res = engine_check(path)
+    assert res.get("ok") is True, f"trace engine failed: {str(res)[:2000]}"
     assert not res.get("errors"), f"trace engine reported errors: {res['errors']}"
     # the engine drops partially overlapping or unpaired slices silently
     dropped = {(th["pid"], th["tid"]): th["dropped"] for th in res["threads"] if th["dropped"]}
