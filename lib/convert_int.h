@@ -273,7 +273,7 @@ struct conv {
 	 * its latest event (kdone), learnt from these marks at 4 KiB steps */
 	struct kmark { uint64_t ts, bytes; } *kq;
 	size_t kq_head, kq_n, kq_cap;
-	uint64_t kdone;
+	uint64_t kdone, kdone_ts;   /* ... and the time of that mark's line */
 };
 
 struct tb_model {

@@ -152,12 +152,33 @@ static int kq_push(struct conv *c, uint64_t ts, uint64_t bytes)
 	return 0;
 }
 
-/* The kernel text's bytes before ts (to 4 KiB). */
+/* The kernel text's bytes before ts (to 4 KiB, never more). */
 static uint64_t kq_upto(struct conv *c, uint64_t ts)
 {
-	while (c->kq_head < c->kq_n && c->kq[c->kq_head].ts < ts)
+	while (c->kq_head < c->kq_n && c->kq[c->kq_head].ts < ts) {
+		c->kdone_ts = c->kq[c->kq_head].ts;
 		c->kdone = c->kq[c->kq_head++].bytes;
+	}
 	return c->kdone;
+}
+
+/* The kernel text's bytes before a part that begins at ts, never fewer
+ * (to 4 KiB): what the part's own text is counted from, so that a part
+ * is never cut before its text and events reach SIZE. Exact when the cut
+ * is right after a marked line (split_kernel's cut). */
+static uint64_t kq_before_part(struct conv *c, uint64_t ts)
+{
+	uint64_t below = kq_upto(c, ts);
+
+	if (c->kdone_ts + 1 == ts && below)
+		return below;
+	return c->kq_head < c->kq_n ? c->kq[c->kq_head].bytes : tb_ftrace_bytes(c->ftrace);
+}
+
+/* The part's kernel text so far, as the marks tell (at most 4 KiB short). */
+static uint64_t part_kbytes(const struct part *p, uint64_t upto)
+{
+	return upto > p->kbytes0 ? upto - p->kbytes0 : 0;
 }
 
 /* What reached the current part's FILE and what the JSON writer still
@@ -182,10 +203,11 @@ static void split_kernel(struct conv *c, uint64_t ts)
 		struct part *p = cur_part(c);
 
 		if (m->ts >= c->last_written_ts && m->ts + 1 > p->from &&
-		    c->part_fbytes + m->bytes - p->kbytes0 >= c->split) {
+		    c->part_fbytes + part_kbytes(p, m->bytes) >= c->split) {
 			next_part(c, m->ts + 1);   /* after the line at m->ts */
 			continue;
 		}
+		c->kdone_ts = m->ts;
 		c->kdone = m->bytes;
 		c->kq_head++;
 	}
@@ -205,7 +227,7 @@ static void maybe_split(struct conv *c, const struct oev *e)
 	split_kernel(c, e->ts);
 	p = cur_part(c);
 	if (!c->want_split)
-		c->want_split = c->part_fbytes + c->kdone - p->kbytes0 >= c->split;
+		c->want_split = c->part_fbytes + part_kbytes(p, c->kdone) >= c->split;
 	if (c->want_split && e->ts > c->last_written_ts && !c->sel_err)
 		next_part(c, e->ts);
 }
@@ -345,7 +367,7 @@ static int add_part(struct conv *c, uint64_t ts, FILE *f)
 		return err;
 	}
 	p = &c->parts[c->nparts];
-	*p = (struct part){ .f = f, .from = ts, .to = UINT64_MAX, .kbytes0 = kq_upto(c, ts) };
+	*p = (struct part){ .f = f, .from = ts, .to = UINT64_MAX, .kbytes0 = kq_before_part(c, ts) };
 	if (c->split) {
 		p->name = part_name(c->split_base, c->nparts + 1);
 		if (!p->name) {

@@ -433,6 +433,33 @@ def test_split_kernel_burst(tmp_path):
         assert 128 * 1024 <= x.stat().st_size < 128 * 1024 * 1.5, (x, x.stat().st_size)
 
 
+def test_split_parts_reach_size(tmp_path):
+    """Regression: a part began counting its kernel text at the 4 KiB mark
+    before its first event, so it counted up to 4 KiB of the previous
+    part's lines as its own and ended short of SIZE (a middle part of
+    130,239 bytes for --split 128K; 31 short parts in this sweep). Every
+    part but the last reaches SIZE, at 28 sizes from 64K to 199K, in a
+    trace of events with scheduler lines between them."""
+    tbt = tmp_path / "fe.tbt"
+    p = subprocess.run([TRACEBPF, "record", "-q", "--no-memory", "--no-json", "-o", str(tbt),
+                        "--", prog("filter_events"), "2000"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    short, cuts = [], 0
+    for k in range(64, 200, 5):
+        out = tmp_path / f"r{k}.json"
+        c = convert(tbt, out, "--split", f"{k}K")
+        assert c.returncode == 0, c.stderr
+        paths = sorted(tmp_path.glob(f"r{k}-*.json"))
+        cuts += len(paths) - 1
+        short += [(k, x.name, x.stat().st_size) for x in paths[:-1]
+                  if x.stat().st_size < k * 1024]
+        for x in paths:
+            x.unlink()
+    assert cuts > 50, cuts
+    assert short == []
+
+
 def test_split_filtered(rec):
     """Filters and --split: the parts add up to the filtered conversion."""
     d, tbt, full = rec
