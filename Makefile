@@ -54,7 +54,7 @@ CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
              user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
              user/convert_cmd.c user/filter_args.c
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
-             user/record_output.c user/record_cats.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
+             user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
              user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
              user/ctl_status.c user/list.c user/cats.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))

@@ -41,7 +41,7 @@ _Static_assert(TRACEBPF_REC_EVENT == TB_REC_EVENT && TRACEBPF_REC_SITE == TB_REC
 	       TRACEBPF_REC_TP == TB_REC_TP && TRACEBPF_REC_FORMAT == TB_REC_FORMAT &&
 	       TRACEBPF_REC_CMDLINE == TB_REC_CMDLINE && TRACEBPF_REC_CTL == TB_REC_CTL &&
 	       TRACEBPF_REC_GAP == TB_REC_GAP && TRACEBPF_REC_CATS == TB_REC_CATS &&
-	       TRACEBPF_REC_RSS == TB_REC_RSS,
+	       TRACEBPF_REC_RSS == TB_REC_RSS && TRACEBPF_REC_FILTER == TB_REC_FILTER,
 	       "tracebpf record types");
 
 /* Records held in time order at most (as convert). */

@@ -96,6 +96,9 @@ static void conv_free(struct conv *c)
 	free(c->stats);
 	free(c->stopped);
 	free(c->cats);
+	for (size_t i = 0; i < c->nfilters; i++)
+		free(c->filters[i]);
+	free(c->filters);
 	tb_conv_gaps_free(c);
 	tb_conv_md_free(c);
 	tb_merge_free(c->merge);

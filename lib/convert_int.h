@@ -239,6 +239,10 @@ struct conv {
 	struct tracebpf_cats *cats;
 	uint32_t cats_gen;          /* TB_REC_CATS records read */
 	uint64_t cats_left_out;
+	/* the filters (TB_REC_FILTER records, copies, in file order): the
+	 * threads and processes recorded from each one's time on */
+	struct tb_rec_filter **filters;
+	size_t nfilters;
 	struct site rss_site[5];    /* mem.rss.file, .anon, mem.swap, .shmem, mem.rss */
 	/* Application memory dumps (convert_memdump.c): the v events' sites
 	 * (periodic, explicit), the counters' sites by name, the dumps open,

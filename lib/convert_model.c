@@ -546,6 +546,27 @@ static int on_cats(struct conv *c, const struct tb_rec_cats *x)
 	return 0;
 }
 
+/* A filter from now on: kept for the metadata (the kernel side applied
+ * it; the file holds only what it let through). */
+static int on_filter(struct conv *c, const struct tb_rec_filter *x)
+{
+	struct tb_rec_filter **nv, *copy;
+
+	if (x->hdr.size < sizeof(*x) || x->ntids > TB_RECF_MAX_IDS ||
+	    x->npids > TB_RECF_MAX_IDS ||
+	    x->hdr.size < sizeof(*x) + (x->ntids + x->npids) * sizeof(__u32))
+		return 0;   /* not one to show */
+	nv = realloc(c->filters, (c->nfilters + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	c->filters = nv;
+	copy = tb_conv_copy_rec(x);
+	if (!copy)
+		return -ENOMEM;
+	c->filters[c->nfilters++] = copy;
+	return 0;
+}
+
 bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t)
 {
 	if (!c->cats || !s->cat)
@@ -599,6 +620,10 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 		}
 		if (h->type == TB_REC_CATS) {
 			err = on_cats(c, (const void *)h);
+			continue;
+		}
+		if (h->type == TB_REC_FILTER) {
+			err = on_filter(c, (const void *)h);
 			continue;
 		}
 		if (h->type == TB_REC_GAP) {

@@ -778,6 +778,35 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 	}
 }
 
+/* metadata.event_filters: each TB_REC_FILTER, in file order. */
+static void write_ids(struct tb_json *j, const char *key, const __u32 *ids, __u32 n)
+{
+	tb_json_key(j, key);
+	tb_json_begin_array(j);
+	for (__u32 i = 0; i < n; i++)
+		tb_json_uint(j, ids[i]);
+	tb_json_end_array(j);
+}
+
+static void write_filters(struct conv *c, struct tb_json *j)
+{
+	tb_json_key(j, "event_filters");
+	tb_json_begin_array(j);
+	for (size_t i = 0; i < c->nfilters; i++) {
+		const struct tb_rec_filter *f = c->filters[i];
+		const __u32 *ids = (const __u32 *)(f + 1);
+
+		tb_json_begin_object(j);
+		tb_json_kuint(j, "from_ns", f->hdr.ts);
+		if (f->which & TB_RECF_TIDS)
+			write_ids(j, "tids", ids, f->ntids);
+		if (f->which & TB_RECF_PIDS)
+			write_ids(j, "pids", ids + f->ntids, f->npids);
+		tb_json_end_object(j);
+	}
+	tb_json_end_array(j);
+}
+
 /* The JSON's metadata object: versions, host, clock, counts of everything
  * lost or incomplete (the output contract, docs/tracebpf-convert.md). */
 /* What the filters and --split did, in the metadata of each file. */
@@ -880,6 +909,8 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 		tb_json_end_array(j);
 		tb_json_kuint(j, "events_of_categories_off", c->cats_left_out);
 	}
+	if (c->nfilters)   /* docs/output.md, "Filters" */
+		write_filters(c, j);
 	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
 	tb_json_kuint(j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
 	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(r));

@@ -62,6 +62,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_GAP]    = sizeof(struct tb_rec_gap),
 	[TB_REC_CATS]   = sizeof(struct tb_rec_cats),
 	[TB_REC_RSS]    = sizeof(struct tb_rec_rss),
+	[TB_REC_FILTER] = sizeof(struct tb_rec_filter),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -82,6 +83,7 @@ int tb_stream_of(uint16_t rec_type)
 	case TB_REC_CTL:
 	case TB_REC_GAP:
 	case TB_REC_CATS:
+	case TB_REC_FILTER:
 		return TB_STREAM_STATS;
 	case TB_REC_SWITCH:
 	case TB_REC_WAKE:

@@ -39,6 +39,7 @@ enum tb_rec_type {
 	TB_REC_GAP     = 17, /* records a CPU lost: when, how many, whose (2.4) */
 	TB_REC_CATS    = 18, /* user space: the categories recorded (2.6) */
 	TB_REC_RSS     = 19, /* kmem:rss_stat of a traced process (2.7) */
+	TB_REC_FILTER  = 20, /* user space: the threads and processes recorded (2.9) */
 	TB_REC_TYPE_MAX,
 };
 
@@ -389,6 +390,26 @@ struct tb_rec_cats {
 	/* char rules[len] */
 };
 
+/* TB_REC_FILTER: written by user space (hdr.cpu = ~0, hdr.pid/tid = 0)
+ * at the start of a file when a filter is on (`record --tid`), and after
+ * each `tracebpf ctl filter` that changed it. From hdr.ts on, only the
+ * application events of the threads in the tid list (TB_RECF_TIDS) and of
+ * the processes in the pid list (TB_RECF_PIDS) are recorded; with neither
+ * flag, those of every traced thread. ids[ntids + npids] follow, the tids
+ * then the pids, each list ascending, padded to 8. */
+struct tb_rec_filter {
+	struct tb_rec_hdr hdr;
+	__u32 which;       /* TB_RECF_* */
+	__u32 ntids;
+	__u32 npids;
+	__u32 pad;
+	/* __u32 ids[ntids + npids] */
+};
+
+#define TB_RECF_TIDS      1u   /* the thread list applies (TB_FILTER_TID) */
+#define TB_RECF_PIDS      2u   /* the process list applies (TB_FILTER_PID) */
+#define TB_RECF_MAX_IDS   1024u   /* per list: bpf/ctl.h's TB_FILTER_MAX */
+
 /* TB_REC_RSS: a traced process's resident memory of one kind, from the
  * kmem:rss_stat tracepoint when the process itself changed it (bpf/record.bpf.c,
  * tb_rss): hdr.pid/tid are the thread that did. Written when the count
@@ -532,6 +553,7 @@ _Static_assert(sizeof(struct tb_rec_ctl) == 32, "tb_rec_ctl layout");
 _Static_assert(sizeof(struct tb_rec_gap) == 80, "tb_rec_gap layout");
 _Static_assert(sizeof(struct tb_rec_rss) == 40, "tb_rec_rss layout");
 _Static_assert(sizeof(struct tb_rec_cats) == 32, "tb_rec_cats layout");
+_Static_assert(sizeof(struct tb_rec_filter) == 40, "tb_rec_filter layout");
 _Static_assert(sizeof(struct tb_gap_state) == 64, "tb_gap_state layout");
 _Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 

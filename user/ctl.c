@@ -343,8 +343,9 @@ long tb_session_recorder(const char *name)
 	return pid;
 }
 
-/* Waits until the recorder has handled request ts (what: "stop", "start"
- * or "filter"). 0 or a negative errno (said). */
+/* Waits until the recorder has handled request ts (what: "stop", "start",
+ * "restart", "filter" or "log the filter of"). 0 or a negative errno
+ * (said). */
 static int wait_ack(struct recording *r, __u64 ts, const char *what)
 {
 	struct timespec tick = { 0, 5 * 1000 * 1000 };
@@ -367,7 +368,9 @@ static int wait_ack(struct recording *r, __u64 ts, const char *what)
 					"programs record nothing already, but the trace file does not "
 					"say so yet" : on ? "recording starts when it answers" :
 					!strcmp(what, "restart") ? "it records into the same "
-					"file until it answers" : "the filter is unchanged", r->pid);
+					"file until it answers" : !strcmp(what, "filter") ?
+					"the filter is unchanged" : "the filter is changed, but "
+					"the trace file does not say so yet", r->pid);
 			return -ETIMEDOUT;
 		}
 		nanosleep(&tick, NULL);
@@ -531,6 +534,10 @@ static int filter_recording(struct recording *r, const struct ctl_args *a)
 		if (a->nids[k] || all || (a->clear_kind && !strcmp(a->clear_kind, k ? "pid" : "tid")))
 			err = change_set(r, a, k, &filter);
 	__atomic_store_n(&r->m[TB_CTL_STATE].filter, filter, __ATOMIC_RELEASE);
+	/* and once more: the recorder logs the filter in its file */
+	if (!err)
+		err = wait_ack(r, request(r->m, r->m[TB_CTL_STATE].want_off, getpid()),
+			       "log the filter of");
 	if (!filter)
 		printf("recording %u: no filter, every traced thread's events\n", r->pid);
 	tb_ctl_print_filter(r);

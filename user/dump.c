@@ -182,6 +182,27 @@ static void dump_cats(FILE *f, const struct tb_rec_cats *x)
 	}
 }
 
+/* One list of a filter: "tids=1,2", "tids=" (none), "tids=all" (off). */
+static void dump_ids(FILE *f, const char *what, bool on, const uint32_t *ids, uint32_t n)
+{
+	fprintf(f, " %s=%s", what, on ? "" : "all");
+	for (uint32_t i = 0; on && i < n; i++)
+		fprintf(f, "%s%u", i ? "," : "", ids[i]);
+}
+
+/* The filter from now on: "FILTER tids=4251,4252 pids=all". */
+static void dump_filter(FILE *f, const struct tb_rec_filter *x)
+{
+	const uint32_t *ids = (const uint32_t *)(x + 1);
+	uint32_t room = (x->hdr.size - (uint32_t)sizeof(*x)) / sizeof(uint32_t);
+	uint32_t nt = x->ntids < room ? x->ntids : room;
+	uint32_t np = x->npids < room - nt ? x->npids : room - nt;
+
+	fputs("FILTER", f);
+	dump_ids(f, "tids", x->which & TB_RECF_TIDS, ids, nt);
+	dump_ids(f, "pids", x->which & TB_RECF_PIDS, ids + nt, np);
+}
+
 /* A gap mark: whose records, how many, until when (the line's time is the
  * earliest a lost record can carry), which threads. */
 static void dump_gap(FILE *f, const struct tb_rec_gap *g)
@@ -294,6 +315,9 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		break;
 	case TB_REC_CATS:
 		dump_cats(f, (const void *)h);
+		break;
+	case TB_REC_FILTER:
+		dump_filter(f, (const void *)h);
 		break;
 	case TB_REC_RSS: {
 		static const char *const kind[4] = { "file", "anon", "swap", "shmem" };

@@ -193,6 +193,7 @@ static void destroy(struct recorder *r, int err)
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
 	cats_close(r);
+	free(r->filter_logged);
 	keep_free(r);
 	free(r->base_vals);
 	tb_gaps_close(&r->gaps);

@@ -267,6 +267,8 @@ int open_output(struct recorder *r)
 	err = handle_ctl(r, false);
 	if (!err)
 		err = cats_log(r, now_ns(CLOCK_MONOTONIC));
+	if (!err)   /* record --tid (logged already when handle_ctl ran first) */
+		err = filter_log(r, now_ns(CLOCK_MONOTONIC), false);
 	if (!err && o->paused && !o->quiet)
 		fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
 				"start' (--paused)\n");

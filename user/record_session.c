@@ -240,7 +240,9 @@ static int add_event(struct recorder *r, const char *spec)
 /* A `tracebpf ctl` request. Stop: the kernel side is switched off already;
  * detach the probes. Start: attach them again, then switch the kernel side
  * on. Each change goes to the file (a TB_REC_CTL record) and, unless -q, to
- * stderr. A negative errno when the file could not take the record. */
+ * stderr; so does a filter changed before the request (a TB_REC_FILTER
+ * record: `ctl filter` asks once more after its change). A negative errno
+ * when the file could not take the record. */
 int handle_ctl(struct recorder *r, bool tty)
 {
 	bool want_off, gate_off, say = !r->o->quiet;
@@ -261,6 +263,8 @@ int handle_ctl(struct recorder *r, bool tty)
 	say = say && by != (__u32)getpid();   /* --paused says so itself */
 	if (want_off == r->ctl.off && want_off == gate_off)
 		take_all(r);   /* a request that changes nothing: ctl filter's drain */
+	if (!werr)
+		werr = filter_log(r, ts, false);
 	if (!r->ctl.off && (want_off || gate_off)) {
 		take_all(r);
 		detach_usdt(r);

@@ -10,6 +10,7 @@
  *                     attached (and detached, and attached again)
  *   record_session.c  the processes around the recording (the command,
  *                     the releaser), `tracebpf ctl`, the status lines
+ *   record_filter.c   the threads and processes recorded, in the file
  *   record_cats.c     the categories recorded: the rules, in the switches,
  *                     in the file, changed by `tracebpf ctl`
  *   record_restart.c  ctl restart: the records a new file needs, kept;
@@ -140,6 +141,7 @@ struct recorder {
 	int cats_fd;           /* the session map (record_cats.c) */
 	struct tracebpf_cats *cats;   /* ... mapped */
 	__u32 cats_gen;        /* the rules in the switches and the file */
+	struct tb_rec_filter *filter_logged;   /* the file's latest (record_filter.c) */
 	struct {               /* memory dumps (record_memdump.c) */
 		struct md_thread *v;
 		size_t n, cap;
@@ -172,6 +174,9 @@ void publish_stats(struct recorder *r, __u64 now);
 int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
 void status_line(struct recorder *r, double elapsed, double rate);
 void report(struct recorder *r);
+
+/* record_filter.c */
+int filter_log(struct recorder *r, __u64 ts, bool fresh);
 
 /* record_restart.c */
 struct tb_rec_hdr;

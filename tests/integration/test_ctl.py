@@ -307,8 +307,21 @@ def test_filters_at_run_time(recorder, tmp_path):
         "thread's events\n"
     ph.do("i 1")                              # 13
     assert ph.finish().rc == 0, ph.rec.stderr
-    seqs = sorted(e["args"]["seq"] for e in ph.rec.trace().named("phase"))
+    t = ph.rec.trace()
+    seqs = sorted(e["args"]["seq"] for e in t.named("phase"))
     assert seqs == [0, 1, 5, 6, 7, 8, 10, 11, 13], seqs
+    # docs/output.md, "Filters": each change, in order, in the file
+    both = sorted([1, pid])
+    filters = t.meta["event_filters"]
+    assert [{k: v for k, v in x.items() if k != "from_ns"} for x in filters] == [
+        {"pids": [1]}, {"pids": both}, {"tids": [1], "pids": both}, {"pids": both},
+        {"pids": [1]}, {}], filters
+    at = [x["from_ns"] for x in filters]
+    assert at == sorted(at) and len(set(at)) == len(at), at
+    # each one after the events emitted before its command, before the next
+    phase = sorted((e["args"]["seq"], round(float(e["ts"]) * 1000)) for e in t.named("phase"))
+    ts = dict(phase)
+    assert ts[1] < at[0] and at[1] < ts[5] and at[2] < ts[10] < at[4] < ts[13], (ts, at)
 
 
 def test_filter_usage():
@@ -581,6 +594,7 @@ def test_restart_splits_the_recording_into_files(recorder, tmp_path, path_args):
     assert out == f"recording {ph.rec.proc.pid}: now writing {auto}\n", out
     ph.do("c 10")                                   # 10-19: t.1.json
     ph.do("e")
+    check_ok(ctl("-s", name, "filter", "add", "--pid", pid))   # keeps all it records
     out = check_ok(ctl("restart", "-s", name, "-o", str(tmp_path / "last.json")))
     assert f"now writing {tmp_path / 'last.tbt'}" in out, out
     st = check_ok(ctl("status", "-s", name))
@@ -599,6 +613,10 @@ def test_restart_splits_the_recording_into_files(recorder, tmp_path, path_args):
         proc, threads = names_of(t, pid)
         assert (proc, threads.get(pid)) == ("phases-app", "phases-main"), (f, proc, threads)
         assert t.meta["unresolved_sites"] == 0 and t.meta["drops_total"] == 0, t.meta
+        # the filter, where it was set and at the start of the next file
+        filters = [{k: v for k, v in x.items() if k != "from_ns"}
+                   for x in t.meta.get("event_filters", [])]
+        assert filters == ([] if k == 0 else [{"pids": [pid]}]), (f, filters)
         span = [e for e in t.events if e.get("name") == "span"]
         if k == 0:   # cut at the end of its file
             assert [e["args"].get("tracebpf_unfinished") for e in span] == ["recording ended"]

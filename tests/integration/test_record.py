@@ -990,6 +990,11 @@ def test_tid_records_only_those_threads(recorder, spawn):
     for tid in chosen:
         s = [e["args"]["seq"] for e in sorted(seq, key=lambda e: e["ts"]) if e["tid"] == tid]
         assert s == list(range(s[0], s[0] + len(s))), f"thread {tid}: a hole"
+    # docs/output.md, "Filters": the file says so from its start
+    f = t.meta["event_filters"]
+    assert [{k: v for k, v in x.items() if k != "from_ns"} for x in f] == \
+        [{"tids": sorted(chosen)}], f
+    assert f[0]["from_ns"] <= min(round(float(e["ts"]) * 1000) for e in seq), f
 
 
 def test_tid_errors(tmp_path):

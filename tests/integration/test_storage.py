@@ -98,7 +98,7 @@ def test_sigkill_recorder_many_times(tmp_path, half):
         emitted = count_of(countfile)
         info = run("info", tbt)
         assert info.returncode == 0, info.stderr
-        assert "format:         2.8" in info.stdout
+        assert "format:         2.9" in info.stdout
         out = tmp_path / f"k{i}.json"
         c = run("convert", tbt, "-o", out)
         assert c.returncode == 0, c.stderr
@@ -398,7 +398,8 @@ def test_golden_files_convert(tmp_path):
     golden = sorted((ROOT / "tests" / "data").glob("v*.tbt"))
     versions = [g.name.split("-")[0][1:] for g in golden]
     # one per released format version; an empty list must not pass
-    assert {"1.0", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8"} <= set(versions), golden
+    assert {"1.0", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8",
+            "2.9"} <= set(versions), golden
     for g, version in zip(golden, versions):
         out = tmp_path / (g.stem + ".json")
         c = run("convert", g, "-o", out)

@@ -1084,6 +1084,43 @@ static void test_golden_v2_8(void **state)
 	assert_int_equal(md_dumper_sites, 1);
 }
 
+/* 2.9: a TB_REC_FILTER record, `ctl filter add --pid` of the process
+ * that then runs mt_events: its events are all there. */
+static unsigned filter_records, filter_pid;
+
+static void check_filter_v2_9(const struct tb_rec_hdr *h)
+{
+	const struct tb_rec_filter *f = (const void *)h;
+
+	if (h->type == TB_REC_FILTER) {
+		filter_records++;
+		assert_int_equal(f->which, TB_RECF_PIDS);
+		assert_int_equal(f->ntids, 0);
+		assert_int_equal(f->npids, 1);
+		assert_true(h->size >= sizeof(*f) + sizeof(__u32));
+		filter_pid = ((const __u32 *)(f + 1))[0];
+	} else if (h->type == TB_REC_EVENT && filter_pid) {
+		assert_int_equal(h->pid, filter_pid);   /* after the filter: its own */
+	}
+}
+
+static void test_golden_v2_9(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 6, [TB_REC_FORK] = 3,
+		[TB_REC_EXEC] = 3, [TB_REC_EXIT] = 4, [TB_REC_COMM] = 5,
+		[TB_REC_CMDLINE] = 3, [TB_REC_STATS] = 1, [TB_REC_SWITCH] = 45,
+		[TB_REC_WAKE] = 65, [TB_REC_KTASK] = 13, [TB_REC_CATS] = 1,
+		[TB_REC_RSS] = 31, [TB_REC_FILTER] = 1,
+	};
+
+	(void)state;
+	filter_records = filter_pid = 0;
+	check_golden("tests/data/v2.9-filter.tbt", 2, 9, true, want, check_filter_v2_9);
+	assert_int_equal(filter_records, 1);
+	assert_true(filter_pid > 0);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -1142,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_6),
 		cmocka_unit_test(test_golden_v2_7),
 		cmocka_unit_test(test_golden_v2_8),
+		cmocka_unit_test(test_golden_v2_9),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};

@@ -117,6 +117,7 @@ struct tracebpf_record {
 #define TRACEBPF_REC_GAP       17   /* records a CPU lost */
 #define TRACEBPF_REC_CATS      18   /* the categories recorded from then on */
 #define TRACEBPF_REC_RSS       19   /* a traced process's resident memory */
+#define TRACEBPF_REC_FILTER    20   /* the threads and processes recorded from then on */
 
 /* The next record in time order (equal times: as convert orders them),
  * in memory that stays about two recorder flushes however long the
