@@ -282,9 +282,12 @@ def scale(quick, full):
 # Tests that watch the whole machine: bpftool's listings of every program,
 # map and link, ctl commands that reach every recording, pinned files under
 # /sys/fs/bpf/tracebpf, the fast path's "another recording live?" checks.
-# And the memory cgroup case: its limit leaves a margin that the kernel's
-# own allocations ate under the side-by-side load, and the recorder was
-# OOM-killed before its allocation could fail.
+# And the memory cgroup cases: a limit the rings pass by far, or by a
+# margin, is met under the side-by-side load by the kernel's own
+# allocations charged to the cgroup, and the recorder was OOM-killed
+# before its ring allocation could fail with ENOMEM (seen for
+# test_slot_rings_out_of_memory and for
+# test_rings_out_of_memory[--kernel-buffer-size]).
 # tests/run.sh runs them alone, after the side-by-side ones.
 # test_categories.py: a site judges its category itself only on the fast
 # path, which a second recording on the machine turns off (each process
@@ -292,7 +295,7 @@ def scale(quick, full):
 SERIAL_MODULES = {"test_ctl.py", "test_many_sites.py", "test_fast.py", "test_faults.py",
                   "test_categories.py"}
 SERIAL_TESTS = {"test_attach_in_the_middle_of_scopes", "test_record_staged_after_the_recovery",
-                "test_slot_rings_out_of_memory"}
+                "test_slot_rings_out_of_memory", "test_rings_out_of_memory"}
 
 
 def pytest_collection_modifyitems(config, items):
