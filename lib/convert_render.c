@@ -779,15 +779,6 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 }
 
 /* metadata.event_filters: each TB_REC_FILTER, in file order. */
-static void write_ids(struct tb_json *j, const char *key, const __u32 *ids, __u32 n)
-{
-	tb_json_key(j, key);
-	tb_json_begin_array(j);
-	for (__u32 i = 0; i < n; i++)
-		tb_json_uint(j, ids[i]);
-	tb_json_end_array(j);
-}
-
 static void write_filters(struct conv *c, struct tb_json *j)
 {
 	tb_json_key(j, "event_filters");
@@ -799,9 +790,9 @@ static void write_filters(struct conv *c, struct tb_json *j)
 		tb_json_begin_object(j);
 		tb_json_kuint(j, "from_ns", f->hdr.ts);
 		if (f->which & TB_RECF_TIDS)
-			write_ids(j, "tids", ids, f->ntids);
+			tb_json_kuint_array(j, "tids", ids, f->ntids);
 		if (f->which & TB_RECF_PIDS)
-			write_ids(j, "pids", ids + f->ntids, f->npids);
+			tb_json_kuint_array(j, "pids", ids + f->ntids, f->npids);
 		tb_json_end_object(j);
 	}
 	tb_json_end_array(j);

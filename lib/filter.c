@@ -353,15 +353,6 @@ bool tb_filter_match_kernel(const struct tb_filter *f, const struct tb_rec_hdr *
 
 /* ----------------------------------------------------------- metadata -- */
 
-static void write_ids(struct tb_json *j, const char *key, const uint32_t *v, size_t n)
-{
-	tb_json_key(j, key);
-	tb_json_begin_array(j);
-	for (size_t i = 0; i < n; i++)
-		tb_json_uint(j, v[i]);
-	tb_json_end_array(j);
-}
-
 static void write_globs(struct tb_json *j, const char *key, char *const *v, size_t n)
 {
 	tb_json_key(j, key);
@@ -375,9 +366,9 @@ void tb_filter_write_json(const struct tb_filter *f, struct tb_json *j)
 {
 	tb_json_begin_object(j);
 	if (f->npids)
-		write_ids(j, "pid", f->pids, f->npids);
+		tb_json_kuint_array(j, "pid", f->pids, f->npids);
 	if (f->ntids)
-		write_ids(j, "tid", f->tids, f->ntids);
+		tb_json_kuint_array(j, "tid", f->tids, f->ntids);
 	if (f->ncats)
 		write_globs(j, "cat", f->cats, f->ncats);
 	if (f->nnames)

@@ -358,6 +358,15 @@ void tb_json_double(struct tb_json *j, double v)
 	puts_(j, buf);
 }
 
+void tb_json_kuint_array(struct tb_json *j, const char *key, const uint32_t *v, size_t n)
+{
+	tb_json_key(j, key);
+	tb_json_begin_array(j);
+	for (size_t i = 0; i < n; i++)
+		tb_json_uint(j, v[i]);
+	tb_json_end_array(j);
+}
+
 void tb_json_bool(struct tb_json *j, bool v)
 {
 	tb_json__value_start(j);

@@ -85,6 +85,8 @@ static inline void tb_json_kstr(struct tb_json *j, const char *key, const char *
 static inline void tb_json_kint(struct tb_json *j, const char *key, int64_t v);
 static inline void tb_json_kuint(struct tb_json *j, const char *key, uint64_t v);
 static inline void tb_json_kts(struct tb_json *j, const char *key, uint64_t ns);
+/* key: [v[0], ..., v[n-1]] */
+void tb_json_kuint_array(struct tb_json *j, const char *key, const uint32_t *v, size_t n);
 /* The duration of a slice that starts at ts (integer ns), written so that
  * a viewer adding "ts" and "dur" as doubles (they all do) gets exactly the
  * double its end, ts + dur, reads back as: equal ends stay equal and a
