@@ -23,6 +23,10 @@
 
 /* Set between open and load, like record.bpf.c's. */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* The session's name. Read by no program: libbpf binds the object's
+ * .rodata to each of its programs, so `bpftool prog show` prints it under
+ * "metadata" as `session = "NAME"` (a `bpf_metadata_` variable). */
+const volatile char bpf_metadata_session[TB_CTL_SESSION_MAX] = "";
 
 struct tb_proc_gen {
 	__u64 gen;   /* unique per (process, image): changes on exec */

@@ -137,30 +137,69 @@ static unsigned tps_off(const struct recording *r)
  * figures, its drops, the kernel events it records. */
 #define MAX_PROGS 64
 
-/* The session's BPF objects: the programs that use its control map (the
- * ids of at most MAX_PROGS into ids), the control map's id and the
- * session map's (its categories: record_cats.c). The count of programs. */
+/* The ids of the maps program id uses (at most 64 into maps): their count,
+ * or -1 when the program is gone. */
+static int prog_maps(__u32 id, __u32 maps[64])
+{
+	struct bpf_prog_info pi = { .nr_map_ids = 64, .map_ids = (__u64)(unsigned long)maps };
+	__u32 len = sizeof(pi);
+	int fd = bpf_prog_get_fd_by_id(id), err;
+
+	if (fd < 0)
+		return -1;
+	err = bpf_obj_get_info_by_fd(fd, &pi, &len);
+	close(fd);
+	return err ? -1 : (int)(pi.nr_map_ids < 64 ? pi.nr_map_ids : 64);
+}
+
+static bool has_id(const __u32 *v, int n, __u32 id)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+/* The maps of the session whose control map is ctl_id (at most 256 into
+ * set): those the programs that use the control map use, the .rodata
+ * each of its objects binds to all its programs among them. */
+static int session_maps(__u32 ctl_id, __u32 set[256])
+{
+	__u32 id = 0, maps[64];
+	int n = 0;
+
+	while (!bpf_prog_get_next_id(id, &id)) {
+		int m = prog_maps(id, maps);
+
+		if (m <= 0 || !has_id(maps, m, ctl_id))
+			continue;
+		for (int i = 0; i < m; i++)
+			if (n < 256 && !has_id(set, n, maps[i]))
+				set[n++] = maps[i];
+	}
+	return n;
+}
+
+/* The session's BPF objects: its programs, those that use one of its maps
+ * (the ids of at most MAX_PROGS into ids; every map a recorder creates is
+ * its own), the control map's id and the session map's (its categories:
+ * record_cats.c). The count of programs. */
 static int session_objects(const struct recording *r, __u32 *ids, __u32 *ctl_id)
 {
 	struct bpf_map_info mi = {};
-	__u32 len = sizeof(mi), id = 0, maps[64];
-	int n = 0;
+	__u32 len = sizeof(mi), id = 0, maps[64], set[256];
+	int n = 0, nset;
 
 	*ctl_id = bpf_obj_get_info_by_fd(r->fd, &mi, &len) ? 0 : mi.id;
-	while (*ctl_id && n < MAX_PROGS && !bpf_prog_get_next_id(id, &id)) {
-		struct bpf_prog_info pi = { .nr_map_ids = 64, .map_ids = (__u64)(unsigned long)maps };
-		int fd = bpf_prog_get_fd_by_id(id);
+	nset = *ctl_id ? session_maps(*ctl_id, set) : 0;
+	while (nset && n < MAX_PROGS && !bpf_prog_get_next_id(id, &id)) {
+		int m = prog_maps(id, maps);
 
-		len = sizeof(pi);
-		if (fd < 0)
-			continue;
-		if (!bpf_obj_get_info_by_fd(fd, &pi, &len))
-			for (__u32 i = 0; i < pi.nr_map_ids && i < 64; i++)
-				if (maps[i] == *ctl_id) {
-					ids[n++] = id;
-					break;
-				}
-		close(fd);
+		for (int i = 0; i < m; i++)
+			if (has_id(set, nset, maps[i])) {
+				ids[n++] = id;
+				break;
+			}
 	}
 	return n;
 }

@@ -468,6 +468,8 @@ static int load_record_bpf(struct recorder *r)
 		return err;
 	}
 	r->skel->rodata->wakeup_bytes = o->buffer_size / 4;
+	tb_bpf_metadata_session((char *)r->skel->rodata->bpf_metadata_session,
+				sizeof(r->skel->rodata->bpf_metadata_session), r->session);
 	bpf_program__set_autoload(r->skel->progs.tb_rss, want_rss(o));
 	r->skel->rodata->stop_for_attach = true;
 	err = tb_rings_create(&r->rings, r->skel->maps.rings, r->ncpus, o->buffer_size, "tb_ring",
@@ -502,7 +504,7 @@ int load_bpf(struct recorder *r)
 		.sched = !o->no_sched, .select = o->sched_select,
 		.traced_only = o->sched_traced,
 		.events = (char **)o->events, .nevents = o->nevents, .verbose = o->verbose,
-		.ring_size = o->kernel_buffer_size,
+		.ring_size = o->kernel_buffer_size, .session = r->session,
 	};
 	int err;
 

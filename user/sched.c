@@ -316,6 +316,11 @@ static int resolve_spec(struct tb_sched *s, const char *spec)
 	return err;
 }
 
+void tb_bpf_metadata_session(char *dst, size_t size, const char *session)
+{
+	snprintf(dst, size, "%s", session ? session : "");
+}
+
 int tb_sched_prepare(struct tb_sched **sp, const struct tb_sched_opts *o)
 {
 	struct tb_sched *s = calloc(1, sizeof(*s));
@@ -529,6 +534,8 @@ int tb_sched_load(struct tb_sched *s, int traced_fd, int spill_fd, int ctl_fd,
 		return err;
 	s->skel->rodata->wakeup_bytes = s->o.ring_size / 4;
 	s->skel->rodata->traced_only = s->o.traced_only;
+	tb_bpf_metadata_session((char *)s->skel->rodata->bpf_metadata_session,
+				sizeof(s->skel->rodata->bpf_metadata_session), s->o.session);
 	err = tb_gaps_size(s->skel->maps.gaps, ncpus);
 	if (err) {
 		ERR("failed to size the scheduler programs' gap marks: %s", strerror(-err));

@@ -45,10 +45,15 @@ struct tb_sched_opts {
 	int nevents;
 	size_t ring_size;        /* --kernel-buffer-size: bytes per CPU, power of 2 */
 	bool verbose;
+	const char *session;     /* the session's name, in the programs' metadata */
 };
 
 /* Mounts tracefs if it is not (said on stderr); why: what needs it. */
 int tb_sched_ensure_tracefs(const char *why);
+
+/* Writes a BPF object's `bpf_metadata_session` (bpf/ring.bpf.h) before its
+ * load: the session's name, which `bpftool prog show` prints. */
+void tb_bpf_metadata_session(char *dst, size_t size, const char *session);
 
 int tb_sched_prepare(struct tb_sched **s, const struct tb_sched_opts *o);
 /* Loads bpf/sched.bpf.c with its traced, spill and tb_ctl maps pointing at

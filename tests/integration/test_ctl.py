@@ -656,8 +656,9 @@ def bpftool_json(*args):
 
 def test_status_names_each_sessions_bpf_objects(recorder, tmp_path):
     """docs/tracebpf-ctl.md, "Sessions": bpftool tells two sessions apart
-    by the map named after each, and `ctl status` lists each one's programs
-    (those that use its control map)."""
+    by the map named after each and by each program's metadata (`session`),
+    and `ctl status` lists each one's programs (those that use one of its
+    maps): the same programs."""
     a = Phases(recorder, tmp_path, "--session", "bpf-one", name="a")
     b = Phases(recorder, tmp_path, "--session", "bpf-two", name="b")
     got = {}
@@ -671,8 +672,11 @@ def test_status_names_each_sessions_bpf_objects(recorder, tmp_path):
     for name, objs in (("bpf_one", one), ("bpf_two", two)):
         assert bpftool_json("map", "show", "id", str(objs["session_map"]))["name"] == name
         assert bpftool_json("map", "show", "id", str(objs["ctl_map"]))["name"] == "tb_ctl"
-        for pid in objs["programs"]:
-            assert objs["ctl_map"] in bpftool_json("prog", "show", "id", str(pid))["map_ids"]
+    by_metadata = {}
+    for p in bpftool_json("prog", "show"):
+        by_metadata.setdefault(p.get("metadata", {}).get("session"), set()).add(p["id"])
+    assert by_metadata.get("bpf-one") == set(one["programs"]), by_metadata.get("bpf-one")
+    assert by_metadata.get("bpf-two") == set(two["programs"]), by_metadata.get("bpf-two")
     st = check_ok(ctl("status", "-s", "bpf-one"))
     assert re.search(rf"BPF maps tb_ctl {one['ctl_map']}, session map "
                      rf"{one['session_map']}; {len(one['programs'])} programs: ", st), st
