@@ -12,7 +12,7 @@
 #include "cats.h"
 #include "ctl.h"
 #include "report.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "tbio.h"
 #include "tracebpf.h"
 

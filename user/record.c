@@ -26,7 +26,7 @@
 #include "fast.h"
 #include "recorder.h"
 #include "ctl.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "serve.h"
 #include "tbfile.h"
 #include "tracebpf.h"

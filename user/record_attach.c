@@ -31,7 +31,7 @@
 #include "probes.h"
 #include "recorder.h"
 #include "rings.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "tracebpf.h"
 
 static int add_traced(struct recorder *r, pid_t pid, __u64 gen)

@@ -24,7 +24,7 @@
 #include "gaps.h"
 #include "recorder.h"
 #include "rings.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "serve.h"
 #include "slots.h"
 #include "tbfile.h"

@@ -26,7 +26,7 @@
 #include "record.skel.h"
 #include "convert.h"
 #include "recorder.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "serve.h"
 #include "tbfile.h"
 #include "tbio.h"

@@ -23,7 +23,7 @@
 
 #include "hmap.h"
 #include "recorder.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "tbfile.h"
 
 /* One traced process's kept records, each a malloc'd copy. */

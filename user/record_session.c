@@ -28,7 +28,7 @@
 #include "fast.h"
 #include "print.h"
 #include "recorder.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "tbfile.h"
 #include "tracebpf.h"
 

@@ -38,7 +38,7 @@
 #include "tbrecords.h"
 #include "rings.h"
 #include "../bpf/ctl.h"
-#include "sched.h"
+#include "sched_events.h"
 #include "sched.skel.h"
 #include "tbfile.h"
 

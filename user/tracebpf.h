@@ -43,7 +43,7 @@ struct tb_record_opts {
 	bool no_memory;                  /* --no-memory: no kmem:rss_stat */
 	unsigned memdump_ms;             /* --memory-dump-interval, ms (0: none) */
 	bool sched_traced;               /* --sched=traced: only traced tasks' */
-	unsigned sched_select;           /* --sched-events (sched.h), 0 = all */
+	unsigned sched_select;           /* --sched-events (sched_events.h), 0 = all */
 	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */
 	int nevents;
 	unsigned max_procs;              /* --max-processes: size of the traced set */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * sched.h - scheduler, power and generic (-e) tracepoints for `tracebpf
+ * sched_events.h - scheduler, power and generic (-e) tracepoints for `tracebpf
  * record`: the user side of bpf/sched.bpf.c.
  *
  * Order of calls, inside tb_record's open -> load -> attach:
@@ -14,8 +14,8 @@
  *   tb_sched_destroy
  * Every function returns 0 or a negative errno and prints its own error.
  */
-#ifndef TRACEBPF_SCHED_H
-#define TRACEBPF_SCHED_H
+#ifndef TRACEBPF_SCHED_EVENTS_H
+#define TRACEBPF_SCHED_EVENTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
