@@ -10,6 +10,7 @@
  * (recorder.h says which file owns what).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,13 +205,20 @@ static void destroy(struct recorder *r, int err)
 	tb_paths_free(&r->found);
 }
 
-/* The recorder runs at nice -20 when it may (root): the threads it
- * records then cannot starve it of the CPU it needs to make their
- * fast-path rings and drain them (500 threads on their probes at once
- * left it 1 of 500 shares, and their events filled its rings). The
- * command it starts gets the nice it had. */
+/* While it records, the recorder runs at the lowest real-time priority
+ * (SCHED_FIFO 1) and nice -20 when it may (root): the threads it records
+ * then cannot starve it of the CPU it needs to make their fast-path rings
+ * and drain them. 500 threads starting at once on 2 CPUs, each on its
+ * probes until its ring is made, left a recorder at nice -20 one share in
+ * seven; it made their rings too late and their events filled its rings.
+ * A round's work is bounded and the recorder sleeps between rounds. What it
+ * starts (the command, the releaser, converters) and its threads run as
+ * anything else does (SCHED_RESET_ON_FORK); the command gets the nice the
+ * recorder had. */
 static void raise_priority(struct recorder *r)
 {
+	struct sched_param sp = { .sched_priority = 1 };
+
 	errno = 0;
 	r->nice0 = getpriority(PRIO_PROCESS, 0);
 	if (errno)
@@ -218,6 +226,18 @@ static void raise_priority(struct recorder *r)
 	if (setpriority(PRIO_PROCESS, 0, -20) == 0 && r->o->verbose)
 		fprintf(stderr, "tracebpf: record: running at nice -20 (the command at %d)\n",
 			r->nice0);
+	r->realtime = !sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
+	if (r->realtime && r->o->verbose)
+		fprintf(stderr, "tracebpf: record: running at SCHED_FIFO priority 1\n");
+}
+
+/* The recording is over: rendering the JSON is no longer urgent. */
+static void lower_priority(struct recorder *r)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	if (r->realtime && !sched_setscheduler(0, SCHED_OTHER, &sp))
+		r->realtime = false;
 }
 
 /* The session's name: --session, or tb-<our pid>; one that a running
@@ -270,6 +290,7 @@ int tb_record(const struct tb_record_opts *o)
 		md_scan_all(&r);
 		err = finish_output(&r, record_loop(&r));
 		report(&r);
+		lower_priority(&r);
 		if (!err)
 			err = write_json(&r);
 	}

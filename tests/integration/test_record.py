@@ -836,7 +836,10 @@ def test_gaps_never_pair_across_lost_records(recorder, size):
     check_marks_counted(t)
     ids = check_numbered_ids(t)
     assert ids["async"] > 0, ids
-    assert m["flow_events_left_out"] > 0, m
+    # 4 KiB rings lose thousands of records, flow events among them; 8 and
+    # 32 KiB may lose too few (the recorder drains at real-time priority:
+    # user/record.c) to hit one, and then every flow is whole
+    assert m["flow_events_left_out"] > 0 or (size != "4K" and ids["flow"] > 0), (m, ids)
     # the marks, as dump and info show them
     d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
     assert d.returncode == 0, d.stderr
@@ -1009,3 +1012,20 @@ def test_tid_errors(tmp_path):
 def run_record(*args):
     return subprocess.run([TRACEBPF, "record", "-q", *map(str, args)], capture_output=True,
                           text=True, timeout=120)
+
+
+def test_recorder_realtime_command_as_before(recorder):
+    """user/record.c, raise_priority: the recorder records at SCHED_FIFO 1
+    (500 threads on their probes starved it at nice -20); what it starts
+    is not real-time: the command runs at SCHED_OTHER with the nice the
+    recorder was started with."""
+    script = f"chrt -p $PPID; chrt -p $$; cut -d' ' -f19 /proc/$$/stat; exec {prog('pingpong')} 5"
+    rec = recorder("--no-sched", "--", "sh", "-c", script, wrap=["nice", "-n", "3"]).wait()
+    assert rec.rc == 0, rec.stderr
+    lines = rec.stdout.splitlines()
+    recorder_policy = [x for x in lines if str(rec.proc.pid) in x]
+    assert any("policy: SCHED_FIFO" in x for x in recorder_policy), lines
+    assert any(x.endswith("priority: 1") for x in recorder_policy), lines
+    command = [x for x in lines if "policy" in x and str(rec.proc.pid) not in x]
+    assert command and all("SCHED_OTHER" in x for x in command), lines
+    assert "3" in [x.strip() for x in lines], lines
