@@ -78,9 +78,12 @@ lttng_ctl() {
     { echo "bench: lttng $1 failed: $(tail -n 3 "$out/lttng.log")" >&2; return 1; }
 }
 
-# Events the session's channels discarded (all channels, all CPUs).
+# Events the session's channels discarded (all channels, all CPUs). A
+# count of 2^63 or more is LTTng's "not known" (seen once in a run of 500
+# threads, where the trace lacked 24,893 events): left out of the sum,
+# the events missing from the trace say how many.
 lttng_discarded() {
-  lttng list "$1" | awk '/Discarded events:/ { s += $3 } END { print s + 0 }'
+  lttng list "$1" | awk '/Discarded events:/ && $3 < 2^62 { s += $3 } END { print s + 0 }'
 }
 
 # Did stop or destroy warn of discarded events or lost packets (in
