@@ -200,8 +200,11 @@ def test_unprivileged_process_and_other_users(recorder, spawn):
             assert [p for p, _ in got] == pins, results
             assert all(r == want or (r == "ENOENT" and p in gone) for p, r in got), results
         # a process the recording does not trace, running the same binary (its
-        # sites are enabled: uprobes are per file), finds nothing to open
-        untraced = spawn(prog("fast_seq"), "run", 1, 10)
+        # sites are enabled: uprobes are per file), finds nothing to open in
+        # 500 tries 200 us apart (a traced thread's ring comes within a
+        # round; the 3 s default kept the recording above running, and its
+        # JSON growing, for that long)
+        untraced = spawn(prog("fast_seq"), "run", 1, 10, env={**os.environ, "FAST_SEQ_WARM": "500"})
         out, _ = untraced.communicate(timeout=60)
         assert "fast=0" in out and not os.path.exists(f"{ROOT_DIR}/{untraced.pid}"), out
     finally:
@@ -250,7 +253,12 @@ def test_attach_under_load_no_loss_or_duplicate_at_the_switch(recorder, spawn, f
     if fast:
         # waits for each thread to take its ring, then for events after it
         wait_for(lambda: len(lines) == threads, timeout=30, what="both threads' rings")
-    time.sleep(1.0)
+    else:
+        # the recorder has attached: its file holds records (not a fixed
+        # time, which a loaded machine may spend loading)
+        wait_for(lambda: rec.tbt.exists() and rec.tbt.stat().st_size > 32 << 10, timeout=30,
+                 what="records in the file")
+    time.sleep(0.3)   # then more events (tens of thousands; past the switch)
     rec.stop(timeout=120)
     app.kill()
     switch = {int(m[0]): int(m[1]) for m in re.findall(r"thread (\d+) fast_from=(\d+)",

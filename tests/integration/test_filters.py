@@ -437,16 +437,16 @@ def test_split_parts_reach_size(tmp_path):
     """Regression: a part began counting its kernel text at the 4 KiB mark
     before its first event, so it counted up to 4 KiB of the previous
     part's lines as its own and ended short of SIZE (a middle part of
-    130,239 bytes for --split 128K; 31 short parts in this sweep). Every
-    part but the last reaches SIZE, at 28 sizes from 64K to 199K, in a
-    trace of events with scheduler lines between them."""
+    130,239 bytes for --split 128K; 14 short parts in this sweep, of 466).
+    Every part but the last reaches SIZE, at 11 sizes from 64K to 194K, in
+    a trace of events with scheduler lines between them."""
     tbt = tmp_path / "fe.tbt"
     p = subprocess.run([TRACEBPF, "record", "-q", "--no-memory", "--no-json", "-o", str(tbt),
                         "--", prog("filter_events"), "2000"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     short, cuts = [], 0
-    for k in range(64, 200, 5):
+    for k in range(64, 200, 13):
         out = tmp_path / f"r{k}.json"
         c = convert(tbt, out, "--split", f"{k}K")
         assert c.returncode == 0, c.stderr

@@ -120,7 +120,10 @@ def proc_state(pid):
 
 
 def test_sigterm_loses_nothing(tmp_path):
-    p, child, countfile, tbt = start_seq(tmp_path, "term")
+    # --keep-running: the recorder ends at the SIGTERM, instead of telling
+    # the command (stopped below, so it cannot end) to end and recording
+    # on for the 5 s it may take
+    p, child, countfile, tbt = start_seq(tmp_path, "term", "--keep-running")
     try:
         wait_for(lambda: count_of(countfile) >= 20000, what="20000 events")
         os.kill(child, signal.SIGSTOP)

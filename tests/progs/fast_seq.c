@@ -5,8 +5,8 @@
  *
  * Each of THREADS threads first emits "warm" instants (args t = thread,
  * seq = 0, 1, ...), 200 us apart, until its fast-path ring is mapped (at
- * most 3 s), so the warm events cross the switch from the probe to the
- * ring; then N "seq" instants (t, seq = 0 .. N-1), every 100th inside a
+ * most 15000 of them, about 3 s, or $FAST_SEQ_WARM), so the warm events
+ * cross the switch from the probe to the ring; then N "seq" instants (t, seq = 0 .. N-1), every 100th inside a
  * slice "block" (BEGIN/END with arg t), and after every seq 50 mod 100 a
  * "label" (t, name = "t<T>-<seq>", padded with x to 399 bytes every
  * 1000th), and after every seq 70 mod 100 the `event_id` sites of
@@ -53,9 +53,10 @@ static int ready(void)
 static long warm(int64_t t)
 {
 	const struct timespec pause = { 0, 200 * 1000 };
-	long w = 0;
+	const char *env = getenv("FAST_SEQ_WARM");
+	long w = 0, most = env ? atol(env) : 15000;
 
-	for (; w < 15000 && !ready(); w++) {
+	for (; w < most && !ready(); w++) {
 		TRACE_EVENT_INSTANT2("test", "warm", TRACE_EVENT_SCOPE_THREAD, "t", t, "seq",
 				     (int64_t)w);
 		nanosleep(&pause, NULL);
