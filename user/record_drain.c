@@ -6,6 +6,7 @@
  * processes held for attach, answers ctl and flushes the file; and the
  * drop counts, written as STATS records whenever they grew.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -271,20 +272,66 @@ int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 	return err;
 }
 
+/* Whether traced process pid has exited: it is gone, or (deep) it is a
+ * zombie its parent has not reaped, state Z or X with no thread left in
+ * /proc/PID/task (a group leader that ended before its threads is a
+ * zombie too, its threads alive). */
+static bool process_exited(__u32 pid, bool deep)
+{
+	char path[64], buf[512], *p;
+	struct dirent *e;
+	bool threads = false;
+	size_t n;
+	FILE *f;
+	DIR *d;
+
+	if (kill(pid, 0))
+		return errno == ESRCH;
+	if (!deep)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || (p[1] && p[2] != 'Z' && p[2] != 'X'))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	if (!d)
+		return true;
+	while (!threads && (e = readdir(d)))
+		threads = e->d_name[0] != '.' && strtoul(e->d_name, NULL, 10) != pid;
+	closedir(d);
+	return !threads;
+}
+
+/* How often targets_alive looks for zombies in /proc. */
+#define ZOMBIE_CHECK_NS 250000000ull
+
 /* The traced map is empty once every traced process has exited. A pid that
- * vanished without an exit record (it exited before we added it) is pruned.
+ * ended without an exit record (it exited before we added it, between the
+ * exit tracepoint's attach and the map's update) is pruned: gone, or, at
+ * most every ZOMBIE_CHECK_NS, a zombie (a parent that reaps it only once
+ * the recorder is done, as a test harness does, would wait for ever).
  * 1 while one lives, 0 when none does, a negative errno (printed) when the
  * map cannot be listed. */
-static int targets_alive(struct recorder *r)
+static int targets_alive(struct recorder *r, __u64 now)
 {
 	int fd = bpf_map__fd(r->skel->maps.traced);
 	__u32 key, next, *prev = NULL;
+	bool deep = now - r->zombie_check >= ZOMBIE_CHECK_NS;
 	int any = 0;
 
+	if (deep)
+		r->zombie_check = now;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (kill(key, 0) && errno == ESRCH)
+		if (process_exited(key, deep))
 			bpf_map_delete_elem(fd, &key);
 		else
 			any = 1;
@@ -298,6 +345,7 @@ static int targets_alive(struct recorder *r)
 	}
 	return any;
 }
+
 
 /* The gap marks still pending after a drain, into the file (user/gaps.c):
  * a mark is in the round after its losses at the latest. */
@@ -389,6 +437,6 @@ int poll_round(struct recorder *r)
 	}
 	if (o->duration > 0 && !r->ending && now - r->t0 >= o->duration * 1e9)
 		return 1;
-	alive = targets_alive(r);
+	alive = targets_alive(r, now);
 	return alive <= 0 ? (alive ? alive : 1) : 0;
 }

@@ -82,6 +82,7 @@ struct md_thread {
 struct recorder {
 	int nice0;                       /* the nice the recorder had (the command's) */
 	bool realtime;                   /* recording at SCHED_FIFO (record.c) */
+	__u64 zombie_check;              /* last look for zombie targets (record_drain.c) */
 	const struct tb_record_opts *o;
 	struct record_bpf *skel;
 	struct ring_buffer *rb;

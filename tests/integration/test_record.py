@@ -1029,3 +1029,22 @@ def test_recorder_realtime_command_as_before(recorder):
     command = [x for x in lines if "policy" in x and str(rec.proc.pid) not in x]
     assert command and all("SCHED_OTHER" in x for x in command), lines
     assert "3" in [x.strip() for x in lines], lines
+
+
+def test_record_p_outlives_a_zombie_group_leader(recorder, spawn):
+    """record -p of a process whose main thread ends with pthread_exit()
+    once recorded: its group leader is a zombie while its other thread
+    goes on. The recorder prunes a traced process that is a zombie with no
+    thread left (one whose exit it did not see, which a parent that reaps
+    only later keeps as a zombie: user/record_drain.c, process_exited),
+    not this one: every event of the thread is recorded, and the recording
+    ends when the thread does, though the process is reaped only after."""
+    n = 500
+    app = spawn(prog("leader_exits"), n)
+    pid = int(re.match(r"pid=(\d+)", app.stdout.readline()).group(1))
+    rec = recorder("--no-sched", "-p", pid).wait(timeout=60)   # the ticks take 0.5 s and more
+    assert rec.rc == 0, rec.stderr
+    t = rec.trace()
+    assert [e["args"]["i"] for e in t.named("tick", "I")] == list(range(n))
+    assert len(t.named("done", "I")) == 1
+    assert app.wait(timeout=60) == 0
