@@ -39,7 +39,9 @@
  *   struct oev           in ts order, through a struct tb_model_sink
  *   convert_select.c     filters, --split parts
  *   struct oev           an event kept, with its part's struct tb_json
- *   convert_render.c     JSON events, templates, names, metadata
+ *   convert_render.c     JSON events, templates
+ *   struct conv          at the end, the whole model: names, counts
+ *   convert_meta.c       each file's end: names, systemTraceEvents, metadata
  *
  * Without filters or --split the queue hands the events to the writer
  * thread, which renders them: no selection stage. tb_model_run puts

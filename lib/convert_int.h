@@ -371,6 +371,9 @@ const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
 struct tmpls *tb_conv_tmpls_new(void);
 void tb_conv_tmpls_free(struct tmpls *ts);
 void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e);
+
+/* ---- convert_meta.c: each file's start and end ---- */
+
 void tb_conv_render_begin(struct conv *c, FILE *f);
 int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
 			const struct part *part);
