@@ -238,6 +238,22 @@ RATE_BOUNDED = 2 * 10**6
 NO_GROWTH = ("--fast-buffer-max", "64K")
 
 
+def starve(rec, seconds=0.1):
+    """Stops the recorder (SIGSTOP) for `seconds` once its program has
+    printed its first line (bench/rate prints "pid=N", then emits), so that
+    nothing drains the rings meanwhile: 4 KiB rings overflow however soon a
+    running recorder drains them (at SCHED_FIFO, user/record.c, it once
+    lost nothing of bench/rate at 2 M events/s in a full test run).
+    Returns that line."""
+    line = rec.proc.stdout.readline()
+    os.kill(rec.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(rec.proc.pid, signal.SIGCONT)
+    return line
+
+
 def test_drops_are_counted_and_reported(recorder):
     # A 4 KiB ring at 2 M events/s: most events are lost, and every loss is
     # counted: recorded + lost accounts for every hit. The rate is paced, not
@@ -247,7 +263,9 @@ def test_drops_are_counted_and_reported(recorder):
     # (0.4 s of it: about 800,000 events, and drops within the first
     # milliseconds; the JSON is checked by the engine in the gap tests)
     rec = recorder("--buffer-size", "4K", "--flush-interval", "200", *NO_GROWTH, "--",
-                   str(BUILD / "bench" / "rate"), RATE_BOUNDED, 0.4).wait()
+                   str(BUILD / "bench" / "rate"), RATE_BOUNDED, 0.4)
+    starve(rec)
+    rec.wait()
     m = re.search(r"emitted=(\d+)", rec.stdout)
     emitted = int(m.group(1))
     t = rec.trace(consumer=False)
@@ -871,8 +889,9 @@ def test_gap_marks_count_every_drop(recorder, kind):
     from conftest import BUILD
     if kind == "application":
         rec = recorder("--no-sched", "-b", "4K", *NO_GROWTH, "--",
-                       str(BUILD / "bench" / "rate"), RATE_BOUNDED, 0.4).wait(timeout=120)
-        pid = int(re.search(r"pid=(\d+)", rec.stdout).group(1))
+                       str(BUILD / "bench" / "rate"), RATE_BOUNDED, 0.4)
+        pid = int(re.search(r"pid=(\d+)", starve(rec)).group(1))
+        rec.wait(timeout=120)
     else:
         rec = recorder("--sched=traced", "-b", "4K", "--kernel-buffer-size", "4K", "--",
                        prog("pingpong"), 20000).wait(timeout=120)
@@ -984,7 +1003,7 @@ def test_tid_records_only_those_threads(recorder, spawn):
                      sorted(map(int, os.listdir(f"/proc/{app.pid}/task"))),
                      what="fast_seq's 4 threads")
     chosen = [t for t in tasks if t != app.pid][1:3]
-    rec = recorder("--no-sched", "--tid", ",".join(map(str, chosen)), "--duration", "1.5").wait()
+    rec = recorder("--no-sched", "--tid", ",".join(map(str, chosen)), "--duration", "0.8").wait()
     assert app.poll() is None, "the target keeps running after we detach"
     t = rec.trace()
     seq = t.named("seq", "I")

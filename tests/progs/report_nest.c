@@ -15,7 +15,8 @@
  * then sets the counter "gauge" to 5, -3, 12 and 7, in that order. So per
  * thread: N outer, 2N inner, 2N leaf complete slices, N mark instants, one
  * slice left open at the thread's exit; outer holds exactly the inners,
- * inner exactly one leaf. Prints "done" at the end.
+ * inner exactly one leaf. Prints "started" (flushed) once its threads
+ * run and "done" at the end.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -84,6 +85,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "report_nest: cannot start a thread\n");
 			return 1;
 		}
+	printf("started\n");
+	fflush(stdout);
 	for (long t = 0; t < threads; t++)
 		pthread_join(tid[t], NULL);
 	for (size_t i = 0; i < sizeof(gauge) / sizeof(*gauge); i++)
