@@ -399,10 +399,6 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 	int err;
 
 	*fp = NULL;
-	if (o->off) {
-		fast_off("--no-fast-path", 0);
-		goto off;   /* announced by tb_fast_start all the same */
-	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -416,6 +412,19 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 	}
 	for (unsigned i = 0; i < o->max_rings; i++)
 		f->rings[i].fd = -1;
+	if (o->off) {
+		/* switches only: each process's categories, no rings */
+		fprintf(stderr, "tracebpf: record: the fast path is off (--no-fast-path): "
+				"every event of a category recorded takes its probe\n");
+		err = can_pin();
+		if (err) {
+			fast_off("cannot pin in " BPF_FS, err);
+			tb_fast_close(f);
+			goto off;
+		}
+		*fp = f;
+		goto off;
+	}
 	err = make_template(f);
 	if (err) {
 		fast_off("no BPF user ring buffers", err);
@@ -461,9 +470,16 @@ int tb_fast_start(struct tb_fast *f)
 		f->broken = true;   /* every process on its probes */
 		return 0;
 	}
-	f->outer_fd = bpf_map__fd(f->skel->maps.fast_rings);
-	f->drain_fd = bpf_program__fd(f->skel->progs.tb_fast_drain);
+	if (!f->o.off) {
+		f->outer_fd = bpf_map__fd(f->skel->maps.fast_rings);
+		f->drain_fd = bpf_program__fd(f->skel->progs.tb_fast_drain);
+	}
 	return 0;
+}
+
+bool tb_fast_has_rings(const struct tb_fast *f)
+{
+	return f && !f->o.off && !f->broken;
 }
 
 /* Bytes the drain has taken of r (its consumer position). */

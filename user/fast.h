@@ -29,13 +29,19 @@ struct tb_fast_opts {
 	size_t ring_size;      /* --fast-buffer-size, a power of 2 */
 	size_t ring_max;       /* --fast-buffer-max: a full ring grows to this */
 	unsigned max_rings;    /* --max-fast-rings */
-	bool off;              /* --no-fast-path */
+	bool off;              /* --no-fast-path: each process gets its switch
+				* (its categories, so that the sites of a
+				* category off skip their probes), no rings */
 };
 
-/* *f stays NULL when the fast path is off (said). 0 or a negative errno. */
+/* *f stays NULL when the fast path cannot start (said); with --no-fast-path
+ * it makes switches only. 0 or a negative errno. */
 int tb_fast_prepare(struct tb_fast **f, struct record_bpf *skel,
 		    const struct tb_fast_opts *o);
 int tb_fast_start(struct tb_fast *f);
+/* Threads write into rings of their own (not --no-fast-path, nor a drain
+ * that cannot run). */
+bool tb_fast_has_rings(const struct tb_fast *f);
 /* Where records go that the recorder makes itself of what a ring holds,
  * when the drain program cannot run (as its rings' records go). */
 void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),

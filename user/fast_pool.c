@@ -197,6 +197,8 @@ static int room_for(void **v, size_t *cap, size_t n, size_t elem)
 /* A spare to make at the end of this step (make_planned). */
 static void plan(struct tb_fast *f, struct fproc *p, int pool, uint64_t size)
 {
+	if (f->o.off)
+		return;   /* switches only (--no-fast-path) */
 	if (room_for((void **)&f->plan, &f->cplan, f->nplan, sizeof(*f->plan)))
 		return;   /* its threads ask again */
 	f->plan[f->nplan++] = (struct plan){ p, pool, size, ~0u };

@@ -108,7 +108,7 @@ static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
 	int err, n, i, other, total = 0;
 
 	for (i = 0; i < TB_NPROBES; i++) {
-		if (ob->link[i] || (i == 2 && !r->fast))
+		if (ob->link[i] || (i == 2 && !tb_fast_has_rings(r->fast)))
 			continue;
 		n = tb_elf_probe_regs(path, usdt_probes[i].name, &other);
 		if (n <= 0 || (i == 2 && other))

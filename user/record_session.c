@@ -334,7 +334,7 @@ void report(struct recorder *r)
 			(unsigned long long)r->app_events,
 			100.0 * (r->app_events - r->fast_events) / r->app_events,
 			(unsigned long long)r->fast_events);
-	if (r->o->verbose && r->fast) {
+	if (r->o->verbose && tb_fast_has_rings(r->fast)) {
 		struct tb_fast_stats st;
 
 		tb_fast_stats(r->fast, &st);

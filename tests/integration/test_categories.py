@@ -6,11 +6,12 @@ disabled-by-default-deep, the group "io,net" and net.debug, and whose `a`
 command answers which of io, net and deep TRACE_EVENT_CATEGORY_ACTIVE says
 are recorded.
 
-With the fast path, a site of a category that is off writes nothing: the
-trace file holds none of its events. Through the probes alone
-(--no-fast-path, or a program built without the fast path), the site
-cannot read the rules, and the converter leaves its events out by the
-rules the file holds (TB_REC_CATS)."""
+A site of a category that is off writes nothing and takes no probe: the
+trace file holds none of its events, with the fast path and with
+--no-fast-path alike (each traced process has its switch, which holds the
+rules). A program built without the fast path (TRACEBPF_NO_FAST_PATH)
+cannot read the rules: its sites take their probes, and the converter
+leaves their events out by the rules the file holds (TB_REC_CATS)."""
 import os
 import re
 import select
@@ -62,10 +63,8 @@ def finish(ph):
 def test_record_categories_and_exclusions(recorder, tmp_path, path_args):
     ph = Phases(recorder, tmp_path, "--categories", "io,disabled-by-default-deep",
                 "--exclude-categories", "net*")
-    # through the probes alone the guard has no rules to read: it says what
-    # the semaphore says (docs/api.md)
-    assert active(ph) == ((True, True, True, True) if path_args else
-                          (True, True, False, True))
+    # the guard reads the rules in the process's switch on both paths
+    assert active(ph) == (True, True, False, True)
     ph.do(f"c {N}")
     t = finish(ph)
     s = seqs(t)
@@ -76,13 +75,11 @@ def test_record_categories_and_exclusions(recorder, tmp_path, path_args):
     assert ("net", "send") not in s and ("net.debug", "ctr") not in s, s
     assert t.meta["categories"] == ["+io", "+disabled-by-default-deep", "-net*"]
     recs = file_events(ph.rec.tbt)
-    if path_args:   # the probes wrote them; the converter left them out
-        assert recs.count("net:send") == N
-        assert t.meta["events_of_categories_off"] == 2 * N
-    else:           # the sites wrote nothing
-        assert "net:send" not in recs and "net.debug:ctr" not in recs, recs
-        assert recs.count("io:read") == N
-        assert t.meta["events_of_categories_off"] == 0
+    # the sites wrote nothing, and took no probe (on the probes path the
+    # file would hold what they sent: the probes' records all go in it)
+    assert "net:send" not in recs and "net.debug:ctr" not in recs, recs
+    assert recs.count("io:read") == N
+    assert t.meta["events_of_categories_off"] == 0
 
 
 def test_default_leaves_disabled_by_default_off(recorder, tmp_path):
@@ -102,14 +99,12 @@ def test_ctl_enable_and_disable_at_run_time(recorder, tmp_path, path_args):
     ph.do(f"c {N}")                                    # seq 0..N-1: all but deep
     out = check_ok(ctl("disable", "io", "--session", name))
     assert re.search(r"^recording \d+: categories: \+\* -io$", out, re.M), out
-    if not path_args:
-        assert active(ph)[1:] == (False, True, False)
+    assert active(ph)[1:] == (False, True, False)
     ph.do(f"c {N}")                                    # N..2N-1: no io
     out = check_ok(ctl("enable", "io", "disabled-by-default-*", "-s", name))
     out = check_ok(ctl("disable", "n*", "-s", name))
     assert "categories: +* +io +disabled-by-default-* -n*" in out, out
-    if not path_args:
-        assert active(ph)[1:] == (True, False, True)
+    assert active(ph)[1:] == (True, False, True)
     st = check_ok(ctl("status", "-s", name))
     assert "categories: +* +io +disabled-by-default-* -n*" in st, st
     ph.do(f"c {N}")                                    # 2N..3N-1: no net
@@ -125,9 +120,8 @@ def test_ctl_enable_and_disable_at_run_time(recorder, tmp_path, path_args):
     assert [c.split(" ", 1)[1] for c in cats] == [
         '"+*"', '"+*" "-io"', '"+*" "+io" "+disabled-by-default-*"',
         '"+*" "+io" "+disabled-by-default-*" "-n*"'], cats
-    if not path_args:
-        recs = file_events(ph.rec.tbt)
-        assert recs.count("io:read") == 2 * N and recs.count("net:send") == 2 * N, recs
+    recs = file_events(ph.rec.tbt)
+    assert recs.count("io:read") == 2 * N and recs.count("net:send") == 2 * N, recs
 
 
 def test_program_without_fast_path_is_judged_by_the_file(recorder, tmp_path):
