@@ -42,6 +42,9 @@ int tb_fast_start(struct tb_fast *f);
 /* Threads write into rings of their own (not --no-fast-path, nor a drain
  * that cannot run). */
 bool tb_fast_has_rings(const struct tb_fast *f);
+/* Since the last tb_fast_round_end, processes forked, threads started or
+ * threads asked for rings: rings to make this round. */
+bool tb_fast_pending(const struct tb_fast *f);
 /* Where records go that the recorder makes itself of what a ring holds,
  * when the drain program cannot run (as its rings' records go). */
 void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),

@@ -95,6 +95,7 @@ struct tb_fast {
 	uint64_t drained, drain_ns, made, grown;   /* tb_fast_stats */
 	bool said_full, said_err;
 	bool broken;           /* the drain cannot run: every process on its probes */
+	unsigned new_threads;  /* tb_fast_thread calls this round */
 	struct tracebpf_cats cats;   /* the categories recorded (tb_fast_cats) */
 	int (*put)(void *ctx, void *rec, size_t size);   /* tb_fast_output */
 	void *put_ctx;

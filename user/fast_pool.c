@@ -610,8 +610,15 @@ void tb_fast_thread(struct tb_fast *f, uint32_t pid)
 {
 	struct fproc *p = f ? find_proc(f, pid) : NULL;
 
-	if (p && p->c)
+	if (p && p->c) {
 		p->waiting++;
+		f->new_threads++;
+	}
+}
+
+bool tb_fast_pending(const struct tb_fast *f)
+{
+	return f && (f->nforks || f->nreqs || f->new_threads);
 }
 
 /* A thread asks when it has no ring and finds no spare, or when its ring
@@ -688,6 +695,7 @@ void tb_fast_round_end(struct tb_fast *f)
 	}
 	make_planned(f);
 	fast_flush_stale(f);
+	f->new_threads = 0;
 }
 
 /* Unpinned now (the same path may be asked for again: a new thread with

@@ -205,20 +205,20 @@ static void destroy(struct recorder *r, int err)
 	tb_paths_free(&r->found);
 }
 
-/* While it records, the recorder runs at the lowest real-time priority
- * (SCHED_FIFO 1) and nice -20 when it may (root): the threads it records
- * then cannot starve it of the CPU it needs to make their fast-path rings
- * and drain them. 500 threads starting at once on 2 CPUs, each on its
- * probes until its ring is made, left a recorder at nice -20 one share in
- * seven; it made their rings too late and their events filled its rings.
- * A round's work is bounded and the recorder sleeps between rounds. What it
- * starts (the command, the releaser, converters) and its threads run as
- * anything else does (SCHED_RESET_ON_FORK); the command gets the nice the
- * recorder had. */
+/* The recorder runs at nice -20 when it may (root), and at the lowest
+ * real-time priority (SCHED_FIFO 1) while threads wait on their probes
+ * for fast-path rings (record_drain.c, pace): 500 threads starting at
+ * once on 2 CPUs, each on its probes until its ring is made, left a
+ * recorder at nice -20 one share in seven; it made their rings too late
+ * and their events filled its rings. Not longer: a recorder draining a
+ * thread that writes flat out runs round after round, and at real-time
+ * priority would keep a CPU from everything else. What it starts (the
+ * command, the releaser, converters) and its threads run as anything
+ * else does (SCHED_RESET_ON_FORK); the command gets the nice the recorder
+ * had. The attach runs at nice -20: at real-time priority it ran without
+ * a break, and no thread of a target ran between the sites it enabled. */
 static void raise_priority(struct recorder *r)
 {
-	struct sched_param sp = { .sched_priority = 1 };
-
 	errno = 0;
 	r->nice0 = getpriority(PRIO_PROCESS, 0);
 	if (errno)
@@ -226,18 +226,26 @@ static void raise_priority(struct recorder *r)
 	if (setpriority(PRIO_PROCESS, 0, -20) == 0 && r->o->verbose)
 		fprintf(stderr, "tracebpf: record: running at nice -20 (the command at %d)\n",
 			r->nice0);
-	r->realtime = !sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
-	if (r->realtime && r->o->verbose)
-		fprintf(stderr, "tracebpf: record: running at SCHED_FIFO priority 1\n");
+	r->may_rt = true;   /* tried when a round needs it */
+}
+
+void tb_rec_realtime(struct recorder *r, bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+
+	if (!r->may_rt || on == r->realtime)
+		return;
+	if (!sched_setscheduler(0, on ? SCHED_FIFO | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp))
+		r->realtime = on;
+	else if (on)
+		r->may_rt = false;   /* not allowed: asked once */
 }
 
 /* The recording is over: rendering the JSON is no longer urgent. */
 static void lower_priority(struct recorder *r)
 {
-	struct sched_param sp = { .sched_priority = 0 };
-
-	if (r->realtime && !sched_setscheduler(0, SCHED_OTHER, &sp))
-		r->realtime = false;
+	tb_rec_realtime(r, false);
+	r->may_rt = false;
 }
 
 /* The session's name: --session, or tb-<our pid>; one that a running

@@ -375,6 +375,21 @@ static void stats_if_grown(struct recorder *r)
 		write_stats(r);
 }
 
+/* Real-time (record.c) while threads wait on their probes for rings: some
+ * events since the last round took the probes where rings are made, or
+ * threads started or asked for rings; not while rounds run back to back
+ * (a thread writing flat out), where it would keep a CPU. */
+static void pace(struct recorder *r)
+{
+	__u64 slow = r->app_events - r->fast_events;
+	bool want = tb_fast_has_rings(r->fast) && r->wait_ms > 0 &&
+		    (slow != r->slow_seen || tb_fast_pending(r->fast));
+
+	tb_rec_realtime(r, want);
+	r->rt_rounds += want && r->realtime;
+	r->slow_seen = slow;
+}
+
 /* One round: drain the rings, release the processes held for attach,
  * answer ctl, append to the file. 1 when the recording is over, 0 to go
  * on, or a negative errno (said). */
@@ -409,6 +424,7 @@ int poll_round(struct recorder *r)
 	 * before that cut: it belongs to the next round as it is, and holding
 	 * it would only copy it twice. */
 	r->cut = 0;
+	pace(r);
 	tb_fast_round_end(r->fast);
 	release_stopped(r, true);
 	stats_if_grown(r);

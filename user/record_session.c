@@ -346,8 +346,10 @@ void report(struct recorder *r)
 	}
 	if (r->o->verbose)
 		fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
-				"--flush-interval timer, %llu times woken by the kernel\n",
-			(unsigned long long)r->ticks, (unsigned long long)r->woken);
+				"--flush-interval timer, %llu times woken by the kernel; %llu "
+				"rounds at SCHED_FIFO\n",
+			(unsigned long long)r->ticks, (unsigned long long)r->woken,
+			(unsigned long long)r->rt_rounds);
 	if (app)
 		fprintf(stderr, "tracebpf: WARNING: %llu events were LOST because a ring buffer "
 				"was full; record again with a larger --buffer-size\n",

@@ -81,7 +81,10 @@ struct md_thread {
 
 struct recorder {
 	int nice0;                       /* the nice the recorder had (the command's) */
-	bool realtime;                   /* recording at SCHED_FIFO (record.c) */
+	bool realtime;                   /* at SCHED_FIFO (record.c, tb_rec_realtime) */
+	bool may_rt;                     /* SCHED_FIFO is allowed, and wanted */
+	__u64 slow_seen;                 /* app_events - fast_events at the last pace() */
+	__u64 rt_rounds;                 /* rounds at SCHED_FIFO (-v) */
 	__u64 zombie_check;              /* last look for zombie targets (record_drain.c) */
 	const struct tb_record_opts *o;
 	struct record_bpf *skel;
@@ -224,5 +227,8 @@ void write_all_comms(struct recorder *r);
 void write_all_cmdlines(struct recorder *r);
 int finish_output(struct recorder *r, int err);
 int write_json(struct recorder *r);
+
+/* record.c: SCHED_FIFO 1 on or off (as far as it is allowed). */
+void tb_rec_realtime(struct recorder *r, bool on);
 
 #endif

@@ -1033,21 +1033,26 @@ def run_record(*args):
                           text=True, timeout=120)
 
 
-def test_recorder_realtime_command_as_before(recorder):
-    """user/record.c, raise_priority: the recorder records at SCHED_FIFO 1
-    (500 threads on their probes starved it at nice -20); what it starts
-    is not real-time: the command runs at SCHED_OTHER with the nice the
-    recorder was started with."""
-    script = f"chrt -p $PPID; chrt -p $$; cut -d' ' -f19 /proc/$$/stat; exec {prog('pingpong')} 5"
-    rec = recorder("--no-sched", "--", "sh", "-c", script, wrap=["nice", "-n", "3"]).wait()
-    assert rec.rc == 0, rec.stderr
-    lines = rec.stdout.splitlines()
-    recorder_policy = [x for x in lines if str(rec.proc.pid) in x]
-    assert any("policy: SCHED_FIFO" in x for x in recorder_policy), lines
-    assert any(x.endswith("priority: 1") for x in recorder_policy), lines
-    command = [x for x in lines if "policy" in x and str(rec.proc.pid) not in x]
-    assert command and all("SCHED_OTHER" in x for x in command), lines
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "probes"])
+def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, fast):
+    """user/record.c, raise_priority, and record_drain.c, pace: the
+    recorder is at SCHED_FIFO 1 in the rounds in which threads wait on
+    their probes for rings (8 threads starting: some rounds), never
+    without rings to make (--no-fast-path: none); what it starts is not
+    real-time: the command runs at SCHED_OTHER with the nice the recorder
+    was started with."""
+    script = (f"chrt -p $$; cut -d' ' -f19 /proc/$$/stat; "
+              f"exec {prog('fast_seq')} run 8 1000")
+    p = subprocess.run(["nice", "-n", "3", TRACEBPF, "record", "-v", "--no-sched", "--no-json",
+                        "-o", str(tmp_path / "t.tbt"), *([] if fast else ["--no-fast-path"]),
+                        "--", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = p.stdout.splitlines()
+    assert any("policy: SCHED_OTHER" in x for x in lines), lines
     assert "3" in [x.strip() for x in lines], lines
+    m = re.search(r"; (\d+) rounds at SCHED_FIFO", p.stderr)
+    assert m, p.stderr[-2000:]
+    assert (int(m[1]) > 0) == fast, m[0]
 
 
 def test_record_p_outlives_a_zombie_group_leader(recorder, spawn):
