@@ -1045,7 +1045,8 @@ def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, fast):
               f"exec {prog('fast_seq')} run 8 1000")
     p = subprocess.run(["nice", "-n", "3", TRACEBPF, "record", "-v", "--no-sched", "--no-json",
                         "-o", str(tmp_path / "t.tbt"), *([] if fast else ["--no-fast-path"]),
-                        "--", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+                        "--", "sh", "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "FAST_SEQ_WARM": "500"})   # not 3 s without a ring
     assert p.returncode == 0, p.stderr[-2000:]
     lines = p.stdout.splitlines()
     assert any("policy: SCHED_OTHER" in x for x in lines), lines
