@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* probes.c - find ELF objects with tracebpf probes (see probes.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -170,14 +171,62 @@ void tb_elf_close(int fd, Elf *elf)
 	close(fd);
 }
 
+/* The state letter of the task whose /proc directory is dir (0: unknown). */
+static char task_state(const char *dir)
+{
+	char path[96], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] ? p[2] : 0;
+}
+
+void tb_proc_dir(pid_t pid, char *buf, size_t size)
+{
+	char task[64];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(buf, size, "/proc/%d", (int)pid);
+	if (task_state(buf) != 'Z')
+		return;
+	snprintf(task, sizeof(task), "/proc/%d/task", (int)pid);
+	d = opendir(task);
+	while (d && (e = readdir(d))) {
+		long tid = strtol(e->d_name, NULL, 10);
+		char dir[96];
+		char st;
+
+		if (tid <= 0 || tid == pid)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%ld", task, tid);
+		st = task_state(dir);
+		if (st && st != 'Z' && st != 'X') {
+			snprintf(buf, size, "%s", dir);
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
 {
-	char maps[64], line[PATH_MAX + 256], path[PATH_MAX + 64];
+	char maps[128], line[PATH_MAX + 256], path[PATH_MAX + 128], dir[96];
 	struct tb_paths seen = {};
 	FILE *f;
 	int ret = 0;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	tb_proc_dir(pid, dir, sizeof(dir));
+	snprintf(maps, sizeof(maps), "%s/maps", dir);
 	f = fopen(maps, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -198,13 +247,13 @@ int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
 	/* The files are opened through the process's root (its mount
 	 * namespace), which, like maps, needs ptrace access to it: refused,
 	 * every file would look like one without probes. */
-	snprintf(path, sizeof(path), "/proc/%d/root/", pid);
+	snprintf(path, sizeof(path), "%s/root/", dir);
 	if (seen.n && access(path, F_OK) && (errno == EACCES || errno == EPERM)) {
 		ret = -errno;
 		goto out;
 	}
 	for (int i = 0; i < seen.n; i++) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, seen.v[i]);
+		snprintf(path, sizeof(path), "%s/root%s", dir, seen.v[i]);
 		if (tb_elf_count_probes(path) > 0) {
 			ret = tb_paths_add(out, path);
 			if (ret)

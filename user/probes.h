@@ -39,10 +39,15 @@ void tb_elf_close(int fd, struct Elf *elf);
 int tb_paths_add(struct tb_paths *p, const char *path);
 void tb_paths_free(struct tb_paths *p);
 /* Adds every file mapped by pid that carries tracebpf probes. Paths are
- * given through /proc/PID/root so they resolve in the target's mount
- * namespace. Returns 0, -ESRCH (no such process) or -errno: -EACCES when
+ * given through /proc/PID/root (tb_proc_dir) so they resolve in the
+ * target's mount namespace. Returns 0, -ESRCH (no such process) or -errno: -EACCES when
  * its maps or its root cannot be read (no ptrace access to it). */
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out);
+/* The /proc directory to read process pid's memory map, root, exe and
+ * command line through: "/proc/PID", or, when its group leader has ended
+ * (main called pthread_exit(): a zombie, with no memory) while another
+ * thread runs, "/proc/PID/task/TID" of that thread. */
+void tb_proc_dir(pid_t pid, char *buf, size_t size);
 /* Resolves cmd like execvp does: into out, or -ENOENT / -EACCES. */
 int tb_resolve_cmd(const char *cmd, char *out, size_t len);
 /* Adds exe and each shared library it links (as resolved by its dynamic

@@ -258,7 +258,7 @@ void release_stopped(struct recorder *r, bool attach)
 
 	for (int i = 0; i < n; i++) {
 		struct tb_paths objs = {};
-		char link[64], exe[PATH_MAX];
+		char link[128], dir[96], exe[PATH_MAX];
 
 		/* gone meanwhile: released already. Unreadable: released all the
 		 * same, as after an exec (which attaches everything it maps). */
@@ -269,7 +269,8 @@ void release_stopped(struct recorder *r, bool attach)
 		}
 		if (attach) {
 			tb_proc_probe_objects(pids[i], &objs);
-			snprintf(link, sizeof(link), "/proc/%u/exe", pids[i]);
+			tb_proc_dir((pid_t)pids[i], dir, sizeof(dir));
+			snprintf(link, sizeof(link), "%s/exe", dir);
 			/* an image seen before: its libraries are attached */
 			if (why == TB_STOP_EXEC && realpath(link, exe) &&
 			    !is_attached(r, exe))
@@ -318,14 +319,16 @@ static int find_cmd_objects(struct recorder *r)
 	return 0;
 }
 
-/* pid exited: no such process, or a zombie (its memory is gone: no exe). */
+/* pid exited: no such process, or a zombie (its memory is gone: no exe)
+ * with no thread left. */
 static bool process_gone(pid_t pid)
 {
-	char path[64], exe[16];
+	char path[128], dir[96], exe[16];
 
 	if (kill(pid, 0) && errno == ESRCH)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	tb_proc_dir(pid, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/exe", dir);
 	return readlink(path, exe, sizeof(exe)) < 0 && errno == ENOENT;
 }
 

@@ -25,6 +25,7 @@
 #include "tbrecords.h"
 #include "record.skel.h"
 #include "convert.h"
+#include "probes.h"
 #include "recorder.h"
 #include "sched_events.h"
 #include "serve.h"
@@ -122,7 +123,7 @@ void write_comms(struct recorder *r, pid_t pid)
 /* The command line of pid as it is now, as a TB_REC_CMDLINE record. */
 void write_cmdline(struct recorder *r, pid_t pid)
 {
-	char path[64], buf[sizeof(struct tb_rec_cmdline) + TB_CMDLINE_MAX + 8];
+	char path[128], dir[96], buf[sizeof(struct tb_rec_cmdline) + TB_CMDLINE_MAX + 8];
 	struct tb_rec_cmdline *rec = (void *)buf;
 	char *text = (char *)(rec + 1);
 	ssize_t n;
@@ -132,7 +133,8 @@ void write_cmdline(struct recorder *r, pid_t pid)
 	 * cleanup, when the file is closed: nothing to write it to. */
 	if (!r->w)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	tb_proc_dir(pid, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/cmdline", dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;

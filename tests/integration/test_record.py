@@ -1056,20 +1056,28 @@ def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, fast):
     assert (int(m[1]) > 0) == fast, m[0]
 
 
-def test_record_p_outlives_a_zombie_group_leader(recorder, spawn):
-    """record -p of a process whose main thread ends with pthread_exit()
-    once recorded: its group leader is a zombie while its other thread
-    goes on. The recorder prunes a traced process that is a zombie with no
-    thread left (one whose exit it did not see, which a parent that reaps
-    only later keeps as a zombie: user/record_drain.c, process_exited),
-    not this one: every event of the thread is recorded, and the recording
-    ends when the thread does, though the process is reaped only after."""
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, when):
+    """record -p of a process whose main thread ends with pthread_exit(),
+    once recorded (after) or before the recorder attaches (before): its
+    group leader is a zombie while its other thread goes on. Attaching
+    reads that thread's memory map and root (tb_proc_dir, user/probes.c:
+    the leader's are empty); the recorder prunes a traced process that is
+    a zombie with no thread left (one whose exit it did not see, which a
+    parent that reaps only later keeps as a zombie: user/record_drain.c,
+    process_exited), not this one. Every event of the thread is recorded,
+    with the process's command line, and the recording ends when the
+    thread does, though the process is reaped only after."""
     n = 500
-    app = spawn(prog("leader_exits"), n)
+    app = spawn(prog("leader_exits"), n, *(["now"] if when == "before" else []))
     pid = int(re.match(r"pid=(\d+)", app.stdout.readline()).group(1))
+    if when == "before":
+        wait_for(lambda: open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z",
+                 what="the group leader to end")
     rec = recorder("--no-sched", "-p", pid).wait(timeout=60)   # the ticks take 0.5 s and more
     assert rec.rc == 0, rec.stderr
     t = rec.trace()
     assert [e["args"]["i"] for e in t.named("tick", "I")] == list(range(n))
     assert len(t.named("done", "I")) == 1
+    assert t.process_labels()[pid].startswith(prog("leader_exits")), t.process_labels()
     assert app.wait(timeout=60) == 0

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * leader_exits N - prints "pid=<pid>" (flushed), starts a thread, waits
- * until a tracer records category "test" and ends the main thread with
- * pthread_exit(): the process lives on in that thread while its group
- * leader is a zombie. The thread waits for the leader's end, emits N instants
+ * leader_exits N [now] - prints "pid=<pid>" (flushed), starts a thread,
+ * waits until a tracer records category "test" (with "now": does not
+ * wait) and ends the main thread with pthread_exit(): the process lives
+ * on in that thread while its group leader is a zombie. The thread waits
+ * for a tracer and for the leader's end, emits N instants
  * TRACE_EVENT_INSTANT1("test", "tick", thread, "i", i) 1 ms apart and a
  * last "done", and the process exits.
  */
@@ -41,7 +42,7 @@ static void *ticker(void *arg)
 	const struct timespec ms = { 0, 1000 * 1000 };
 
 	(void)arg;
-	while (!leader_gone())
+	while (!TRACE_EVENT_CATEGORY_ACTIVE("test") || !leader_gone())
 		nanosleep(&ms, NULL);
 	for (long i = 0; i < n_ticks; i++) {
 		TRACE_EVENT_INSTANT1("test", "tick", TRACE_EVENT_SCOPE_THREAD, "i", (int64_t)i);
@@ -56,8 +57,8 @@ int main(int argc, char **argv)
 	const struct timespec ms = { 0, 1000 * 1000 };
 	pthread_t t;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: leader_exits N\n");
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: leader_exits N [now]\n");
 		return 2;
 	}
 	n_ticks = atol(argv[1]);
@@ -65,7 +66,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (pthread_create(&t, NULL, ticker, NULL))
 		return 1;
-	while (!TRACE_EVENT_CATEGORY_ACTIVE("test"))
+	while (argc == 2 && !TRACE_EVENT_CATEGORY_ACTIVE("test"))
 		nanosleep(&ms, NULL);
 	pthread_exit(NULL);
 }
