@@ -110,6 +110,22 @@ static int check_env(const struct tb_record_opts *o)
 /* How long a command told to end may take to exit while still recorded. */
 #define END_CMD_NS (5ull * 1000000000ull)
 
+/* Every traced process has exited, the command too (its exit record came,
+ * or it is gone or a zombie), but it may be in the middle of its exit, not
+ * yet a zombie to reap: reaped here (within a second), so that the command
+ * never outlives the recorder. */
+static void reap_command(struct recorder *r)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (int i = 0; i < 1000 && r->child > 0; i++) {
+		if (waitpid(r->child, NULL, WNOHANG) == r->child)
+			r->child = -1;
+		else
+			nanosleep(&ms, NULL);
+	}
+}
+
 /* The recording ends (a signal, --duration) while the command it started
  * still runs: like perf record, it sends the command SIGTERM, and records
  * on until the command has exited (its last events are in the file), for
@@ -120,6 +136,8 @@ static int end_command(struct recorder *r)
 	__u64 until;
 	int ret = 0;
 
+	if (r->targets_gone)
+		reap_command(r);
 	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
 		r->child = -1;
 	if (r->child <= 0 || r->o->keep_running || r->go_fd >= 0)
@@ -131,6 +149,8 @@ static int end_command(struct recorder *r)
 	until = now_ns(CLOCK_MONOTONIC) + END_CMD_NS;
 	while (!stop_signal && !ret && r->child > 0 && now_ns(CLOCK_MONOTONIC) < until)
 		ret = poll_round(r);
+	if (r->targets_gone)
+		reap_command(r);
 	if (r->child > 0 && ret >= 0)
 		fprintf(stderr, "tracebpf: record: the command (process %d) has not exited %s "
 				"SIGTERM: it is left running\n", r->child,

@@ -454,5 +454,6 @@ int poll_round(struct recorder *r)
 	if (o->duration > 0 && !r->ending && now - r->t0 >= o->duration * 1e9)
 		return 1;
 	alive = targets_alive(r, now);
+	r->targets_gone = !alive;
 	return alive <= 0 ? (alive ? alive : 1) : 0;
 }

@@ -86,6 +86,7 @@ struct recorder {
 	__u64 slow_seen;                 /* app_events - fast_events at the last pace() */
 	__u64 rt_rounds;                 /* rounds at SCHED_FIFO (-v) */
 	__u64 zombie_check;              /* last look for zombie targets (record_drain.c) */
+	bool targets_gone;               /* every traced process has exited */
 	const struct tb_record_opts *o;
 	struct record_bpf *skel;
 	struct ring_buffer *rb;
