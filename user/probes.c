@@ -218,6 +218,15 @@ void tb_proc_dir(pid_t pid, char *buf, size_t size)
 		closedir(d);
 }
 
+bool tb_proc_ended(pid_t pid)
+{
+	char dir[96], st;
+
+	tb_proc_dir(pid, dir, sizeof(dir));   /* a running thread's, if any */
+	st = task_state(dir);
+	return !st || st == 'Z' || st == 'X';
+}
+
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
 {
 	char maps[128], line[PATH_MAX + 256], path[PATH_MAX + 128], dir[96];

@@ -7,6 +7,7 @@
 #ifndef TRACEBPF_PROBES_H
 #define TRACEBPF_PROBES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -48,6 +49,9 @@ int tb_proc_probe_objects(pid_t pid, struct tb_paths *out);
  * (main called pthread_exit(): a zombie, with no memory) while another
  * thread runs, "/proc/PID/task/TID" of that thread. */
 void tb_proc_dir(pid_t pid, char *buf, size_t size);
+/* Process pid has ended: gone, or a zombie (its parent has not reaped it)
+ * with no thread left running. */
+bool tb_proc_ended(pid_t pid);
 /* Resolves cmd like execvp does: into out, or -ENOENT / -EACCES. */
 int tb_resolve_cmd(const char *cmd, char *out, size_t len);
 /* Adds exe and each shared library it links (as resolved by its dynamic

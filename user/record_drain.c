@@ -6,7 +6,6 @@
  * processes held for attach, answers ctl and flushes the file; and the
  * drop counts, written as STATS records whenever they grew.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "ctl.h"
 #include "fast.h"
 #include "gaps.h"
+#include "probes.h"
 #include "recorder.h"
 #include "rings.h"
 #include "sched_events.h"
@@ -273,40 +273,14 @@ int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 }
 
 /* Whether traced process pid has exited: it is gone, or (deep) it is a
- * zombie its parent has not reaped, state Z or X with no thread left in
- * /proc/PID/task (a group leader that ended before its threads is a
- * zombie too, its threads alive). */
+ * zombie its parent has not reaped with no thread left running
+ * (tb_proc_ended: a group leader that ended before its threads is a
+ * zombie too). */
 static bool process_exited(__u32 pid, bool deep)
 {
-	char path[64], buf[512], *p;
-	struct dirent *e;
-	bool threads = false;
-	size_t n;
-	FILE *f;
-	DIR *d;
-
 	if (kill(pid, 0))
 		return errno == ESRCH;
-	if (!deep)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p || (p[1] && p[2] != 'Z' && p[2] != 'X'))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	d = opendir(path);
-	if (!d)
-		return true;
-	while (!threads && (e = readdir(d)))
-		threads = e->d_name[0] != '.' && strtoul(e->d_name, NULL, 10) != pid;
-	closedir(d);
-	return !threads;
+	return deep && tb_proc_ended((pid_t)pid);
 }
 
 /* How often targets_alive looks for zombies in /proc. */
