@@ -36,7 +36,7 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_SESSION, OPT_TID, OPT_CATS,
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_SESSION, OPT_TID, OPT_CATS,
        OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP };
 
 static const struct argp_option record_options[] = {
@@ -58,6 +58,9 @@ static const struct argp_option record_options[] = {
 	{ "keep-running", OPT_KEEP, NULL, 0, "Leave the command (-- CMD) running when the "
 					     "recording ends by a signal or --duration (by default "
 					     "it gets SIGTERM, and its last events are recorded)", 0 },
+	{ "realtime", OPT_REALTIME, NULL, 0, "Run at SCHED_FIFO 1 in the rounds in which threads "
+					     "wait on their probes for fast-path rings (many threads "
+					     "starting at once on a loaded machine)", 0 },
 	{ "buffer-size", 'b', "SIZE", 0, "Each of the two rings per CPU for the application's "
 					  "events, a power of two (K/M suffix; default 8M)", 0 },
 	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
@@ -347,6 +350,9 @@ static bool parse_session_opt(int key, char *arg, struct argp_state *state)
 		return true;
 	case OPT_KEEP:
 		o->keep_running = true;
+		return true;
+	case OPT_REALTIME:
+		o->realtime = true;
 		return true;
 	case OPT_PAUSED:
 		o->paused = true;

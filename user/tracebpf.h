@@ -36,6 +36,7 @@ struct tb_record_opts {
 	bool no_json;                    /* --no-json: keep only the .tbt */
 	bool paused;                     /* --paused: until tracebpf ctl start */
 	bool keep_running;               /* --keep-running: -- CMD outlives the recording */
+	bool realtime;                   /* --realtime: SCHED_FIFO while threads wait for rings */
 	char *cmdline;                   /* the recorder's own command line */
 	const char *serve;               /* --serve: Unix socket path */
 	size_t serve_max_lag;            /* --serve-max-lag: bytes */

@@ -1033,18 +1033,20 @@ def run_record(*args):
                           text=True, timeout=120)
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "probes"])
-def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, fast):
-    """user/record.c, raise_priority, and record_drain.c, pace: the
-    recorder is at SCHED_FIFO 1 in the rounds in which threads wait on
-    their probes for rings (8 threads starting: some rounds), never
-    without rings to make (--no-fast-path: none); what it starts is not
-    real-time: the command runs at SCHED_OTHER with the nice the recorder
-    was started with."""
+@pytest.mark.parametrize("args,rt", [(["--realtime"], True),
+                                     (["--realtime", "--no-fast-path"], False),
+                                     ([], False)], ids=["realtime", "no-rings", "default"])
+def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, args, rt):
+    """user/record.c, raise_priority, and record_drain.c, pace: with
+    --realtime the recorder is at SCHED_FIFO 1 in the rounds in which
+    threads wait on their probes for rings (8 threads starting: some
+    rounds), never without rings to make (--no-fast-path), nor without
+    --realtime; what it starts is not real-time: the command runs at
+    SCHED_OTHER with the nice the recorder was started with."""
     script = (f"chrt -p $$; cut -d' ' -f19 /proc/$$/stat; "
               f"exec {prog('fast_seq')} run 8 1000")
     p = subprocess.run(["nice", "-n", "3", TRACEBPF, "record", "-v", "--no-sched", "--no-json",
-                        "-o", str(tmp_path / "t.tbt"), *([] if fast else ["--no-fast-path"]),
+                        "-o", str(tmp_path / "t.tbt"), *args,
                         "--", "sh", "-c", script], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "FAST_SEQ_WARM": "500"})   # not 3 s without a ring
     assert p.returncode == 0, p.stderr[-2000:]
@@ -1053,7 +1055,7 @@ def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, fast):
     assert "3" in [x.strip() for x in lines], lines
     m = re.search(r"; (\d+) rounds at SCHED_FIFO", p.stderr)
     assert m, p.stderr[-2000:]
-    assert (int(m[1]) > 0) == fast, m[0]
+    assert (int(m[1]) > 0) == rt, m[0]
 
 
 @pytest.mark.parametrize("when", ["after", "before"])
