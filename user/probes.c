@@ -6,6 +6,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,7 +225,9 @@ bool tb_proc_ended(pid_t pid)
 
 	tb_proc_dir(pid, dir, sizeof(dir));   /* a running thread's, if any */
 	st = task_state(dir);
-	return !st || st == 'Z' || st == 'X';
+	if (!st)   /* unreadable: ended only if gone */
+		return kill(pid, 0) && errno == ESRCH;
+	return st == 'Z' || st == 'X';
 }
 
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
