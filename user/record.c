@@ -258,10 +258,15 @@ void tb_rec_realtime(struct recorder *r, bool on)
 
 	if (!r->may_rt || on == r->realtime)
 		return;
-	if (!sched_setscheduler(0, on ? SCHED_FIFO | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp))
+	if (!sched_setscheduler(0, on ? SCHED_FIFO | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp)) {
 		r->realtime = on;
-	else if (on)
-		r->may_rt = false;   /* not allowed: asked once */
+	} else if (on) {
+		r->may_rt = false;   /* not allowed: said once */
+		fprintf(stderr, "tracebpf: record: warning: --realtime: cannot run at "
+				"SCHED_FIFO (%s): recording at nice -20\n", strerror(errno));
+		fprintf(stderr, "tracebpf: hint: it needs CAP_SYS_NICE, and a real-time "
+				"budget for the recorder's cgroup (cpu.rt_runtime_us)\n");
+	}
 }
 
 /* The recording is over: rendering the JSON is no longer urgent. */

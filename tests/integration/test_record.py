@@ -1058,6 +1058,22 @@ def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, args, rt):
     assert (int(m[1]) > 0) == rt, m[0]
 
 
+def test_realtime_refused_is_said(tmp_path):
+    """--realtime without CAP_SYS_NICE (dropped from the bounding set, so
+    the recorder, exec'd by root, lacks it): the recording goes on at
+    nice -20, and stderr says why and what it needs, once."""
+    p = subprocess.run(["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice",
+                        TRACEBPF, "record", "-v", "--realtime", "--no-sched", "--no-json",
+                        "-o", str(tmp_path / "t.tbt"), "--", prog("fast_seq"), "run", "8", "1000"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "FAST_SEQ_WARM": "500"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stderr.count("warning: --realtime: cannot run at SCHED_FIFO "
+                          "(Operation not permitted): recording at nice -20") == 1, p.stderr
+    assert "hint: it needs CAP_SYS_NICE" in p.stderr
+    assert re.search(r"; 0 rounds at SCHED_FIFO", p.stderr), p.stderr[-2000:]
+
+
 @pytest.mark.parametrize("when", ["after", "before"])
 def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, when):
     """record -p of a process whose main thread ends with pthread_exit(),
