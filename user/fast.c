@@ -561,10 +561,13 @@ static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 
 /* The drain program cannot run (BPF_PROG_TEST_RUN refused): every process
  * takes its probes from its next event on, and what the rings hold is
- * read by the recorder itself (fast_salvage.c), and the rings closed. */
+ * read by the recorder itself (fast_salvage.c) every round, each ring
+ * closed once its thread can write no more into it: gone (the exit seen a
+ * round ago), moved to a bigger ring, or the recording over. A thread that
+ * found its session live just before the switch may write one more sample
+ * any time later (held between the switch and its reservation). */
 static void drain_broken(struct tb_fast *f, int err)
 {
-	struct timespec ms = { 0, 1000000 };
 	uint64_t now = mono_ns();
 
 	if (!f->broken) {
@@ -572,18 +575,19 @@ static void drain_broken(struct tb_fast *f, int err)
 		    "from now on (the recorder reads what their rings hold)", strerror(-err));
 		f->broken = true;
 		fast_share_all(f);
-		nanosleep(&ms, NULL);   /* a write that saw the switch LIVE is done */
 	}
 	for (__u32 i = 0; i < f->o.max_rings; i++) {
 		struct fring *r = &f->rings[i];
+		bool final = (r->dead && r->dead < f->round) || r->retired;
 		uint64_t n;
 
 		if (r->fd < 0 || r->spare)
 			continue;
-		n = fast_salvage(f, r);
+		n = fast_salvage(f, r, final);
 		if (n)
-			add_lost(f, r, n, now);
-		fast_close_slot(f, i);
+			add_lost(f, r, n, r->dead ? r->dead_ts : now);
+		if (final)
+			fast_close_slot(f, i);
 	}
 }
 

@@ -29,6 +29,8 @@ struct fring {
 	unsigned fill;         /* per mille, when last drained */
 	uint64_t given_ns;     /* when its thread's claim was taken in */
 	unsigned long prod0;   /* its producer position then */
+	unsigned long salv;    /* read up to here by fast_salvage (salv_on) */
+	bool salv_on;
 	bool spare, retired;
 	bool hot;              /* its thread asked (full), or took a grown one */
 	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */
@@ -122,9 +124,10 @@ void fast_unmap_ring(struct fring *r);
 void fast_close_slot(struct tb_fast *f, uint32_t slot);
 void fast_flush_stale(struct tb_fast *f);
 
-/* fast_salvage.c: the committed samples of r as records to f->put; the
- * events lost (a sample still BUSY). */
-uint64_t fast_salvage(struct tb_fast *f, const struct fring *r);
+/* fast_salvage.c: the samples of r committed since the last call, as
+ * records to f->put. With final (its thread can write no more), the
+ * events lost: a sample still BUSY. */
+uint64_t fast_salvage(struct tb_fast *f, struct fring *r, bool final);
 
 /* fast_pool.c */
 /* The processes' claims of spares, taken in before a drain (after the

@@ -5,8 +5,11 @@
  * from a read-only mapping of each ring's data and makes of them the
  * records tb_fast_drain would have made (bpf/fast.bpf.h: fast_event,
  * fast_event_x, fast_site), handed to the recorder as its rings' records
- * are. Only the kernel moves a user ring's consumer position, so a ring is
- * read once, after its thread was switched to its probes, and closed.
+ * are. Only the kernel moves a user ring's consumer position, so the
+ * recorder keeps its own: a thread may have found its session live just
+ * before the switch, and be held (preempted, stopped, in a page fault)
+ * before it reserves its sample, for any time. Its ring is read every round
+ * until its thread is gone or the recording ends, and closed then.
  */
 #include <errno.h>
 #include <string.h>
@@ -101,23 +104,28 @@ static size_t salvage_one(unsigned char *buf, const struct tb_fast_rec *f, size_
 	return TB_REC_ALIGN(sizeof(*site) + us->size);
 }
 
-/* Every committed sample of r, as records to put(); the events of a
- * sample still BUSY (its thread killed while writing it) are returned as
- * lost. */
-uint64_t fast_salvage(struct tb_fast *f, const struct fring *r)
+/* Every sample of r committed since the last call, as records to put();
+ * a sample still BUSY stops the reading (its thread is writing it), and is
+ * returned as lost when final (its thread killed while writing it). */
+uint64_t fast_salvage(struct tb_fast *f, struct fring *r, bool final)
 {
-	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE), prod, len;
+	unsigned long cons, prod, len;
 	unsigned char buf[SALVAGE_MAX + 8];
 	const unsigned char *data;
 	uint64_t lost = 0;
 
+	if (!r->salv_on) {
+		r->salv = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
+		r->salv_on = true;
+	}
+	cons = r->salv;
 	prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
 	if (cons == prod)
 		return 0;
 	/* the data pages follow the two position pages, mapped twice */
 	data = mmap(NULL, 2 * r->size, PROT_READ, MAP_SHARED, r->fd, 2 * 4096);
-	if (data == MAP_FAILED)
-		return (prod - cons) / sizeof(struct tb_fast_rec) + 1;   /* at least */
+	if (data == MAP_FAILED)   /* at least; tried again next round unless final */
+		return final ? (prod - cons) / sizeof(struct tb_fast_rec) + 1 : 0;
 	for (; cons < prod; cons += 8 + ((len + 7) & ~7ul)) {
 		const uint32_t *hdr = (const void *)(data + (cons & (r->size - 1)));
 		const struct tb_fast_rec *s = (const void *)(hdr + 2);
@@ -125,15 +133,18 @@ uint64_t fast_salvage(struct tb_fast *f, const struct fring *r)
 
 		len = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
 		if (len & TRACEBPF_FAST_BUSY) {
-			lost++;   /* the one its thread was writing */
+			lost += final;   /* the one its thread was writing */
 			break;
 		}
-		if (len < TB_FAST_HEAD || len > r->size)
+		if (len < TB_FAST_HEAD || len > r->size) {
+			cons = prod;   /* not a sample: nothing after it can be read */
 			break;
+		}
 		n = len >= sizeof(*s) || s->type == TB_FAST_SITE ? salvage_one(buf, s, len, r) : 0;
 		if (n && f->put)
 			f->put(f->put_ctx, buf, n);
 	}
+	r->salv = cons;
 	munmap((void *)data, 2 * r->size);
 	return lost;
 }

@@ -567,6 +567,32 @@ def test_drain_refused_the_recorder_reads_the_rings(tmp_path):
     assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta
 
 
+def test_a_write_held_across_the_switch_is_read_later(tmp_path):
+    """A thread that found its session live, then was held before it
+    reserved its sample (here a page fault on its string argument, which
+    the program's handler holds until the drain was refused and the switch
+    moved, and 200 ms more), writes into its old ring after the recorder's
+    first reading of it. The recorder reads the rings every round until
+    their threads are gone: the held event is there, once, and nothing is
+    counted lost. (The recorder used to read each ring once, 1 ms after the
+    switch, and close it: the event was lost and not counted.)"""
+    n = 2000
+    out, trigger = tmp_path / "w.json", tmp_path / "refuse"
+    p = subprocess.run([prog("deny_bpf_cmd"), "--when", str(trigger), "10", TRACEBPF,
+                        "record", "--no-sched", "-o", str(out), "--", prog("fast_window"),
+                        str(n), str(trigger)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "held fast=1 live=0" in p.stdout, p.stdout + p.stderr[-2000:]
+    assert "deny_bpf_cmd: refused" in p.stderr and \
+        "failed to drain the fast-path rings" in p.stderr, p.stderr[-2000:]
+    t = load(out)
+    held = t.named("held", "I")
+    assert [e["args"]["s"] for e in held] == ["held"], held
+    for name in ("seq", "after"):
+        assert sorted(e["args"]["seq"] for e in t.named(name, "I")) == list(range(n)), name
+    assert t.meta["drops_total"] == 0 and t.meta["gap_records"] == 0, t.meta
+
+
 def test_recorder_killed_as_its_session_appears_leaves_nothing(tmp_path):
     """The session's directory in /sys/fs/bpf/tracebpf is made only once the
     releaser runs, which removes it when the recorder dies: a recorder

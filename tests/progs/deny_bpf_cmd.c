@@ -2,7 +2,7 @@
 /*
  * deny_bpf_cmd - run a command with one bpf(2) command refused.
  *
- * usage: deny_bpf_cmd [--after N] CMD_NUMBER PROGRAM [ARG...]
+ * usage: deny_bpf_cmd [--after N | --when FILE] CMD_NUMBER PROGRAM [ARG...]
  *
  * Installs a seccomp filter that makes bpf(CMD_NUMBER, ...) fail with
  * EPERM (every other system call and bpf command is allowed), then execs
@@ -13,7 +13,9 @@
  * fail: a filter cannot count, so it hands those calls to a supervisor
  * process (SECCOMP_RET_USER_NOTIF), forked before the exec, that lets each
  * one continue or fails it, and says so on stderr ("deny_bpf_cmd: refused
- * ..."). The supervisor ends with PROGRAM.
+ * ..."). The supervisor ends with PROGRAM. With --when FILE the calls go
+ * through while FILE does not exist, and fail once it does: the traced
+ * program decides the moment (it makes FILE).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -41,9 +43,10 @@
 #error "deny_bpf_cmd: add this architecture's AUDIT_ARCH_* value"
 #endif
 
-/* Answers the filtered calls: the first `allow` continue, the rest fail,
- * each refusal said on stderr (so a caller knows whether any call was). */
-static void supervise(int listener, long cmd, long allow)
+/* Answers the filtered calls: the first `allow` continue (or, with a
+ * `when` file, those made while it does not exist), the rest fail, each
+ * refusal said on stderr (so a caller knows whether any call was). */
+static void supervise(int listener, long cmd, long allow, const char *when)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
@@ -58,7 +61,7 @@ static void supervise(int listener, long cmd, long allow)
 		}
 		memset(&resp, 0, sizeof(resp));
 		resp.id = req.id;
-		if (allow > 0) {
+		if (when ? access(when, F_OK) != 0 : allow > 0) {
 			allow--;
 			resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		} else {
@@ -86,15 +89,22 @@ static long number(const char *s, const char *what)
 int main(int argc, char **argv)
 {
 	long cmd, after = -1;
+	const char *when = NULL;
 	int listener = -1;
 
 	if (argc >= 3 && !strcmp(argv[1], "--after")) {
 		after = number(argv[2], "a number of calls");
 		argv += 2;
 		argc -= 2;
+	} else if (argc >= 3 && !strcmp(argv[1], "--when")) {
+		when = argv[2];
+		after = 0;
+		argv += 2;
+		argc -= 2;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: deny_bpf_cmd [--after N] CMD_NUMBER PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: deny_bpf_cmd [--after N | --when FILE] CMD_NUMBER "
+			"PROGRAM [ARG...]\n");
 		return 64;
 	}
 	cmd = number(argv[1], "a bpf command number");
@@ -142,7 +152,7 @@ int main(int argc, char **argv)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(0);
-			supervise(listener, cmd, after);
+			supervise(listener, cmd, after, when);
 		}
 		close(listener);
 	}
