@@ -608,6 +608,7 @@ struct tracebpf__fast_thread {
 	uint32_t state;                    /* TRACEBPF__FAST_* */
 	uint32_t busy;                     /* in a write (signal handlers) */
 	uint32_t dtor;                     /* thread-exit unmap registered */
+	uint32_t named;                    /* the tag its name was written in */
 	char name[TRACEBPF__NAME_KEPT];    /* TRACE_THREAD_NAME's, kept */
 };
 
@@ -948,24 +949,38 @@ TRACEBPF__INLINE int tracebpf__fast_event_str(const void *site, uint64_t a0, uin
 					      unsigned strs);
 
 /* A name set while nobody traced, or before this session, is written again
- * when a thread takes its ring: the thread's own name by each thread, the
- * process's once per session (as the Perfetto SDK writes its track names
- * at every session start). */
-TRACEBPF__FASTFN void tracebpf__fast_names(struct tracebpf__fast_thread *t)
+ * once per session (as the Perfetto SDK writes its track names at every
+ * session start): the thread's own name by each thread, the process's by
+ * the first thread, into the ring when the thread takes one, else through
+ * the probe (probe: a thread that found its session's switch and got no
+ * ring, as under `record --no-fast-path`; it is in a write, so the probe
+ * is called directly). */
+TRACEBPF__FASTFN void tracebpf__fast_names(struct tracebpf__fast_thread *t, int probe)
 {
 	struct tracebpf__fast_proc *p = &tracebpf__fast_proc;
-	uint32_t tag = p->tag;
+	uint32_t tag = p->tag, named = t->named;
 
+	t->named = tag;
 	TRACEBPF__SITE(tracebpf__thread_name, TRACEBPF_PHASE_METADATA, 0, 1, TRACEBPF_ARG_STR,
 		       TRACEBPF_ARG_NONE, "__metadata\0thread_name\0name");
 	TRACEBPF__SITE(tracebpf__process_name, TRACEBPF_PHASE_METADATA, 0, 1, TRACEBPF_ARG_STR,
 		       TRACEBPF_ARG_NONE, "__metadata\0process_name\0name");
-	if (t->name[0])
-		tracebpf__fast_event_str(&tracebpf__thread_name,
-					 TRACEBPF__RCAST(uintptr_t, t->name), 0, 1);
-	if (p->name[0] && __atomic_exchange_n(&p->named, tag, __ATOMIC_RELAXED) != tag)
-		tracebpf__fast_event_str(&tracebpf__process_name,
-					 TRACEBPF__RCAST(uintptr_t, p->name), 0, 1);
+	if (t->name[0] && named != tag) {
+		uint64_t a0 = TRACEBPF__RCAST(uintptr_t, t->name);
+
+		if (probe)
+			tracebpf__hit(&tracebpf__thread_name, tracebpf__thread_name.h.size, a0, 0);
+		else
+			tracebpf__fast_event_str(&tracebpf__thread_name, a0, 0, 1);
+	}
+	if (p->name[0] && __atomic_exchange_n(&p->named, tag, __ATOMIC_RELAXED) != tag) {
+		uint64_t a0 = TRACEBPF__RCAST(uintptr_t, p->name);
+
+		if (probe)
+			tracebpf__hit(&tracebpf__process_name, tracebpf__process_name.h.size, a0, 0);
+		else
+			tracebpf__fast_event_str(&tracebpf__process_name, a0, 0, 1);
+	}
 }
 
 /* TRACE_THREAD_NAME (process 0) and TRACE_PROCESS_NAME (1) keep the name
@@ -1076,11 +1091,14 @@ TRACEBPF__FASTFN int tracebpf__fast_setup(struct tracebpf__fast_thread *t)
 		}
 		t->state = TRACEBPF__FAST_READY;
 		t->busy = 0;
-		tracebpf__fast_names(t);
+		tracebpf__fast_names(t, 0);
 		return 1;
 	}
-	if (c)
+	if (c) {
+		if (__builtin_expect(t->named != p->tag, 0))
+			tracebpf__fast_names(t, 1);
 		tracebpf__fast_ask(t, now);
+	}
 	t->busy = 0;
 	return 0;
 }
