@@ -338,6 +338,24 @@ void tb_fast_pin_stopped(int fd)
 				"it\n", path, strerror(errno));
 }
 
+int tb_fast_pin_session_map(const char *session, int fd, const char *file)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	int err;
+
+	if (!announced[0])
+		return -ENOENT;
+	snprintf(dir, sizeof(dir), "%s/session-%s", announced, session);
+	for (char *c = dir + strlen(announced); *c; c++)
+		if (*c == '.')
+			*c = '_';   /* bpffs takes no '.' in a name */
+	err = mkdir_mode(dir, 0711);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return bpf_obj_pin(fd, path) ? -errno : 0;
+}
+
 bool tb_fast_held_elsewhere(uint32_t pid)
 {
 	DIR *d = opendir(TRACEBPF_FAST_ROOT);

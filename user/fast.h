@@ -115,6 +115,11 @@ void tb_fast_sweep_recorder(pid_t recorder);
  * session directory, which every recorder makes, also without the fast
  * path. */
 void tb_fast_pin_stopped(int fd);
+/* Map fd pinned as `session-SESSION/FILE` in the session directory ('.'
+ * written '_': bpffs takes none), so
+ * that `bpftool map show -f` names the session of each of its maps. 0 or
+ * a negative errno (-ENOENT: no session directory). */
+int tb_fast_pin_session_map(const char *session, int fd, const char *file);
 /* Another live recorder holds process pid stopped. A recorder deletes its
  * own entry first, then asks: of two, the last to finish resumes it. */
 bool tb_fast_held_elsewhere(uint32_t pid);

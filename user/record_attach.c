@@ -498,6 +498,57 @@ static int load_record_bpf(struct recorder *r)
 	return choose_tids(r);
 }
 
+/* Each map of obj not pinned yet (ids: those pinned, n of them), as
+ * OBJ-NAME in the session's pin directory (an internal map by its section:
+ * record-rodata; bpffs takes no '.' in a name). */
+static void pin_object_maps(struct recorder *r, struct bpf_object *obj, const char *prefix,
+			    __u32 *ids, size_t *n, size_t max)
+{
+	struct bpf_map *m;
+	char file[96];
+
+	bpf_object__for_each_map(m, obj) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_map__fd(m), err;
+		const char *name = bpf_map__name(m);
+		size_t i;
+
+		if (fd < 0 || bpf_map_get_info_by_fd(fd, &info, &len))
+			continue;
+		for (i = 0; i < *n && ids[i] != info.id; i++)
+			;
+		if (i < *n || *n == max)
+			continue;
+		ids[(*n)++] = info.id;
+		if (strrchr(name, '.'))
+			name = strrchr(name, '.') + 1;
+		snprintf(file, sizeof(file), "%s-%s", prefix, name);
+		err = tb_fast_pin_session_map(r->session, fd, file);
+		if (err && err != -ENOENT)
+			fprintf(stderr, "tracebpf: record: warning: failed to pin map %s: %s "
+					"(bpftool map show -f will not name its session)\n", file,
+				strerror(-err));
+	}
+}
+
+/* The session's maps, pinned where `bpftool map show -f` shows them with
+ * the session's name: both objects' and the session map. */
+static void pin_session_maps(struct recorder *r)
+{
+	__u32 ids[64];
+	size_t n = 0;
+	int err;
+
+	pin_object_maps(r, r->skel->obj, "record", ids, &n, 64);
+	if (tb_sched_object(r->sched))
+		pin_object_maps(r, tb_sched_object(r->sched), "sched", ids, &n, 64);
+	err = r->cats_fd >= 0 ? tb_fast_pin_session_map(r->session, r->cats_fd, "session") : 0;
+	if (err && err != -ENOENT)
+		fprintf(stderr, "tracebpf: record: warning: failed to pin the session map: %s\n",
+			strerror(-err));
+}
+
 /* Both BPF objects loaded, their rings in one manager, the releaser and
  * the ctl switch ready; nothing attached yet. */
 int load_bpf(struct recorder *r)
@@ -564,9 +615,11 @@ int load_bpf(struct recorder *r)
 	err = tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
 			    bpf_map__fd(r->skel->maps.rings), bpf_map__fd(r->skel->maps.tb_ctl),
 			    &r->rb, on_record, r);
-	if (!err)
-		tb_ctl_kernel(&r->ctl, tb_sched_tp_off_fd(r->sched));
-	return err;
+	if (err)
+		return err;
+	tb_ctl_kernel(&r->ctl, tb_sched_tp_off_fd(r->sched));
+	pin_session_maps(r);
+	return 0;
 }
 
 static int trace_process(struct recorder *r, pid_t pid, __u64 gen)

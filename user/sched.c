@@ -321,6 +321,11 @@ void tb_bpf_metadata_session(char *dst, size_t size, const char *session)
 	snprintf(dst, size, "%s", session ? session : "");
 }
 
+struct bpf_object *tb_sched_object(const struct tb_sched *s)
+{
+	return s && s->skel ? s->skel->obj : NULL;
+}
+
 int tb_sched_prepare(struct tb_sched **sp, const struct tb_sched_opts *o)
 {
 	struct tb_sched *s = calloc(1, sizeof(*s));

@@ -23,6 +23,8 @@
 
 #include "rings.h"
 
+struct bpf_object;
+
 struct tb_writer;
 struct tb_sched;
 
@@ -89,6 +91,9 @@ int tb_sched_tp_off_fd(struct tb_sched *s);
  * (--no-sched without -e), -EEXIST when it records them all already. */
 int tb_sched_add_event(struct tb_sched *s, const char *spec, struct tb_writer *w, __u64 ts);
 void tb_sched_destroy(struct tb_sched *s);
+/* The scheduler programs' BPF object (its maps pinned with the session's),
+ * or NULL. */
+struct bpf_object *tb_sched_object(const struct tb_sched *s);
 
 /* Parse --sched-events: "all" or a comma-separated list of names from
  * tb_sched_tracepoints. Sets *select (TB_SCHED_ALWAYS always included);

@@ -659,11 +659,29 @@ def bpftool_json(*args):
     return json.loads(p.stdout)
 
 
+def check_map_pins(objs, phases):
+    """Each session's programs' maps are pinned under its recorder's
+    session-NAME directory, and only there."""
+    pins = {m["id"]: m.get("pinned", []) for m in bpftool_json("map", "show", "-f")}
+    for name, o in objs.items():
+        mine = f"/sys/fs/bpf/tracebpf/s{phases[name].rec.proc.pid}/session-{name}/"
+        used = set()
+        for pid in o["programs"]:
+            used |= set(bpftool_json("prog", "show", "id", str(pid)).get("map_ids", []))
+        assert len(used) >= 10, (name, used)
+        for mid in used | {o["session_map"], o["ctl_map"]}:
+            where = [p for p in pins.get(mid, []) if "/session-" in p]
+            assert where and all(p.startswith(mine) for p in where), (name, mid, where)
+
+
 def test_status_names_each_sessions_bpf_objects(recorder, tmp_path):
     """docs/tracebpf-ctl.md, "Sessions": bpftool tells two sessions apart
-    by the map named after each and by each program's metadata (`session`),
-    and `ctl status` lists each one's programs (those that use one of its
-    maps): the same programs."""
+    by the map named after each, by each program's metadata (`session`),
+    and by the paths `bpftool map show -f` prints for each session's maps
+    (pinned in session-NAME/, '.' as '_'): every map a session's programs
+    use is pinned in its own directory and in no other. `ctl status` lists
+    each one's programs (those that use one of its maps): the same
+    programs."""
     a = Phases(recorder, tmp_path, "--session", "bpf-one", name="a")
     b = Phases(recorder, tmp_path, "--session", "bpf-two", name="b")
     got = {}
@@ -682,6 +700,7 @@ def test_status_names_each_sessions_bpf_objects(recorder, tmp_path):
         by_metadata.setdefault(p.get("metadata", {}).get("session"), set()).add(p["id"])
     assert by_metadata.get("bpf-one") == set(one["programs"]), by_metadata.get("bpf-one")
     assert by_metadata.get("bpf-two") == set(two["programs"]), by_metadata.get("bpf-two")
+    check_map_pins({"bpf-one": one, "bpf-two": two}, {"bpf-one": a, "bpf-two": b})
     st = check_ok(ctl("status", "-s", "bpf-one"))
     assert re.search(rf"BPF maps tb_ctl {one['ctl_map']}, session map "
                      rf"{one['session_map']}; {len(one['programs'])} programs: ", st), st
