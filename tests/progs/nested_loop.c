@@ -5,12 +5,15 @@
  *     TRACE_EVENT1("nest", "outer", "i", i)     a scope of 50 inner ones:
  *         TRACE_EVENT1("nest", "inner", "j", j)  j = 0..49, 20 us of spinning
  * so that a recorder attaching at any moment lands inside both scopes.
- * Prints "done" at the end.
+ * Prints "done" at the end. After SIGUSR1 each thread stops inside both
+ * scopes, at the end of its current inner one, for good: main prints
+ * "held" (flushed) once all are held, and the program runs until killed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,14 @@
 #include "now_ns.h"
 
 static uint64_t end;
+static volatile sig_atomic_t hold;
+static int nheld, nfinished;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	hold = 1;
+}
 
 static void inner(int64_t j)
 {
@@ -31,6 +42,11 @@ static void inner(int64_t j)
 	TRACE_EVENT1("nest", "inner", "j", j);
 	while (now_ns() < until)
 		;
+	if (hold) {   /* inside both scopes, for good */
+		__atomic_add_fetch(&nheld, 1, __ATOMIC_RELEASE);
+		for (;;)
+			pause();
+	}
 }
 
 static void *loop(void *arg)
@@ -41,6 +57,7 @@ static void *loop(void *arg)
 		for (int64_t j = 0; j < 50; j++)
 			inner(j);
 	}
+	__atomic_add_fetch(&nfinished, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -54,11 +71,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: nested_loop THREADS SECONDS\n");
 		return 2;
 	}
+	signal(SIGUSR1, on_usr1);
 	printf("pid=%d\n", (int)getpid());
 	fflush(stdout);
 	end = now_ns() + (uint64_t)(secs * 1e9);
 	for (long t = 0; t < n; t++)
 		pthread_create(&tid[t], NULL, loop, NULL);
+	while (__atomic_load_n(&nfinished, __ATOMIC_ACQUIRE) < n) {
+		if (__atomic_load_n(&nheld, __ATOMIC_ACQUIRE) == n) {
+			printf("held\n");
+			fflush(stdout);
+			for (;;)
+				pause();
+		}
+		usleep(1000);
+	}
 	for (long t = 0; t < n; t++)
 		pthread_join(tid[t], NULL);
 	printf("done\n");
