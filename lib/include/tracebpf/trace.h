@@ -948,6 +948,12 @@ TRACEBPF__INLINE void tracebpf__fast_ask(struct tracebpf__fast_thread *t, uint64
 TRACEBPF__INLINE int tracebpf__fast_event_str(const void *site, uint64_t a0, uint64_t a1,
 					      unsigned strs);
 
+/* One name through the probe: one probe site in each object for both. */
+TRACEBPF__FASTFN void tracebpf__name_hit(const void *site, unsigned size, uint64_t a0)
+{
+	tracebpf__hit(site, size, a0, 0);
+}
+
 /* A name set while nobody traced, or before this session, is written again
  * once per session (as the Perfetto SDK writes its track names at every
  * session start): the thread's own name by each thread, the process's by
@@ -969,7 +975,7 @@ TRACEBPF__FASTFN void tracebpf__fast_names(struct tracebpf__fast_thread *t, int 
 		uint64_t a0 = TRACEBPF__RCAST(uintptr_t, t->name);
 
 		if (probe)
-			tracebpf__hit(&tracebpf__thread_name, tracebpf__thread_name.h.size, a0, 0);
+			tracebpf__name_hit(&tracebpf__thread_name, tracebpf__thread_name.h.size, a0);
 		else
 			tracebpf__fast_event_str(&tracebpf__thread_name, a0, 0, 1);
 	}
@@ -977,7 +983,8 @@ TRACEBPF__FASTFN void tracebpf__fast_names(struct tracebpf__fast_thread *t, int 
 		uint64_t a0 = TRACEBPF__RCAST(uintptr_t, p->name);
 
 		if (probe)
-			tracebpf__hit(&tracebpf__process_name, tracebpf__process_name.h.size, a0, 0);
+			tracebpf__name_hit(&tracebpf__process_name, tracebpf__process_name.h.size,
+					   a0);
 		else
 			tracebpf__fast_event_str(&tracebpf__process_name, a0, 0, 1);
 	}
