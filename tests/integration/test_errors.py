@@ -12,14 +12,15 @@ import pytest
 from conftest import BUILD, ROOT, TRACEBPF, fd_infos, kill_group, load, possible_cpus, prog
 
 
-def run(*args, user=None, wrap=(), timeout=60):
+def run(*args, user=None, wrap=(), timeout=60, env=None):
     """tracebpf ARGS, as USER (no capabilities) or under wrap=[PROGRAM, ARG...]
     (which execs it)."""
     cmd = [*map(str, wrap), TRACEBPF, *map(str, args)]
     if user:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
                "--inh-caps=-all", "--bounding-set=-all", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=env and dict(os.environ, **env))
 
 
 def leaked_tracebpf_progs():
@@ -107,7 +108,12 @@ def test_disk_full(tmp_path):
     small.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
     try:
-        p = run("record", "-o", small / "x.json", "--", str(BUILD / "bench" / "rate"), "1e6", 3)
+        # RATE_EXACT: 3 M events however long they take, so that the file
+        # system fills. Paced by time, a loaded run whose events took the
+        # probes (another test's recording running: no fast path) emitted
+        # 37,147 in 3 s, and the 256 KiB were not reached.
+        p = run("record", "-o", small / "x.json", "--", str(BUILD / "bench" / "rate"), "1e6", 3,
+                env={"RATE_EXACT": "1"}, timeout=120)
         check_failed(p, f"failed to write '{small / 'x.tbt'}': No space left on device",
                      "hint: free space on that file system")
         c = run("convert", small / "x.tbt", "-o", tmp_path / "prefix.json")
