@@ -335,15 +335,15 @@ def recorder(tmp_path, path_args):
     """recorder(args...) starts `tracebpf record -q -o tmp/t.json args...`;
     wrap=[PROGRAM, ARG...] runs it under that program (which execs it);
     stdin=subprocess.PIPE gives the recorder (and the command it starts) a
-    pipe to write to."""
+    pipe to write to; env={NAME: VALUE} adds to the environment."""
     procs = []
 
-    def start(*args, name="t", cwd=None, wrap=(), stdin=None):
+    def start(*args, name="t", cwd=None, wrap=(), stdin=None, env=None):
         out = tmp_path / f"{name}.json"
         cmd = [*map(str, wrap), TRACEBPF, "record", "-q", "-o", str(out), *path_args,
                *map(str, args)]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=cwd, stdin=stdin)
+                             cwd=cwd, stdin=stdin, env=env and {**os.environ, **env})
         procs.append(p)
         return Recording(p, out, tmp_path / f"{name}.tbt")
 

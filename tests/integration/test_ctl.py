@@ -455,7 +455,7 @@ def check_late_names(t, pid, worker):
 
 
 @pytest.mark.both_paths
-def test_names_set_before_attach_survive(recorder, spawn, path_args):
+def test_names_set_before_attach_survive(recorder, spawn):
     """docs/api.md, "Names": names the program set before `record -p`
     attached are written again once its threads find the session: into
     their fast-path rings, or through the probe when they take no ring
@@ -464,7 +464,7 @@ def test_names_set_before_attach_survive(recorder, spawn, path_args):
     app = spawn(prog("late_names"), stdin=subprocess.PIPE)
     m = re.fullmatch(r"named pid=(\d+) worker=(\d+)\n", app.stdout.readline())
     pid, worker = int(m.group(1)), int(m.group(2))
-    rec = recorder("--no-sched", *path_args, "-p", pid)
+    rec = recorder("--no-sched", "-p", pid)
 
     def recording():
         st = json.loads(ctl("-r", rec.proc.pid, "status", "--json").stdout or "[{}]")
@@ -479,10 +479,9 @@ def test_names_set_before_attach_survive(recorder, spawn, path_args):
 
 
 @pytest.mark.both_paths
-def test_names_set_while_paused_survive(recorder, tmp_path, path_args):
+def test_names_set_while_paused_survive(recorder, tmp_path):
     """Names set under --paused, before `ctl start`, are in the JSON."""
-    rec = recorder("--no-sched", *path_args, "--paused", "--", prog("late_names"),
-                   stdin=subprocess.PIPE)
+    rec = recorder("--no-sched", "--paused", "--", prog("late_names"), stdin=subprocess.PIPE)
     m = re.fullmatch(r"named pid=(\d+) worker=(\d+)\n", rec.proc.stdout.readline())
     pid, worker = int(m.group(1)), int(m.group(2))
     assert check_ok(ctl("-r", rec.proc.pid, "start")) == f"recording {rec.proc.pid} started\n"

@@ -5,7 +5,7 @@ next ones with EPERM), while recording a pingpong. Whatever the call, the
 recorder must not hang, crash, or lose data silently: either it says what
 failed, with a hint that is not "run as root", and exits 1 leaving no
 program loaded and no process stopped, or it exits 0 with the whole
-pingpong in the trace (a warning allowed); make test takes every fourth
+pingpong in the trace (a warning allowed); make test takes every sixth
 call, make test-full every one. The sweep
 of a command ends at the first N where nothing was refused: that recording
 must be whole too."""
@@ -22,9 +22,9 @@ from test_sched import parse_kv, pingpong_ids, switches
 
 ROUNDS = 200
 MAX_CALLS = 80   # more calls of one command than any recording makes
-# make test refuses every fourth call of a command (the 1st, 5th, ...),
+# make test refuses every sixth call of a command (the 1st, 7th, ...),
 # make test-full every call
-STRIDE = scale(4, 1)
+STRIDE = scale(6, 1)
 
 COMMANDS = {
     0: "BPF_MAP_CREATE", 1: "BPF_MAP_LOOKUP_ELEM", 2: "BPF_MAP_UPDATE_ELEM",
