@@ -280,7 +280,9 @@ def test_drain_waits_for_a_small_recorder_ring(recorder):
     # smaller than one thread's: each drain stops when the recorder's ring
     # is nearly full, the recorder empties it and the drain goes on, so
     # nothing is lost (tb_fast_drain's `full`)
-    n, threads = 200000, 2
+    # 100,000 samples of 48 bytes: each thread writes about 9 times the
+    # recorder's ring
+    n, threads = 100000, 2
     rec = recorder("--no-sched", "-b", "512K", "--fast-buffer-size", "16M", "--",
                    prog("fast_seq"), "run", threads, n).wait(timeout=120)
     assert fast_flags(rec.stdout) == {i: 1 for i in range(threads)}, rec.stdout
@@ -298,7 +300,7 @@ def test_small_rings_fill_and_refill(recorder):
     takes events again. Exact per-thread sequences, nothing lost, and many
     ring-fulls of events on the fast path: a writer that never saw the
     drain's new consumer position would stop after the first."""
-    n, threads, ring_events = 200000, 2, 4096 // 48
+    n, threads, ring_events = 100000, 2, 4096 // 48
     rec = recorder("--no-sched", "--fast-buffer-size", "4K", "--fast-buffer-max", "4K",
                    "--flush-interval", "10", "--",
                    prog("fast_seq"), "attach", threads, n).wait(timeout=120)
