@@ -36,7 +36,7 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_SESSION, OPT_TID, OPT_CATS,
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME, OPT_SESSION, OPT_TID, OPT_CATS,
        OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP };
 
 static const struct argp_option record_options[] = {
@@ -59,8 +59,11 @@ static const struct argp_option record_options[] = {
 					     "recording ends by a signal or --duration (by default "
 					     "it gets SIGTERM, and its last events are recorded)", 0 },
 	{ "realtime", OPT_REALTIME, NULL, 0, "Run at SCHED_FIFO 1 in the rounds in which threads "
-					     "wait on their probes for fast-path rings (many threads "
-					     "starting at once on a loaded machine)", 0 },
+					     "wait on their probes for fast-path rings (the default; "
+					     "with this option, a refusal is said)", 0 },
+	{ "no-realtime", OPT_NO_REALTIME, NULL, 0, "Never run at SCHED_FIFO: stay at nice -20 "
+						   "(threads starting by the hundreds on a loaded "
+						   "machine may then lose events)", 0 },
 	{ "buffer-size", 'b', "SIZE", 0, "Each of the two rings per CPU for the application's "
 					  "events, a power of two (K/M suffix; default 8M)", 0 },
 	{ "kernel-buffer-size", OPT_KBUF, "SIZE", 0, "Ring buffer per CPU for kernel events "
@@ -353,6 +356,11 @@ static bool parse_session_opt(int key, char *arg, struct argp_state *state)
 		return true;
 	case OPT_REALTIME:
 		o->realtime = true;
+		o->no_realtime = false;
+		return true;
+	case OPT_NO_REALTIME:
+		o->no_realtime = true;
+		o->realtime = false;
 		return true;
 	case OPT_PAUSED:
 		o->paused = true;

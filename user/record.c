@@ -225,21 +225,21 @@ static void destroy(struct recorder *r, int err)
 	tb_paths_free(&r->found);
 }
 
-/* The recorder runs at nice -20 when it may (root), and with --realtime at
- * the lowest real-time priority (SCHED_FIFO 1) while threads wait on their
- * probes for fast-path rings (record_drain.c, pace): 500 threads starting at
- * once on 2 CPUs, each on its probes until its ring is made, left a
- * recorder at nice -20 one share in seven; it made their rings too late
- * and their events filled its rings. Not longer: a recorder draining a
- * thread that writes flat out runs round after round, and at real-time
- * priority would keep a CPU from everything else. What it starts (the
- * command, the releaser, converters) and its threads run as anything
+/* The recorder runs at nice -20 when it may (root), and at the lowest
+ * real-time priority (SCHED_FIFO 1) while threads wait on their probes for
+ * fast-path rings (record_drain.c, pace; not with --no-realtime): 500
+ * threads starting at once on 2 CPUs, each on its probes until its ring is
+ * made, left a recorder at nice -20 one share in seven; it made their
+ * rings too late and their events filled its rings. Not longer: a recorder
+ * draining a thread that writes flat out runs round after round, and at
+ * real-time priority would keep a CPU from everything else. What it starts
+ * (the command, the releaser, converters) and its threads run as anything
  * else does (SCHED_RESET_ON_FORK); the command gets the nice the recorder
- * had. The attach runs at nice -20: at real-time priority it ran without
- * a break, and no thread of a target ran between the sites it enabled.
- * Not the default: in full test runs on 2 CPUs, a program recorded beside
- * others emitted tens of thousands of events in 3 s instead of millions
- * in 2 runs of 7 with it, a cause not yet found. */
+ * had. The attach runs at nice -20: at real-time priority it ran without a
+ * break, and no thread of a target ran between the sites it enabled. Where
+ * SCHED_FIFO is refused (no CAP_SYS_NICE, no real-time budget in the
+ * cgroup) the recording goes on at nice -20, said when --realtime asked
+ * for it, and with -v. */
 static void raise_priority(struct recorder *r)
 {
 	errno = 0;
@@ -249,7 +249,7 @@ static void raise_priority(struct recorder *r)
 	if (setpriority(PRIO_PROCESS, 0, -20) == 0 && r->o->verbose)
 		fprintf(stderr, "tracebpf: record: running at nice -20 (the command at %d)\n",
 			r->nice0);
-	r->may_rt = r->o->realtime;   /* tried when a round needs it */
+	r->may_rt = !r->o->no_realtime;   /* tried when a round needs it */
 }
 
 void tb_rec_realtime(struct recorder *r, bool on)
@@ -262,8 +262,11 @@ void tb_rec_realtime(struct recorder *r, bool on)
 		r->realtime = on;
 	} else if (on) {
 		r->may_rt = false;   /* not allowed: said once */
-		fprintf(stderr, "tracebpf: record: warning: --realtime: cannot run at "
-				"SCHED_FIFO (%s): recording at nice -20\n", strerror(errno));
+		if (!r->o->realtime && !r->o->verbose)
+			return;
+		fprintf(stderr, "tracebpf: record: %s: cannot run at SCHED_FIFO (%s): "
+				"recording at nice -20\n",
+			r->o->realtime ? "warning: --realtime" : "real-time rounds", strerror(errno));
 		fprintf(stderr, "tracebpf: hint: it needs CAP_SYS_NICE, and a real-time "
 				"budget for the recorder's cgroup (cpu.rt_runtime_us)\n");
 	}

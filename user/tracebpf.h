@@ -36,7 +36,8 @@ struct tb_record_opts {
 	bool no_json;                    /* --no-json: keep only the .tbt */
 	bool paused;                     /* --paused: until tracebpf ctl start */
 	bool keep_running;               /* --keep-running: -- CMD outlives the recording */
-	bool realtime;                   /* --realtime: SCHED_FIFO while threads wait for rings */
+	bool realtime;                   /* --realtime: asked for (a refusal is said) */
+	bool no_realtime;                /* --no-realtime: never SCHED_FIFO */
 	char *cmdline;                   /* the recorder's own command line */
 	const char *serve;               /* --serve: Unix socket path */
 	size_t serve_max_lag;            /* --serve-max-lag: bytes */
