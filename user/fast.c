@@ -338,17 +338,23 @@ void tb_fast_pin_stopped(int fd)
 				"it\n", path, strerror(errno));
 }
 
+void tb_fast_pin_dir_name(const char *session, char *buf, size_t size)
+{
+	snprintf(buf, size, "session-%s", session);
+	for (char *c = buf; *c; c++)
+		if (*c == '.')
+			*c = '_';   /* bpffs takes no '.' in a name */
+}
+
 int tb_fast_pin_session_map(const char *session, int fd, const char *file)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 64];
+	char name[64], dir[PATH_MAX], path[PATH_MAX + 64];
 	int err;
 
 	if (!announced[0])
 		return -ENOENT;
-	snprintf(dir, sizeof(dir), "%s/session-%s", announced, session);
-	for (char *c = dir + strlen(announced); *c; c++)
-		if (*c == '.')
-			*c = '_';   /* bpffs takes no '.' in a name */
+	tb_fast_pin_dir_name(session, name, sizeof(name));
+	snprintf(dir, sizeof(dir), "%s/%s", announced, name);
 	err = mkdir_mode(dir, 0711);
 	if (err)
 		return err;

@@ -120,6 +120,8 @@ void tb_fast_pin_stopped(int fd);
  * that `bpftool map show -f` names the session of each of its maps. 0 or
  * a negative errno (-ENOENT: no session directory). */
 int tb_fast_pin_session_map(const char *session, int fd, const char *file);
+/* That directory's name: "session-SESSION", '.' written '_'. */
+void tb_fast_pin_dir_name(const char *session, char *buf, size_t size);
 /* Another live recorder holds process pid stopped. A recorder deletes its
  * own entry first, then asks: of two, the last to finish resumes it. */
 bool tb_fast_held_elsewhere(uint32_t pid);

@@ -36,8 +36,8 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME, OPT_SESSION, OPT_TID, OPT_CATS,
-       OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP };
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME,
+       OPT_SESSION, OPT_TID, OPT_CATS, OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },

@@ -500,17 +500,18 @@ static int load_record_bpf(struct recorder *r)
 
 /* Each map of obj not pinned yet (ids: those pinned, n of them), as
  * OBJ-NAME in the session's pin directory (an internal map by its section:
- * record-rodata; bpffs takes no '.' in a name). */
-static void pin_object_maps(struct recorder *r, struct bpf_object *obj, const char *prefix,
-			    __u32 *ids, size_t *n, size_t max)
+ * record-rodata; bpffs takes no '.' in a name). 0, or the first error,
+ * with *what the map it stopped at. */
+static int pin_object_maps(struct recorder *r, struct bpf_object *obj, const char *prefix,
+			   __u32 *ids, size_t *n, size_t max, char *what, size_t what_size)
 {
 	struct bpf_map *m;
-	char file[96];
+	int err = 0;
 
 	bpf_object__for_each_map(m, obj) {
 		struct bpf_map_info info = {};
 		__u32 len = sizeof(info);
-		int fd = bpf_map__fd(m), err;
+		int fd = bpf_map__fd(m);
 		const char *name = bpf_map__name(m);
 		size_t i;
 
@@ -523,30 +524,41 @@ static void pin_object_maps(struct recorder *r, struct bpf_object *obj, const ch
 		ids[(*n)++] = info.id;
 		if (strrchr(name, '.'))
 			name = strrchr(name, '.') + 1;
-		snprintf(file, sizeof(file), "%s-%s", prefix, name);
-		err = tb_fast_pin_session_map(r->session, fd, file);
-		if (err && err != -ENOENT)
-			fprintf(stderr, "tracebpf: record: warning: failed to pin map %s: %s "
-					"(bpftool map show -f will not name its session)\n", file,
-				strerror(-err));
+		snprintf(what, what_size, "%s-%s", prefix, name);
+		err = tb_fast_pin_session_map(r->session, fd, what);
+		if (err)
+			break;
 	}
+	return err;
 }
 
 /* The session's maps, pinned where `bpftool map show -f` shows them with
- * the session's name: both objects' and the session map. */
+ * the session's name: both objects' and the session map. The first
+ * failure is said, once, and ends the pinning (-ENOENT: no session
+ * directory, already said). */
 static void pin_session_maps(struct recorder *r)
 {
+	struct bpf_object *sched = tb_sched_object(r->sched);
+	char what[96] = "session";
 	__u32 ids[64];
 	size_t n = 0;
 	int err;
 
-	pin_object_maps(r, r->skel->obj, "record", ids, &n, 64);
-	if (tb_sched_object(r->sched))
-		pin_object_maps(r, tb_sched_object(r->sched), "sched", ids, &n, 64);
-	err = r->cats_fd >= 0 ? tb_fast_pin_session_map(r->session, r->cats_fd, "session") : 0;
-	if (err && err != -ENOENT)
-		fprintf(stderr, "tracebpf: record: warning: failed to pin the session map: %s\n",
-			strerror(-err));
+	err = pin_object_maps(r, r->skel->obj, "record", ids, &n, 64, what, sizeof(what));
+	if (!err && sched)
+		err = pin_object_maps(r, sched, "sched", ids, &n, 64, what, sizeof(what));
+	if (!err && r->cats_fd >= 0) {
+		snprintf(what, sizeof(what), "session");
+		err = tb_fast_pin_session_map(r->session, r->cats_fd, what);
+	}
+	if (err && err != -ENOENT) {
+		char dir[64];
+
+		tb_fast_pin_dir_name(r->session, dir, sizeof(dir));
+		fprintf(stderr, "tracebpf: record: warning: failed to pin this session's maps "
+				"(%s: %s): `bpftool map show -f` will not show them under "
+				"%s/; the recording goes on\n", what, strerror(-err), dir);
+	}
 }
 
 /* Both BPF objects loaded, their rings in one manager, the releaser and

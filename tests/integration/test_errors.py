@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections import Counter
 
 import pytest
 
@@ -494,3 +495,23 @@ def test_target_exits_while_the_recorder_loads(tmp_path):
             assert "tracebpf: hint: " in r.stderr, r.stderr
         outcomes.add(r.returncode)
     print("exit codes seen:", sorted(outcomes))
+
+
+def test_session_maps_not_pinned_is_said_once(tmp_path):
+    """Every BPF_OBJ_PIN refused (deny_bpf_cmd 6): the session's maps
+    cannot be pinned under session-NAME/ (docs/tracebpf-ctl.md). One
+    warning says so, which map it stopped at and what is lost, and the
+    recording goes on whole. (It was one warning per map, 31 lines.)"""
+    out = tmp_path / "p.json"
+    p = subprocess.run([prog("deny_bpf_cmd"), "6", TRACEBPF, "record", "--no-sched",
+                        "--session", "pins.refused", "-o", str(out), "--",
+                        prog("mt_events"), "2", "100"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    said = [l for l in p.stderr.splitlines() if "failed to pin this session's maps" in l]
+    assert len(said) == 1, p.stderr
+    assert re.search(r"\(record-\w+: Operation not permitted\): `bpftool map show -f` will "
+                     r"not show them under session-pins_refused/; the recording goes on$",
+                     said[0]), said
+    t = load(out, consumer=False)
+    assert sorted(Counter(e["tid"] for e in t.named("work", "X")).values()) == [100, 100]
