@@ -56,11 +56,15 @@ CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
              user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
              user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
-             user/ctl_status.c user/list.c user/cats.c
+             user/ctl_status.c user/list.c user/cats.c user/record_usdt.c user/usdt.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
 CLI_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(filter user/%,$(CORE_SRCS)))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
+# Programs with plain <sys/sdt.h> probes (systemtap-sdt-dev), not
+# tracebpf's: what record --usdt records.
+SDT_PROGS  := $(OUT)/progs/sdt_app $(OUT)/progs/sdt_exec $(OUT)/progs/libsdt.so
+SDT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
@@ -71,7 +75,7 @@ PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone $(OUT)/progs/phases_slow \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/libchaosdl.so \
              $(OUT)/progs/cxx_unwind \
-             $(OUT)/progs/many_sites
+             $(OUT)/progs/many_sites $(SDT_PROGS)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
               $(OUT)/bench/model_cost \
@@ -179,6 +183,26 @@ $(OUT)/progs/libmany_sites.so: $(OUT)/gen/libmany_sites.c lib/include/tracebpf/t
 $(OUT)/progs/many_sites: $(OUT)/gen/many_sites.c $(OUT)/progs/libmany_sites.so
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -L$(OUT)/progs -lmany_sites -Wl,-rpath,'$$ORIGIN' -o $@
+
+$(OUT)/progs/libsdt.so: tests/progs/libsdt.c | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SDT_CFLAGS) -fPIC -shared $< -o $@
+
+# sdt_app's semaphore-guarded probe is a unit of its own built from the
+# same file: <sys/sdt.h>'s _SDT_HAS_SEMAPHORES gives every probe of a unit
+# a semaphore, and only sdtapp:guarded is to have one.
+$(OUT)/progs/sdt_app_guarded.o: tests/progs/sdt_app.c | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SDT_CFLAGS) -DSDT_APP_GUARDED_UNIT -c $< -o $@
+
+$(OUT)/progs/sdt_app: tests/progs/sdt_app.c $(OUT)/progs/sdt_app_guarded.o $(OUT)/progs/libsdt.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SDT_CFLAGS) $< $(OUT)/progs/sdt_app_guarded.o -L$(OUT)/progs -lsdt \
+		-Wl,-rpath,'$$ORIGIN' -o $@
+
+$(OUT)/progs/sdt_exec: tests/progs/sdt_exec.c | $(OUT)/progs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(SDT_CFLAGS) $< -o $@
 
 $(OUT)/progs/phases_slow: tests/progs/phases.c lib/include/tracebpf/trace.h | $(OUT)/progs
 	$(call msg,CC,$@)

@@ -513,6 +513,90 @@ int BPF_USDT(tb_event_id_usdt, __u64 site, __u64 id, __u64 name, __u64 a0, __u64
 	return on_hit(&h, true);
 }
 
+/* Other programs' probes (record --usdt): which arguments of each probe id
+ * are strings, copied at the hit (bit k: the note's argument k). User
+ * space sets it before attaching the probe. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TB_USDT_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, __u32);
+} usdt_strs SEC(".maps");
+
+_Static_assert(sizeof(struct tb_rec_usdt) + 4 * TB_STR_MAX <= SCRATCH_SIZE, "scratch");
+
+/* The string arguments of a hit, behind its fixed part: each one that has
+ * no room left is marked unreadable. */
+static __always_inline __u32 usdt_strings(__u8 *buf, struct tb_rec_usdt *u, __u32 mask)
+{
+	__u32 off = sizeof(*u), flags = 0;
+	__u16 len;
+
+	for (int k = 0; k < TB_USDT_MAX_ARGS; k++) {
+		if (!(mask & (1u << k)) || k >= u->nargs)
+			continue;
+		if (copy_str(buf, &off, u->args[k], &len, &flags, TB_EVF_STR_FAULT)) {
+			flags |= TB_EVF_STR_FAULT;
+			continue;
+		}
+		u->str_len[k] = len;
+	}
+	u->flags = flags;
+	return off;
+}
+
+/* One hit of a traced process: its arguments as libbpf decodes them from
+ * the note's spec, into a TB_REC_USDT. */
+static __noinline int emit_usdt(struct pt_regs *ctx, __u32 cpu, __u64 ts, __u64 pid_tgid)
+{
+	__u8 *buf = scratch_buf();
+	struct tb_rec_usdt *u;
+	__u32 id, off, *mask;
+	void *rb = cpu_ring(cpu);
+	__u64 size;
+	long n, v;
+
+	if (!rb) {
+		count_lost(cpu, 1, ts, ts, (__u32)pid_tgid);
+		return 0;
+	}
+	if (!buf)
+		return 0;
+	u = (void *)buf;
+	__builtin_memset(u, 0, sizeof(*u));
+	id = (__u32)bpf_usdt_cookie(ctx);
+	u->probe = id;
+	n = bpf_usdt_arg_cnt(ctx);
+	u->nargs = n < 0 ? 0 : n > TB_USDT_MAX_ARGS ? TB_USDT_MAX_ARGS : n;
+	for (int k = 0; k < TB_USDT_MAX_ARGS; k++) {
+		if (k >= u->nargs)
+			break;
+		if (!bpf_usdt_arg(ctx, k, &v))
+			u->args[k] = v;
+	}
+	mask = bpf_map_lookup_elem(&usdt_strs, &id);
+	off = mask && *mask ? usdt_strings(buf, u, *mask) : sizeof(*u);
+	size = TB_REC_ALIGN(off);
+	if (size > SCRATCH_SIZE)
+		return 0;
+	fill_hdr(&u->hdr, TB_REC_USDT, size, cpu, ts, pid_tgid);
+	ring_output(rb, cpu, buf, size, ts, pid_tgid);
+	return 0;
+}
+
+/* Any probe of another program (record --usdt), the probe's id in the
+ * cookie: a hit of a traced process while recording is on. */
+SEC("usdt")
+int tb_usdt(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	if (!traced_gen(pid_tgid >> 32, cpu) || !recording_chosen(pid_tgid))
+		return 0;
+	return emit_usdt(ctx, cpu, ts, pid_tgid);
+}
+
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tb_fork, struct task_struct *parent, struct task_struct *child)

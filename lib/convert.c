@@ -88,6 +88,7 @@ static void conv_free(struct conv *c)
 	for (i = 0; i < c->nsites; i++)
 		free(c->sites[i]);
 	free(c->sites);
+	free(c->usdt);
 	for (i = 0; i < c->nout; i++)
 		tb_conv_out_free(c, &c->out[i]);
 	for (i = 0; i < c->fifo_n; i++)

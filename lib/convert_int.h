@@ -194,6 +194,8 @@ struct conv {
 
 	void **sites;               /* struct site + its record, never moved */
 	size_t nsites, sites_cap;
+	struct site **usdt;         /* by probe id (convert_usdt.c): the latest, in sites */
+	size_t usdt_cap;
 	struct tb_hmap procs;          /* pid -> struct proc * */
 	struct tb_hmap threads;        /* tid -> struct thread * */
 	struct proc *last_proc;     /* the latest get_proc() found */
@@ -311,6 +313,14 @@ void tb_conv_free_thread(struct thread *t);
 /* ---- convert_pair.c: pairing and gaps ---- */
 
 int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq);
+/* An event of site s (NULL: unresolved); rec is a TB_REC_USDT when s->usdt. */
+int tb_conv_on_site_event(struct conv *c, const struct tb_rec_event *rec, struct site *s,
+			  uint64_t seq);
+
+/* ---- convert_usdt.c: other programs' probes ---- */
+
+int tb_conv_on_usdt_probe(struct conv *c, const struct tb_rec_usdt_probe *rec);
+int tb_conv_on_usdt(struct conv *c, const struct tb_rec_usdt *rec, uint64_t seq);
 int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g);
 int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
 			const char *why, const struct lost *lost);

@@ -189,6 +189,7 @@ uint32_t tb_model_rank(uint16_t type)
 {
 	switch (type) {
 	case TB_REC_SITE:
+	case TB_REC_USDT_PROBE:
 	case TB_REC_GAP:
 		return 0;
 	case TB_REC_FORK:
@@ -197,6 +198,7 @@ uint32_t tb_model_rank(uint16_t type)
 		return 1;
 	case TB_REC_EVENT:
 	case TB_REC_EVENT_ID:
+	case TB_REC_USDT:
 		return 2;
 	case TB_REC_EXIT:
 		return 3;
@@ -271,7 +273,7 @@ void tb_site_parse(const struct tb_rec_site *rec, struct site *s)
 	s->scope = d.scope == 'p' || d.scope == 'g' ? (char)d.scope : 't';
 	s->nargs = d.nargs;
 	s->flags = d.flags;
-	memcpy(s->arg_type, d.arg_type, sizeof(s->arg_type));
+	memcpy(s->arg_type, d.arg_type, sizeof(d.arg_type));
 	s->valid = true;
 }
 
@@ -590,6 +592,7 @@ static bool shown_while_on(uint16_t type)
 	switch (type) {
 	case TB_REC_EVENT:
 	case TB_REC_EVENT_ID:
+	case TB_REC_USDT:
 	case TB_REC_SWITCH:
 	case TB_REC_WAKE:
 	case TB_REC_CPU:
@@ -630,6 +633,10 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 			err = tb_conv_on_gap(c, (const void *)h);
 			continue;
 		}
+		if (h->type == TB_REC_USDT_PROBE) {
+			err = tb_conv_on_usdt_probe(c, (const void *)h);
+			continue;
+		}
 		if (shown_while_on(h->type) && is_stopped(c)) {
 			c->while_stopped++;
 			continue;
@@ -653,12 +660,15 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 			return -ENOMEM;
 		if (h->ts > t->last_ts)
 			t->last_ts = h->ts;
-		if (h->type != TB_REC_EVENT && h->type != TB_REC_EVENT_ID)
+		if (h->type != TB_REC_EVENT && h->type != TB_REC_EVENT_ID && h->type != TB_REC_USDT)
 			c->site_gen++;   /* a lookup may find another site now */
 		switch (h->type) {
 		case TB_REC_EVENT:
 		case TB_REC_EVENT_ID:
 			err = tb_conv_on_event(c, (const void *)h, i);
+			break;
+		case TB_REC_USDT:
+			err = tb_conv_on_usdt(c, (const void *)h, i);
 			break;
 		case TB_REC_SITE:
 			err = on_site(c, (const void *)h);

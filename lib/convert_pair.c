@@ -710,7 +710,12 @@ static int event_direct(struct conv *c, struct oev *e)
 
 int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq)
 {
-	struct site *s = tb_conv_find_site(c, rec->hdr.pid, rec->site);
+	return tb_conv_on_site_event(c, rec, tb_conv_find_site(c, rec->hdr.pid, rec->site), seq);
+}
+
+int tb_conv_on_site_event(struct conv *c, const struct tb_rec_event *rec, struct site *s,
+			  uint64_t seq)
+{
 	const struct tb_rec_event *ev = rec;
 	struct thread *t;
 	struct oev e = {
@@ -726,8 +731,8 @@ int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t se
 	}
 	if (s->phase == 'M')   /* names are copied, the record is not kept */
 		return tb_conv_on_metadata(c, rec, s);
-	if (c->cats && !tb_conv_cats_keep(c, s, tb_conv_get_thread(c, rec->hdr.tid,
-								     rec->hdr.pid)))
+	if (c->cats && !s->usdt && !tb_conv_cats_keep(c, s, tb_conv_get_thread(c, rec->hdr.tid,
+										  rec->hdr.pid)))
 		return 0;
 	if (s->phase == 'v')   /* memory dumps: copied too (convert_memdump.c) */
 		return tb_conv_on_memdump(c, rec, s, seq);

@@ -32,9 +32,28 @@ struct arg {
 };
 
 struct args {
-	struct arg a[2 * TB_MAX_ARGS + 1];
+	struct arg a[2 * TB_SITE_ARGS + 6];   /* the begin's, the end's, the marks */
 	int n;
 };
+
+/* The raw value of argument i of site s's event ev: a TB_REC_USDT holds
+ * the note's arguments (s->argsrc says which), the others TB_MAX_ARGS. */
+static uint64_t raw_arg(const struct site *s, const struct tb_rec_event *ev, int i)
+{
+	const struct tb_rec_usdt *u = (const void *)ev;
+
+	if (ev->hdr.type != TB_REC_USDT)
+		return ev->args[i];
+	return s->argsrc[i] < u->nargs ? u->args[s->argsrc[i]] : 0;
+}
+
+/* A hit of another program's probe lacks the arguments its note lacks
+ * (another note of the same probe may have more). */
+static bool has_arg(const struct site *s, const struct tb_rec_event *ev, int i)
+{
+	return ev->hdr.type != TB_REC_USDT ||
+	       s->argsrc[i] < ((const struct tb_rec_usdt *)ev)->nargs;
+}
 
 /* Adds an arg; a later one with the same name replaces the earlier (the end
  * of a slice overrides its begin), so keys are unique. */
@@ -59,7 +78,8 @@ static void args_of(struct args *as, const struct site *s,
 	if (!s)
 		return;
 	for (i = 0; i < s->nargs; i++)
-		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
+		if (has_arg(s, ev, i))
+			args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
 }
 
 static size_t ev_fixed_size(const struct tb_rec_event *ev)
@@ -70,12 +90,33 @@ static size_t ev_fixed_size(const struct tb_rec_event *ev)
 
 /* The bytes of string argument i: str_len[k] bytes for each string
  * argument k in order after the fixed part. NULL when unreadable. */
+/* A TB_REC_USDT's: str_len[k] bytes for each note argument k with some. */
+static const char *usdt_str(const struct site *s, const struct tb_rec_usdt *u, int i,
+			    size_t *n)
+{
+	size_t off = sizeof(*u), len;
+	int k, src = s->argsrc[i];
+
+	if (src >= u->nargs)
+		return NULL;
+	for (k = 0; k < src; k++)
+		off += u->str_len[k];
+	len = u->str_len[src];
+	if (!len || off > u->hdr.size || len > u->hdr.size - off)
+		return NULL;
+	*n = strnlen((const char *)u + off, len);
+	return (const char *)u + off;
+}
+
 const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
 			    int i, size_t *n)
 {
-	size_t off = ev_fixed_size(ev), len = ev->str_len[i];
+	size_t off = ev_fixed_size(ev), len;
 	int k;
 
+	if (ev->hdr.type == TB_REC_USDT)
+		return usdt_str(s, (const void *)ev, i, n);
+	len = ev->str_len[i];
 	for (k = 0; k < i; k++)
 		if (s->arg_type[k] == TB_ARG_STR)
 			off += ev->str_len[k];
@@ -85,11 +126,12 @@ const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
 	return (const char *)ev + off;
 }
 
-static double arg_double(const struct tb_rec_event *ev, int i)
+static double arg_double(const struct site *s, const struct tb_rec_event *ev, int i)
 {
+	uint64_t v = raw_arg(s, ev, i);
 	double d;
 
-	memcpy(&d, &ev->args[i], sizeof(d));
+	memcpy(&d, &v, sizeof(d));
 	return d;
 }
 
@@ -105,7 +147,7 @@ static void arg_value(struct tb_json *j, const struct arg *a)
 		tb_json_string(j, a->str);
 		return;
 	}
-	v = a->ev->args[a->i];
+	v = raw_arg(a->site, a->ev, a->i);
 	switch (a->site->arg_type[a->i]) {
 	case TB_ARG_INT:
 		tb_json_int(j, (int64_t)v);
@@ -115,7 +157,7 @@ static void arg_value(struct tb_json *j, const struct arg *a)
 		break;
 	case TB_ARG_DOUBLE:
 		/* A number field must never hold nan/inf: say it in a string. */
-		d = arg_double(a->ev, a->i);
+		d = arg_double(a->site, a->ev, a->i);
 		if (isnan(d))
 			tb_json_string(j, "NaN");
 		else if (isinf(d))
@@ -162,9 +204,9 @@ static int counter_args(struct args *as, const struct oev *e)
 	for (i = 0; i < s->nargs; i++) {
 		uint8_t t = s->arg_type[i];
 
-		if (t == TB_ARG_STR || t == TB_ARG_PTR)
+		if (t == TB_ARG_STR || t == TB_ARG_PTR || !has_arg(s, e->ev, i))
 			continue;
-		if (t == TB_ARG_DOUBLE && !isfinite(arg_double(e->ev, i)))
+		if (t == TB_ARG_DOUBLE && !isfinite(arg_double(s, e->ev, i)))
 			continue;
 		args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = e->ev, .i = i });
 	}
@@ -173,7 +215,7 @@ static int counter_args(struct args *as, const struct oev *e)
 
 static void write_counter_value(struct tb_json *j, const struct arg *a)
 {
-	uint64_t v = a->ev->args[a->i];
+	uint64_t v = raw_arg(a->site, a->ev, a->i);
 
 	switch (a->site->arg_type[a->i]) {
 	case TB_ARG_INT:
@@ -186,7 +228,7 @@ static void write_counter_value(struct tb_json *j, const struct arg *a)
 		tb_json_int(j, v != 0);
 		break;
 	default:
-		tb_json_double(j, arg_double(a->ev, a->i));
+		tb_json_double(j, arg_double(a->site, a->ev, a->i));
 		break;
 	}
 }
@@ -311,7 +353,7 @@ static bool site_plain(const struct site *s)
 {
 	int i, k;
 
-	if (s->step || (s->flags & TB_SITE_COPY_NAME) || s->nargs > TB_MAX_ARGS)
+	if (s->step || (s->flags & TB_SITE_COPY_NAME) || s->nargs > TB_MAX_ARGS || s->usdt)
 		return false;
 	for (i = 0; i < s->nargs; i++) {
 		uint8_t t = s->arg_type[i];
@@ -614,7 +656,7 @@ int tb_model_counter_series(const struct oev *e, struct tb_model_series *s)
 	counter_args(&as, e);
 	for (k = 0; k < as.n && k < TB_MAX_ARGS; k++) {
 		const struct arg *a = &as.a[k];
-		uint64_t v = a->ev->args[a->i];
+		uint64_t v = raw_arg(a->site, a->ev, a->i);
 
 		s[k].name = a->name;
 		switch (a->site->arg_type[a->i]) {
@@ -628,7 +670,7 @@ int tb_model_counter_series(const struct oev *e, struct tb_model_series *s)
 			s[k].value = v != 0;
 			break;
 		default:
-			s[k].value = arg_double(a->ev, a->i);
+			s[k].value = arg_double(a->site, a->ev, a->i);
 			break;
 		}
 	}
@@ -638,7 +680,7 @@ int tb_model_counter_series(const struct oev *e, struct tb_model_series *s)
 /* An argument as the public API gives it (tracebpf/reader.h). */
 static void public_arg(const struct arg *a, struct tracebpf_arg *o)
 {
-	uint64_t v = a->ev->args[a->i];
+	uint64_t v = raw_arg(a->site, a->ev, a->i);
 
 	o->name = a->name;
 	o->type = a->site->arg_type[a->i];
@@ -650,7 +692,7 @@ static void public_arg(const struct arg *a, struct tracebpf_arg *o)
 		o->v.i = v != 0;
 		break;
 	case TB_ARG_DOUBLE:
-		o->v.d = arg_double(a->ev, a->i);
+		o->v.d = arg_double(a->site, a->ev, a->i);
 		break;
 	case TB_ARG_STR:
 		o->v.s.p = tb_conv_str_arg(a->site, a->ev, a->i, &o->v.s.len);

@@ -22,15 +22,23 @@
 #include "tbfile.h"
 #include "tracebpf/reader.h"
 
-/* A site descriptor as the model parsed it. */
+/* The most arguments a site shows: another program's probe's (record
+ * --usdt); a tracebpf site has at most TB_MAX_ARGS. */
+#define TB_SITE_ARGS TB_USDT_MAX_ARGS
+
+/* A site descriptor as the model parsed it, or another program's probe
+ * as its TB_REC_USDT_PROBE describes it (usdt). */
 struct site {
 	bool valid;
 	char phase;                 /* 'B', 'E', 'I', 'C', 'b', 'e', 'n', 's', 't', 'f', 'M', 'v' */
 	char scope;                 /* 't', 'p', 'g' */
 	uint8_t nargs;
-	uint8_t arg_type[TB_MAX_ARGS];
+	uint8_t arg_type[TB_SITE_ARGS];
 	uint8_t flags;              /* TB_SITE_* */
-	const char *cat, *name, *argname[TB_MAX_ARGS];  /* into the record */
+	/* its events are TB_REC_USDT: argument i is the hit's argsrc[i] */
+	bool usdt;
+	uint8_t argsrc[TB_SITE_ARGS];
+	const char *cat, *name, *argname[TB_SITE_ARGS];  /* into the record */
 	const char *step;           /* TB_SITE_STEP: async step / flow step */
 	const char *file;           /* the source file (since 2.5), or NULL */
 	uint32_t line;              /* its line, 0 unknown */

@@ -63,6 +63,8 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_CATS]   = sizeof(struct tb_rec_cats),
 	[TB_REC_RSS]    = sizeof(struct tb_rec_rss),
 	[TB_REC_FILTER] = sizeof(struct tb_rec_filter),
+	[TB_REC_USDT]   = sizeof(struct tb_rec_usdt),
+	[TB_REC_USDT_PROBE] = sizeof(struct tb_rec_usdt_probe),
 };
 
 int tb_stream_of(uint16_t rec_type)
@@ -70,8 +72,10 @@ int tb_stream_of(uint16_t rec_type)
 	switch (rec_type) {
 	case TB_REC_EVENT:
 	case TB_REC_EVENT_ID:
+	case TB_REC_USDT:
 		return TB_STREAM_USER;
 	case TB_REC_SITE:
+	case TB_REC_USDT_PROBE:
 		return TB_STREAM_SITE;
 	case TB_REC_FORK:
 	case TB_REC_EXEC:

@@ -17,7 +17,7 @@
 #include "chunk.h"
 
 #define TB_FORMAT_MAJOR 2
-#define TB_FORMAT_MINOR 9
+#define TB_FORMAT_MINOR 10
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */

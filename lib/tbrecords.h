@@ -40,6 +40,8 @@ enum tb_rec_type {
 	TB_REC_CATS    = 18, /* user space: the categories recorded (2.6) */
 	TB_REC_RSS     = 19, /* kmem:rss_stat of a traced process (2.7) */
 	TB_REC_FILTER  = 20, /* user space: the threads and processes recorded (2.9) */
+	TB_REC_USDT    = 21, /* a hit of another program's USDT probe (2.10) */
+	TB_REC_USDT_PROBE = 22, /* user space: such a probe and how it is shown (2.10) */
 	TB_REC_TYPE_MAX,
 };
 
@@ -409,6 +411,52 @@ struct tb_rec_filter {
 #define TB_RECF_TIDS      1u   /* the thread list applies (TB_FILTER_TID) */
 #define TB_RECF_PIDS      2u   /* the process list applies (TB_FILTER_PID) */
 #define TB_RECF_MAX_IDS   1024u   /* per list: bpf/ctl.h's TB_FILTER_MAX */
+
+/* Other programs' USDT probes (record --usdt). At most this many
+ * arguments: libbpf's BPF_USDT_MAX_ARG_CNT. */
+#define TB_USDT_MAX_ARGS  12
+/* Probe ids (provider:name pairs recorded) per recording. */
+#define TB_USDT_MAX_PROBES 4096
+
+/* TB_REC_USDT: a hit of probe `probe` (its TB_REC_USDT_PROBE), written by
+ * bpf/record.bpf.c's tb_usdt. args[] are the note's arguments as libbpf
+ * decodes them (sign-extended to 64 bits), nargs of them, zero beyond.
+ * For each argument k the probe's description marks as a string, in
+ * order of k: str_len[k] bytes copied from the pointer at the hit (NUL
+ * included, at most TB_STR_MAX; 0 when unreadable), then padding to 8. */
+struct tb_rec_usdt {
+	struct tb_rec_hdr hdr;
+	__u32 probe;       /* the id of its TB_REC_USDT_PROBE */
+	__u8 nargs;        /* arguments the hit's note has */
+	__u8 pad;
+	__u16 flags;       /* TB_EVF_STR_FAULT */
+	__u64 args[TB_USDT_MAX_ARGS];
+	__u16 str_len[TB_USDT_MAX_ARGS];
+	/* __u8 strings[], padded to 8 */
+};
+
+/* TB_REC_USDT_PROBE: written by user space (hdr.cpu = ~0, hdr.pid/tid = 0)
+ * when a probe is first attached, ahead of its hits, and again at the start
+ * of each file (ctl restart). text[len] follows, padded to 8: "PROVIDER\0
+ * NAME\0EVENT\0" (EVENT: the name its events have), then the name of each
+ * argument shown, NUL-terminated. */
+struct tb_rec_usdt_probe {
+	struct tb_rec_hdr hdr;
+	__u32 id;
+	__u8 kind;         /* TB_USDT_* */
+	__u8 nargs;        /* arguments shown, at most TB_USDT_MAX_ARGS */
+	__u16 len;         /* bytes of text */
+	__u8 arg_src[TB_USDT_MAX_ARGS];   /* shown argument i: the note's arg_src[i] */
+	__u8 arg_type[TB_USDT_MAX_ARGS];  /* its TB_ARG_*: INT, UINT, STR or PTR */
+	/* char text[len] */
+};
+
+enum tb_usdt_kind {
+	TB_USDT_INSTANT = 0,   /* each hit an instant */
+	TB_USDT_BEGIN   = 1,   /* begins a slice on its thread (--usdt-slice) */
+	TB_USDT_END     = 2,   /* ends the thread's innermost slice */
+	TB_USDT_COUNTER = 3,   /* a counter: its one argument (--usdt-counter) */
+};
 
 /* TB_REC_RSS: a traced process's resident memory of one kind, from the
  * kmem:rss_stat tracepoint when the process itself changed it (bpf/record.bpf.c,

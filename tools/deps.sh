@@ -35,9 +35,13 @@ bpf_ok() {
 # lowdown renders docs/*.md as the man pages (make, make install); man-db
 # (man -l, lexgrog) and pkg-config are what tests/integration/test_install.py
 # checks the installed pages and tracebpf.pc with.
+# systemtap-sdt-dev (<sys/sdt.h>) builds the test programs that carry other
+# programs' USDT probes (tests/progs/sdt_app.c, libsdt.c, sdt_exec.c), and
+# postgresql (15, whose postgres binary has them) is the real program
+# record --usdt is tested against (tests/integration/pgcluster.py).
 pkgs=(make gcc g++ clang llvm libelf-dev zlib1g-dev libdeflate-dev pkg-config
       binutils libcmocka-dev libtraceevent-dev python3 python3-pytest python3-pytest-xdist procps util-linux
-      libclang-rt-14-dev lowdown man-db)
+      libclang-rt-14-dev lowdown man-db systemtap-sdt-dev postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

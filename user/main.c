@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "usdt.h"
 #include "convert.h"
 #include "filter_args.h"
 #include "cats.h"
@@ -37,7 +38,8 @@ static const char top_doc[] =
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
        OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME,
-       OPT_SESSION, OPT_TID, OPT_CATS, OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP };
+       OPT_SESSION, OPT_TID, OPT_CATS, OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP, OPT_USDT,
+       OPT_USDT_SLICE, OPT_USDT_ARGS, OPT_USDT_COUNTER };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -110,6 +112,17 @@ static const struct argp_option record_options[] = {
 						       "default all). Process fork/exec/exit/rename are always on", 0 },
 	{ "event", 'e', "SUBSYS:EVENT", 0, "Also record this tracefs tracepoint (repeatable; globs "
 					    "like 'irq:*')", 0 },
+	{ "usdt", OPT_USDT, "PROVIDER:NAME", 0, "Also record these USDT probes of the traced "
+					       "programs and their libraries (repeatable; globs like "
+					       "'postgresql:*'; or a catalog: --usdt=postgresql)", 0 },
+	{ "usdt-slice", OPT_USDT_SLICE, "P:BEGIN=P:END[=NAME]", 0, "Pair these two probes per "
+								  "thread into slices (repeatable)", 0 },
+	{ "usdt-args", OPT_USDT_ARGS, "P:NAME=ARG[:TYPE],...", 0, "Name the probe's arguments "
+								  "in order; TYPE int (default), uint, str "
+								  "(copied at the hit), hex; - hides one", 0 },
+	{ "usdt-counter", OPT_USDT_COUNTER, "P:NAME=ARG", 0, "Show the probe as a counter of "
+							     "one argument (argK or a name from "
+							     "--usdt-args)", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ 0 },
@@ -255,6 +268,29 @@ static void check_categories(struct argp_state *state, const struct tb_record_op
 		argp_error(state, "invalid category list: %s", why);
 }
 
+/* The --usdt options make rules, and their catalogs exist. */
+static void check_usdt(struct argp_state *state, const struct tb_record_opts *o)
+{
+	struct tb_usdt_rules *r;
+	char why[512];
+	int err;
+
+	if (!o->nusdt)
+		return;
+	err = tb_usdt_rules_build(&r, o->usdt, o->nusdt, why, sizeof(why));
+	if (err == -EINVAL)
+		argp_error(state, "invalid --usdt option: %s", why);
+	tb_usdt_rules_free(r);
+}
+
+/* --usdt*: kept in order, checked once all are read. */
+static void add_usdt(struct argp_state *state, struct tb_record_opts *o, char kind, char *arg)
+{
+	if (o->nusdt == TB_MAX_USDT_OPTS)
+		argp_error(state, "too many --usdt options (at most %d)", TB_MAX_USDT_OPTS);
+	o->usdt[o->nusdt++] = (struct tb_usdt_opt){ kind, arg };
+}
+
 static void check_record_args(struct argp_state *state, const struct tb_record_opts *o)
 {
 	if (!o->cmd && !o->npids)
@@ -269,6 +305,7 @@ static void check_record_args(struct argp_state *state, const struct tb_record_o
 	if (o->serve && !strcmp(o->out, "-"))
 		argp_error(state, "--serve serves the trace file: give -o FILE, not -o -");
 	check_categories(state, o);
+	check_usdt(state, o);
 }
 
 /* --memory-dump-interval: 0, or 1 ms to 24 days, in whole ms. */
@@ -326,6 +363,18 @@ static bool parse_kernel_opt(int key, char *arg, struct argp_state *state)
 	}
 	case 'e':
 		add_event(state, o, arg);
+		return true;
+	case OPT_USDT:
+		add_usdt(state, o, 'p', arg);
+		return true;
+	case OPT_USDT_SLICE:
+		add_usdt(state, o, 's', arg);
+		return true;
+	case OPT_USDT_ARGS:
+		add_usdt(state, o, 'a', arg);
+		return true;
+	case OPT_USDT_COUNTER:
+		add_usdt(state, o, 'c', arg);
 		return true;
 	default:
 		return false;

@@ -16,6 +16,7 @@
 
 #include "probes.h"
 #include "tracebpf/trace.h"
+#include "usdt.h"
 
 extern char **environ;
 
@@ -230,6 +231,34 @@ bool tb_proc_ended(pid_t pid)
 	return st == 'Z' || st == 'X';
 }
 
+static struct {
+	bool (*want)(const char *provider, const char *name, void *ctx);
+	void *ctx;
+} also;
+
+void tb_probes_also(bool (*want)(const char *provider, const char *name, void *ctx), void *ctx)
+{
+	also.want = want;
+	also.ctx = ctx;
+}
+
+static int wanted_note(const char *provider, const char *name, const char *args,
+		       unsigned long long sema, void *ctx)
+{
+	(void)args;
+	(void)sema;
+	(void)ctx;
+	return also.want(provider, name, also.ctx);
+}
+
+/* The file has tracebpf probes, or other probes tb_probes_also wants. */
+static bool has_probes(const char *path)
+{
+	if (tb_elf_count_probes(path) > 0)
+		return true;
+	return also.want && tb_elf_each_note(path, wanted_note, NULL) > 0;
+}
+
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
 {
 	char maps[128], line[PATH_MAX + 256], path[PATH_MAX + 128], dir[96];
@@ -266,7 +295,7 @@ int tb_proc_probe_objects(pid_t pid, struct tb_paths *out)
 	}
 	for (int i = 0; i < seen.n; i++) {
 		snprintf(path, sizeof(path), "%s/root%s", dir, seen.v[i]);
-		if (tb_elf_count_probes(path) > 0) {
+		if (has_probes(path)) {
 			ret = tb_paths_add(out, path);
 			if (ret)
 				goto out;
@@ -415,7 +444,7 @@ int tb_cmd_probe_objects(const char *exe, struct tb_paths *out)
 	struct tb_paths libs = {};
 	int ret = 0;
 
-	if (tb_elf_count_probes(exe) > 0)
+	if (has_probes(exe))
 		ret = tb_paths_add(out, exe);
 	if (!ret && has_interp(exe))
 		ret = loader_libs(exe, &libs);
@@ -424,7 +453,7 @@ int tb_cmd_probe_objects(const char *exe, struct tb_paths *out)
 
 		if (!realpath(libs.v[i], real))
 			continue;
-		if (tb_elf_count_probes(real) > 0)
+		if (has_probes(real))
 			ret = tb_paths_add(out, real);
 	}
 	tb_paths_free(&libs);

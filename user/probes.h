@@ -39,6 +39,10 @@ void tb_elf_close(int fd, struct Elf *elf);
 /* Adds path unless already there. 0 or -ENOMEM. */
 int tb_paths_add(struct tb_paths *p, const char *path);
 void tb_paths_free(struct tb_paths *p);
+/* From now on, a file also counts as one with probes (below) when one of
+ * its stapsdt notes is one want(provider, name, ctx) accepts: record
+ * --usdt's. NULL: only tracebpf's. */
+void tb_probes_also(bool (*want)(const char *provider, const char *name, void *ctx), void *ctx);
 /* Adds every file mapped by pid that carries tracebpf probes. Paths are
  * given through /proc/PID/root (tb_proc_dir) so they resolve in the
  * target's mount namespace. Returns 0, -ESRCH (no such process) or -errno: -EACCES when

@@ -207,6 +207,7 @@ static void destroy(struct recorder *r, int err)
 	}
 	stop_releaser(r);
 	for (i = 0; i < r->nobjs; i++) {
+		usdt_detach(&r->objs[i]);
 		free(r->objs[i].path);
 		close(r->objs[i].fd);
 	}
@@ -223,6 +224,7 @@ static void destroy(struct recorder *r, int err)
 	tb_rings_close(&r->rings);
 	record_bpf__destroy(r->skel);
 	tb_paths_free(&r->found);
+	usdt_close(r);
 }
 
 /* The recorder runs at nice -20 when it may (root), and at the lowest
@@ -317,6 +319,8 @@ int tb_record(const struct tb_record_opts *o)
 		return err;
 	raise_priority(&r);
 	err = name_session(&r);
+	if (!err)
+		err = usdt_open(&r);
 	if (!err)
 		err = find_targets(&r);
 	if (!err)

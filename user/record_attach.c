@@ -139,11 +139,13 @@ static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
  * hit costs the application a load and a branch. */
 void detach_usdt(struct recorder *r)
 {
-	for (int i = 0; i < r->nobjs; i++)
+	for (int i = 0; i < r->nobjs; i++) {
 		for (int k = 0; k < TB_NPROBES; k++) {
 			bpf_link__destroy(r->objs[i].link[k]);
 			r->objs[i].link[k] = NULL;
 		}
+		usdt_detach(&r->objs[i]);
+	}
 }
 
 /* tracebpf ctl start: every object again, through the file it was (the
@@ -157,6 +159,8 @@ int reattach_usdt(struct recorder *r)
 	for (int i = 0; i < r->nobjs; i++) {
 		snprintf(via, sizeof(via), "/proc/self/fd/%d", r->objs[i].fd);
 		e = attach_usdt(r, &r->objs[i], via);
+		if (!e)
+			e = usdt_attach(r, &r->objs[i], via);
 		if (e && !err)
 			err = e;
 	}
@@ -202,7 +206,10 @@ static int attach_object(struct recorder *r, const char *path, bool say)
 	err = ob->path ? 0 : -ENOMEM;
 	if (!err && !r->ctl.off)
 		err = attach_usdt(r, ob, path);
+	if (!err && !r->ctl.off)
+		err = usdt_attach(r, ob, path);
 	if (err) {
+		usdt_detach(ob);
 		for (int k = 0; k < TB_NPROBES; k++)
 			bpf_link__destroy(ob->link[k]);
 		free(ob->path);
@@ -310,9 +317,10 @@ static int find_cmd_objects(struct recorder *r)
 	/* Not an error: a shell or launcher may exec or dlopen an
 	 * instrumented program (tracebpf record -- sh -c ./app). */
 	if (!r->found.n && !o->quiet) {
-		fprintf(stderr, "tracebpf: record: warning: '%s' has no tracebpf probes, neither "
+		fprintf(stderr, "tracebpf: record: warning: '%s' has no tracebpf probes%s, neither "
 				"in it nor in the libraries it links; recording only the "
-				"programs it executes and the libraries it loads\n", r->exe);
+				"programs it executes and the libraries it loads\n", r->exe,
+			r->usdt_rules ? " nor probes --usdt asks for" : "");
 		fprintf(stderr, "tracebpf: hint: include <tracebpf/trace.h>, add TRACE_EVENT* macros "
 				"and rebuild (see README.md); 'readelf -n %s' lists the probes\n", r->exe);
 	}
@@ -366,7 +374,8 @@ static int find_pid_objects(struct recorder *r, pid_t pid)
 			return -ESRCH;
 		}
 		if (!found) {
-			ERR("process %d has no tracebpf probes in its executable or libraries", pid);
+			ERR("process %d has no tracebpf probes%s in its executable or libraries",
+			    pid, r->usdt_rules ? " nor probes --usdt asks for" : "");
 			fprintf(stderr, "tracebpf: hint: build it with <tracebpf/trace.h> and "
 					"TRACE_EVENT* macros (see README.md)\n");
 			return -ENOENT;

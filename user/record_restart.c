@@ -234,6 +234,8 @@ static int fill_new(struct recorder *r)
 		err = cats_log(r, now_ns(CLOCK_MONOTONIC));
 	if (!err)
 		err = filter_log(r, now_ns(CLOCK_MONOTONIC), true);
+	if (!err)
+		err = usdt_log_all(r);
 	if (!err && r->ctl.off)
 		err = tb_ctl_log(&r->ctl, r->w, true, now_ns(CLOCK_MONOTONIC), getpid());
 	return err ? err : r->write_err;

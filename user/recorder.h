@@ -17,6 +17,8 @@
  *                     the old file closed and converted, the new opened
  *   record_memdump.c  the application's memory dumps: its dumping threads
  *                     found and told the interval
+ *   record_usdt.c     other programs' USDT probes (--usdt): attached, and
+ *                     described in the file
  *   record_drain.c    the rings drained in rounds, the drop counts
  *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
@@ -71,6 +73,8 @@ struct object {
 				* a new file, by then */
 	char key[64];          /* "dev:ino": uprobes are per inode */
 	struct bpf_link *link[TB_NPROBES];
+	struct bpf_link **ulinks;   /* record --usdt: one per probe name */
+	int nulinks;
 };
 
 /* A traced process's memory-dumping thread (record_memdump.c). */
@@ -148,6 +152,9 @@ struct recorder {
 	struct tracebpf_cats *cats;   /* ... mapped */
 	__u32 cats_gen;        /* the rules in the switches and the file */
 	struct tb_rec_filter *filter_logged;   /* the file's latest (record_filter.c) */
+	struct tb_usdt_rules *usdt_rules;   /* record --usdt (record_usdt.c), or NULL */
+	struct usdt_probe *usdt;            /* the probes attached: index = id */
+	int nusdt;
 	struct {               /* memory dumps (record_memdump.c) */
 		struct md_thread *v;
 		size_t n, cap;
@@ -197,6 +204,12 @@ int cats_log(struct recorder *r, __u64 ts);
 int cats_check(struct recorder *r);
 void cats_close(struct recorder *r);
 
+/* record_usdt.c */
+int usdt_open(struct recorder *r);
+void usdt_close(struct recorder *r);
+int usdt_attach(struct recorder *r, struct object *ob, const char *path);
+void usdt_detach(struct object *ob);
+int usdt_log_all(struct recorder *r);
 /* record_memdump.c */
 void md_note(struct recorder *r, const struct tb_rec_hdr *h);
 void md_scan_all(struct recorder *r);

@@ -14,6 +14,15 @@
 #define TB_MAX_TARGETS 64
 #define TB_MAX_TIDS 1024   /* --tid */
 #define TB_MAX_EVENT_SPECS 64
+#define TB_MAX_USDT_OPTS 128
+
+/* One of record's options about other programs' probes (user/usdt.h):
+ * kind 'p' (--usdt), 's' (--usdt-slice), 'a' (--usdt-args), 'c'
+ * (--usdt-counter). */
+struct tb_usdt_opt {
+	char kind;
+	const char *text;
+};
 
 struct tb_record_opts {
 	pid_t pids[TB_MAX_TARGETS];      /* -p (and the processes of --tid) */
@@ -53,6 +62,8 @@ struct tb_record_opts {
 	size_t fast_buffer_size;         /* --fast-buffer-size, per thread */
 	size_t fast_buffer_max;          /* --fast-buffer-max */
 	unsigned max_fast_rings;         /* --max-fast-rings */
+	struct tb_usdt_opt usdt[TB_MAX_USDT_OPTS];   /* --usdt, --usdt-slice, ... in order */
+	int nusdt;
 };
 
 int tb_record(const struct tb_record_opts *o);
