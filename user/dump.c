@@ -205,6 +205,36 @@ static void dump_filter(FILE *f, const struct tb_rec_filter *x)
 
 /* A gap mark: whose records, how many, until when (the line's time is the
  * earliest a lost record can carry), which threads. */
+/* A hit of another program's probe: its id and raw arguments. */
+static void dump_usdt(FILE *f, const struct tb_rec_usdt *u)
+{
+	fprintf(f, "USDT probe=%u", u->probe);
+	for (int k = 0; k < u->nargs && k < TB_USDT_MAX_ARGS; k++)
+		fprintf(f, " %" PRId64 "%s", (int64_t)u->args[k], u->str_len[k] ? "(str)" : "");
+	if (u->flags & TB_EVF_STR_FAULT)
+		fputs(" string-unreadable", f);
+}
+
+/* Another program's probe: "USDT_PROBE id PROVIDER:NAME kind EVENT". */
+static void dump_usdt_probe(FILE *f, const struct tb_rec_usdt_probe *p)
+{
+	static const char *const kinds[] = { "instant", "begin", "end", "counter" };
+	const char *t = (const char *)(p + 1), *end = t + p->len, *s[3];
+
+	if (p->len > p->hdr.size - sizeof(*p)) {
+		fprintf(f, "USDT_PROBE %u <damaged>", p->id);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		const char *nul = memchr(t, 0, end - t);
+
+		s[i] = nul ? t : "?";
+		t = nul ? nul + 1 : end;
+	}
+	fprintf(f, "USDT_PROBE %u %s:%s %s %s", p->id, s[0], s[1],
+		p->kind < 4 ? kinds[p->kind] : "?", s[2]);
+}
+
 static void dump_gap(FILE *f, const struct tb_rec_gap *g)
 {
 	fprintf(f, "GAP %s records=%" PRIu64 " until=%" PRIu64 ".%09" PRIu64 " threads=",
@@ -318,6 +348,12 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		break;
 	case TB_REC_FILTER:
 		dump_filter(f, (const void *)h);
+		break;
+	case TB_REC_USDT:
+		dump_usdt(f, (const void *)h);
+		break;
+	case TB_REC_USDT_PROBE:
+		dump_usdt_probe(f, (const void *)h);
 		break;
 	case TB_REC_RSS: {
 		static const char *const kind[4] = { "file", "anon", "swap", "shmem" };

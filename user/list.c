@@ -25,6 +25,7 @@
 #include "model.h"
 #include "probes.h"
 #include "tbio.h"
+#include "usdt.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: list: " fmt "\n", ##__VA_ARGS__)
 
@@ -47,6 +48,7 @@ struct list_args {
 	int nfiles;
 	long pid;
 	bool json;
+	bool usdt;      /* --usdt: other programs' probes, not tracebpf's sites */
 };
 
 /* The header's own sites (tracebpf__fast_names writes the kept thread
@@ -260,6 +262,83 @@ static int find_objects(const struct list_args *a, struct tb_paths *objs)
 	return err;
 }
 
+/* list --usdt: every object with a probe of another provider than
+ * tracebpf's. */
+static bool any_note(const char *provider, const char *name, void *ctx)
+{
+	(void)name;
+	(void)ctx;
+	return strcmp(provider, TB_PROVIDER) != 0;
+}
+
+struct usdt_out {
+	struct tb_json *j;
+	const char *path;
+	int n;
+};
+
+static int print_note(const char *provider, const char *name, const char *args,
+		      unsigned long long sema, void *ctx)
+{
+	struct usdt_out *o = ctx;
+
+	if (!strcmp(provider, TB_PROVIDER))
+		return 0;
+	o->n++;
+	if (!o->j) {
+		printf("  %s:%s  %s%s\n", provider, name, *args ? args : "(no arguments)",
+		       sema ? "  semaphore" : "");
+		return 0;
+	}
+	tb_json_begin_object(o->j);
+	tb_json_kstr(o->j, "path", o->path);
+	tb_json_kstr(o->j, "provider", provider);
+	tb_json_kstr(o->j, "name", name);
+	tb_json_kstr(o->j, "args", args);
+	tb_json_kuint(o->j, "nargs", (uint64_t)tb_usdt_spec_nargs(args));
+	tb_json_key(o->j, "semaphore");
+	tb_json_bool(o->j, sema != 0);
+	tb_json_end_object(o->j);
+	return 0;
+}
+
+/* Each object's notes (one line per site: a probe name may have several),
+ * or a JSON object {"usdt": [...]}. */
+static int list_usdt(const struct tb_paths *objs, bool json)
+{
+	struct usdt_out o = { 0 };
+	int err = 0, total = 0;
+
+	if (json && !(o.j = malloc(sizeof(*o.j))))
+		return -ENOMEM;
+	if (o.j) {
+		tb_json_init(o.j, stdout);
+		tb_json_begin_object(o.j);
+		tb_json_key(o.j, "usdt");
+		tb_json_begin_array(o.j);
+	}
+	for (int i = 0; !err && i < objs->n; i++) {
+		o.path = objs->v[i];
+		o.n = 0;
+		if (!o.j)
+			printf("%s\n", o.path);
+		err = tb_elf_each_note(o.path, print_note, &o);
+		total += o.n;
+		if (err)
+			ERR("failed to read '%s': %s", o.path, strerror(-err));
+	}
+	if (o.j) {
+		tb_json_end_array(o.j);
+		tb_json_end_object(o.j);
+		if (!err && !(err = tb_json_error(o.j)))
+			putchar('\n');
+		free(o.j);
+	} else if (!err) {
+		printf("%d probe site%s\n", total, total == 1 ? "" : "s");
+	}
+	return err;
+}
+
 static error_t list_parse(int key, char *arg, struct argp_state *state)
 {
 	struct list_args *a = state->input;
@@ -274,6 +353,9 @@ static error_t list_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'j':
 		a->json = true;
+		break;
+	case 'u':
+		a->usdt = true;
 		break;
 	case ARGP_KEY_ARGS:
 		a->files = state->argv + state->next;
@@ -346,6 +428,8 @@ int tb_cmd_list(int argc, char **argv)
 	static const struct argp_option options[] = {
 		{ "pid", 'p', "PID", 0, "The objects a running process has mapped", 0 },
 		{ "json", 'j', NULL, 0, "As JSON", 0 },
+		{ "usdt", 'u', NULL, 0, "List the objects' other USDT probes (what record "
+					"--usdt records), with their argument specs", 0 },
 		{ 0 },
 	};
 	static const struct argp argp = { options, list_parse, "PROGRAM... | -p PID",
@@ -362,7 +446,14 @@ int tb_cmd_list(int argc, char **argv)
 	int err;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (a.usdt)
+		tb_probes_also(any_note, NULL);
 	err = find_objects(&a, &objs);
+	if (!err && a.usdt) {
+		err = list_usdt(&objs, a.json);
+		tb_paths_free(&objs);
+		return err ? 1 : 0;
+	}
 	if (!err && objs.n && !(sites = calloc((size_t)objs.n, sizeof(*sites))))
 		err = -ENOMEM;
 	if (!err && a.json) {

@@ -154,13 +154,17 @@ static int add_args(struct tb_usdt_rules *r, const char *s, char *why, size_t wl
 	}
 }
 
-/* The slice's default name: PROVIDER:what the two names begin with. */
+/* The slice's default name: PROVIDER:the words the two names begin with
+ * (words end at '_': query__start and query__done make query), else the
+ * begin's name. */
 static void slice_event(struct slice_rule *sl)
 {
 	size_t n = 0;
 
 	while (sl->begin.name[n] && sl->begin.name[n] == sl->end.name[n])
 		n++;
+	while (n && sl->begin.name[n - 1] != '_')
+		n--;
 	while (n && sl->begin.name[n - 1] == '_')
 		n--;
 	snprintf(sl->event, sizeof(sl->event), "%s:%.*s", sl->begin.prov,

@@ -1,0 +1,243 @@
+"""Other programs' USDT probes (record --usdt; docs/tracebpf-record.md
+"OTHER PROGRAMS' PROBES", docs/output.md "Other programs' probes"):
+tests/progs/sdt_app.c has plain <sys/sdt.h> probes with integer, string
+and pointer arguments, a semaphore-guarded one, probes in a shared library
+(libsdt.so), in a forked child and in an exec'd program (sdt_exec). Every
+count and value is known from its arguments. Every trace passes the
+DevTools engine and the output-contract checks (conftest.load)."""
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import TRACEBPF, prog, wait_for
+
+N = 25
+
+
+def hits(t, name, ph="I"):
+    return [e for e in t.events if e.get("name") == name and e["ph"] == ph]
+
+
+def app_pid(stdout):
+    m = re.search(r"done pid=(\d+)", stdout)
+    assert m, stdout
+    return int(m[1])
+
+
+def check_app(t, pid, n=N):
+    """sdtapp's probes in the main process: exact arguments, in order."""
+    ticks = hits(t, "sdtapp:tick")
+    assert [(e["pid"], e["args"]) for e in ticks] == \
+        [(pid, {"arg0": i, "arg1": 3 * i}) for i in range(n)]
+    assert len(hits(t, "sdtapp:ten")) == len(range(0, n, 10))
+    assert all(e["args"] == {} and e["cat"] == "sdtapp" for e in hits(t, "sdtapp:ten"))
+    guarded = hits(t, "sdtapp:guarded")
+    assert [e["args"]["arg0"] for e in guarded] == list(range(n))
+
+
+def test_instants_with_every_argument(recorder):
+    """Each hit an instant PROVIDER:NAME with arg0..argN as integers,
+    whatever the argument's size and sign in the note (-4@, -8@, 1@, 8@);
+    the semaphore-guarded probe fires because the kernel raised its
+    semaphore (the program counts how often it fired)."""
+    rec = recorder("--no-sched", "--usdt", "sdtapp:*", "--", prog("sdt_app"), N,
+                   stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    pid = app_pid(rec.stdout)
+    assert f"guarded={N}" in rec.stdout
+    check_app(t, pid)
+    mixed = hits(t, "sdtapp:mixed")
+    assert len(mixed) == N
+    for i, e in enumerate(mixed):
+        a = e["args"]
+        assert (a["arg0"], a["arg2"], a["arg3"]) == (-5 - i, 7, 0x1122334455667788)
+        assert a["arg1"] > 0   # the string's address, as an integer
+    assert t.meta["drops_total"] == 0
+
+
+def test_arguments_named_and_typed(recorder):
+    """--usdt-args: names in order, str copied at the hit, uint, hex, and
+    - leaves one out; a probe it names is recorded without a --usdt glob."""
+    rec = recorder("--no-sched", "--usdt-args", "sdtapp:mixed=neg,name:str,-,ptr:hex",
+                   "--", prog("sdt_app"), N, stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    assert [e["args"] for e in hits(t, "sdtapp:mixed")] == \
+        [{"neg": -5 - i, "name": f"name-{i}", "ptr": "0x1122334455667788"} for i in range(N)]
+    assert not hits(t, "sdtapp:tick")   # not asked for
+    # not attached: nobody raised its semaphore
+    assert "guarded=0" in rec.stdout
+
+
+def test_library_fork_and_exec(recorder):
+    """Probes in a linked library, in a forked child (its own pid) and in
+    the program the process execs, with its string argument."""
+    rec = recorder("--no-sched", "--usdt", "sdt*:*", "--usdt-args", "sdtexec:hit=i,s:str",
+                   "--", prog("sdt_app"), N, "lib", "fork", "exec",
+                   stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    pid = app_pid(rec.stdout)
+    check_app(t, pid)
+    assert [(e["pid"], e["args"]) for e in hits(t, "sdtlib:call")] == \
+        [(pid, {"arg0": i, "arg1": 100 + i}) for i in range(N)]
+    child = hits(t, "sdtapp:child")
+    assert len(child) == N
+    cpid = child[0]["pid"]
+    assert cpid != pid
+    assert [(e["pid"], e["args"]) for e in child] == \
+        [(cpid, {"arg0": cpid, "arg1": i}) for i in range(N)]
+    assert [(e["pid"], e["args"]) for e in hits(t, "sdtexec:hit")] == \
+        [(pid, {"i": i, "s": f"exec-{i}"}) for i in range(N)]
+
+
+def test_attach_by_pid_follows_a_fork(recorder, spawn):
+    """-p PID of a program without tracebpf probes: its own probes, and its
+    child's, forked after the attach."""
+    app = spawn(prog("sdt_app"), N, "fork", stdin=subprocess.PIPE)
+    assert app.stdout.readline() == "ready\n"
+    rec = recorder("--no-sched", "--usdt", "sdtapp:*", "-p", app.pid)
+    # the guarded probe's semaphore is raised once the recorder attached
+    wait_for(lambda: semaphore_up(app.pid), what="the recorder to attach")
+    app.stdin.write("g")
+    app.stdin.close()
+    out = app.stdout.read()
+    assert app.wait(timeout=60) == 0
+    rec.wait()
+    t = rec.trace()
+    check_app(t, app.pid)
+    child = hits(t, "sdtapp:child")
+    assert len(child) == N and child[0]["pid"] != app.pid
+    assert f"guarded={N}" in out
+
+
+def semaphore_up(pid):
+    """sdtapp_guarded_semaphore of process pid is not 0 (read from its
+    memory: the note's semaphore address, relocated by the mapping)."""
+    exe = prog("sdt_app")
+    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+    m = re.search(r"Name: guarded\n.*Semaphore: (0x[0-9a-f]+)", notes)
+    sema = int(m[1], 16)
+    base = None
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            if line.rstrip().endswith(exe) and base is None:
+                base = int(line.split("-")[0], 16)
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        mem.seek(base + sema)
+        return int.from_bytes(mem.read(2), "little") != 0
+
+
+def test_slices_and_counters(recorder):
+    """--usdt-slice pairs two probes per thread (here tick opens, mixed
+    closes: N slices, each holding tick's and mixed's arguments);
+    --usdt-counter shows one argument as a counter series."""
+    rec = recorder("--no-sched", "--usdt-slice", "sdtapp:tick=sdtapp:mixed=step",
+                   "--usdt-args", "sdtapp:mixed=neg,name:str",
+                   "--usdt-counter", "sdtlib:call=arg1",
+                   "--", prog("sdt_app"), N, "lib", stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    pid = app_pid(rec.stdout)
+    steps = hits(t, "step", "X")
+    # the arguments --usdt-args does not name keep their argK names
+    assert [e["args"] for e in steps] == \
+        [{"arg0": i, "arg1": 3 * i, "neg": -5 - i, "name": f"name-{i}", "arg2": 7,
+          "arg3": 0x1122334455667788} for i in range(N)]
+    assert all(e["pid"] == pid and e["dur"] >= 0 for e in steps)
+    assert [e["args"] for e in hits(t, "sdtlib:call", "C")] == \
+        [{"arg1": 100 + i} for i in range(N)]
+
+
+def test_slice_name_defaults_to_the_common_prefix(recorder):
+    """Without =NAME a slice is named after its provider and the words the
+    two probe names begin with (query__start, query__done: query); with
+    none in common (tick, ten), the begin probe's name."""
+    rec = recorder("--no-sched", "--usdt-slice", "sdtapp:tick=sdtapp:ten",
+                   "--usdt-slice", "sdtexec:hit__a=sdtexec:hit__b",
+                   "--", prog("sdt_app"), 1, stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    assert [e["name"] for e in t.by_ph("X") if e["cat"] == "sdtapp"] == ["sdtapp:tick"]
+    d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert " sdtapp:ten end sdtapp:tick" in d.stdout, d.stdout
+
+
+def test_a_catalog_from_the_path(recorder, tmp_path):
+    """--usdt=NAME reads NAME.usdt from $TRACEBPF_USDT_PATH: the options
+    without dashes, one a line, # comments, catalogs naming catalogs."""
+    (tmp_path / "mine.usdt").write_text(
+        "# sdt_app's probes\nusdt sdtapp:tick\nusdt other\n"
+        "usdt-args sdtapp:tick=i,triple\n")
+    (tmp_path / "other.usdt").write_text("usdt-counter sdtapp:guarded=arg0\n")
+    rec = recorder("--no-sched", "--usdt=mine", "--", prog("sdt_app"), N,
+                   stdin=subprocess.DEVNULL, env={"TRACEBPF_USDT_PATH": str(tmp_path)}).wait()
+    t = rec.trace()
+    assert [e["args"] for e in hits(t, "sdtapp:tick")] == \
+        [{"i": i, "triple": 3 * i} for i in range(N)]
+    assert [e["args"]["arg0"] for e in hits(t, "sdtapp:guarded", "C")] == list(range(N))
+    assert not hits(t, "sdtapp:mixed")
+
+
+@pytest.mark.parametrize("opt,why", [
+    (["--usdt", "nocolon!"], "give PROVIDER:NAME"),
+    (["--usdt", "a:b:c"], "give PROVIDER:NAME"),
+    (["--usdt", "nosuchcatalog"], "no catalog 'nosuchcatalog'"),
+    (["--usdt-slice", "a:b"], "PROVIDER:BEGIN=PROVIDER:END"),
+    (["--usdt-args", "a:b=x:float"], "NAME:TYPE"),
+    (["--usdt-counter", "a:b"], "PROVIDER:NAME=ARG"),
+])
+def test_bad_options_are_usage_errors(opt, why, tmp_path):
+    p = subprocess.run([TRACEBPF, "record", "-o", str(tmp_path / "x.json"), *opt, "--",
+                        prog("sdt_app"), "1"], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 64, p.stderr
+    assert why in p.stderr and "invalid --usdt option" in p.stderr, p.stderr
+    assert not (tmp_path / "x.tbt").exists()
+
+
+def test_a_bad_catalog_line_is_named(tmp_path):
+    (tmp_path / "bad.usdt").write_text("usdt a:b\nusdt-slice nope\n")
+    p = subprocess.run([TRACEBPF, "record", "-o", str(tmp_path / "x.json"), "--usdt=bad",
+                        "--", prog("sdt_app"), "1"], capture_output=True, text=True,
+                       env={"TRACEBPF_USDT_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 64
+    assert f"{tmp_path}/bad.usdt:2: 'nope'" in p.stderr, p.stderr
+
+
+def test_a_pid_without_wanted_probes_is_refused(spawn, tmp_path):
+    """-p of a process with neither tracebpf probes nor the probes asked
+    for: an error that says both, nothing recorded."""
+    app = spawn(prog("sdt_app"), 1, stdin=subprocess.PIPE)
+    assert app.stdout.readline() == "ready\n"
+    p = subprocess.run([TRACEBPF, "record", "-o", str(tmp_path / "x.json"), "--usdt",
+                        "nosuch:probe", "-p", str(app.pid)], capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "has no tracebpf probes nor probes --usdt asks for" in p.stderr, p.stderr
+
+
+def test_the_trace_file_describes_each_probe_once(recorder):
+    """tracebpf dump shows the probes' descriptions and hits (format 2.10)."""
+    rec = recorder("--no-sched", "--no-json", "--usdt", "sdtapp:t*", "--", prog("sdt_app"),
+                   3, stdin=subprocess.DEVNULL).wait()
+    assert rec.rc == 0, rec.stderr
+    d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
+    assert d.returncode == 0, d.stderr
+    probes = re.findall(r" USDT_PROBE (\d+) (\S+) instant (\S+)", d.stdout)
+    assert sorted(p[1] for p in probes) == ["sdtapp:ten", "sdtapp:tick"], d.stdout[-2000:]
+    tick = [p[0] for p in probes if p[1] == "sdtapp:tick"][0]
+    assert re.findall(rf" USDT probe={tick} (.*)", d.stdout) == ["0 0", "1 3", "2 6"]
+
+
+def test_list_shows_other_programs_probes():
+    """tracebpf list --usdt PROGRAM: every note, with its argument spec
+    and semaphore."""
+    p = subprocess.run([TRACEBPF, "list", "--usdt", prog("sdt_app")], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"sdtapp:guarded\s+-4@%\w+\s+semaphore", p.stdout), p.stdout
+    assert re.search(r"sdtapp:mixed\s+-8@\S+ 8@\S+ 1@\S+ 8@\S+", p.stdout), p.stdout
+    j = subprocess.run([TRACEBPF, "list", "--usdt", "--json", prog("sdt_app")],
+                       capture_output=True, text=True)
+    probes = json.loads(j.stdout)["usdt"]
+    assert {p["provider"] + ":" + p["name"] for p in probes} >= \
+        {"sdtapp:tick", "sdtapp:mixed", "sdtapp:ten", "sdtapp:guarded", "sdtapp:child"}
