@@ -371,6 +371,7 @@ INSTALL_FILES := 755:$(OUT)/tracebpf:$(BINDIR) \
                  777:$(OUT)/libtracebpf.so.$(LIB_SOMAJOR):$(LIBDIR) \
                  777:$(OUT)/libtracebpf.so:$(LIBDIR) \
                  $(foreach m,$(MAN1),644:$(m):$(MANDIR)/man1) \
+                 $(foreach c,$(wildcard tools/usdt/*.usdt),644:$(c):$(PREFIX)/share/tracebpf/usdt) \
                  $(foreach m,$(MAN3),644:$(m):$(MANDIR)/man3)
 
 .PHONY: install uninstall FORCE

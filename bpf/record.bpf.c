@@ -514,8 +514,9 @@ int BPF_USDT(tb_event_id_usdt, __u64 site, __u64 id, __u64 name, __u64 a0, __u64
 }
 
 /* Other programs' probes (record --usdt): which arguments of each probe id
- * are strings, copied at the hit (bit k: the note's argument k). User
- * space sets it before attaching the probe. */
+ * are strings, copied at the hit (bit k: the note's argument k), and
+ * TB_USDT_SWITCH_ONLY for a probe attached only to raise its semaphore
+ * (--usdt-enable). User space sets it before attaching the probe. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TB_USDT_MAX_PROBES);
@@ -584,16 +585,71 @@ static __noinline int emit_usdt(struct pt_regs *ctx, __u32 cpu, __u64 ts, __u64 
 	return 0;
 }
 
+/* The processes whose command line a hit wrote (emit_cmdline): tgid ->
+ * their generation (a pid reused is another process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} usdt_named SEC(".maps");
+
+#define CMDLINE_COPY 256   /* bytes of the argument area copied */
+
+/* A process's first hit: its command line as it is now (TB_REC_CMDLINE,
+ * the argument area's bytes; the reader turns the NULs between the
+ * arguments into spaces). A forking server rewrites that area after fork
+ * to say what the child does ("postgres: alice shop [local] idle"), and
+ * the child may be gone before user space could read /proc. */
+static __noinline int emit_cmdline(__u32 cpu, __u64 ts, __u64 pid_tgid, __u64 gen)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = pid_tgid >> 32;
+	__u8 *buf = scratch_buf();
+	struct tb_rec_cmdline *rec;
+	__u64 *seen, start, len, size;
+	void *rb = cpu_ring(cpu);
+
+	seen = bpf_map_lookup_elem(&usdt_named, &tgid);
+	if ((seen && *seen == gen) || !buf || !rb || !task->mm)
+		return 0;
+	bpf_map_update_elem(&usdt_named, &tgid, &gen, BPF_ANY);
+	start = task->mm->arg_start;
+	len = task->mm->arg_end - start;
+	if (len > CMDLINE_COPY - 1)
+		len = CMDLINE_COPY - 1;
+	rec = (void *)buf;
+	__builtin_memset(rec, 0, sizeof(*rec));
+	len &= CMDLINE_COPY - 1;
+	if (!len || bpf_probe_read_user(buf + sizeof(*rec), len, (void *)start))
+		return 0;
+	buf[(sizeof(*rec) + len) & (SCRATCH_SIZE - 1)] = 0;
+	rec->len = len + 1;
+	size = TB_REC_ALIGN(sizeof(*rec) + len + 1);
+	if (size > SCRATCH_SIZE)
+		return 0;
+	fill_hdr(&rec->hdr, TB_REC_CMDLINE, size, cpu, ts, pid_tgid);
+	ring_output(rb, cpu, buf, size, ts, pid_tgid);
+	return 0;
+}
+
 /* Any probe of another program (record --usdt), the probe's id in the
  * cookie: a hit of a traced process while recording is on. */
 SEC("usdt")
 int tb_usdt(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 cpu = bpf_get_smp_processor_id(), id = (__u32)bpf_usdt_cookie(ctx), *flags;
 
-	if (!traced_gen(pid_tgid >> 32, cpu) || !recording_chosen(pid_tgid))
+	__u64 gen;
+
+	flags = bpf_map_lookup_elem(&usdt_strs, &id);
+	if (flags && (*flags & TB_USDT_SWITCH_ONLY))
 		return 0;
+	gen = traced_gen(pid_tgid >> 32, cpu);
+	if (!gen || !recording_chosen(pid_tgid))
+		return 0;
+	emit_cmdline(cpu, ts, pid_tgid, gen);
 	return emit_usdt(ctx, cpu, ts, pid_tgid);
 }
 

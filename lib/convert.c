@@ -89,6 +89,7 @@ static void conv_free(struct conv *c)
 		free(c->sites[i]);
 	free(c->sites);
 	free(c->usdt);
+	tb_hmap_free(&c->usdt_named);
 	for (i = 0; i < c->nout; i++)
 		tb_conv_out_free(c, &c->out[i]);
 	for (i = 0; i < c->fifo_n; i++)

@@ -196,6 +196,7 @@ struct conv {
 	size_t nsites, sites_cap;
 	struct site **usdt;         /* by probe id (convert_usdt.c): the latest, in sites */
 	size_t usdt_cap;
+	struct tb_hmap usdt_named;  /* (site, name) -> the site of hits so named */
 	struct tb_hmap procs;          /* pid -> struct proc * */
 	struct tb_hmap threads;        /* tid -> struct thread * */
 	struct proc *last_proc;     /* the latest get_proc() found */

@@ -155,10 +155,19 @@ static int set_cmdline(struct conv *c, const struct tb_rec_cmdline *rec)
 
 	if (!p)
 		return -ENOMEM;
-	n = strnlen((const char *)(rec + 1), rec->len < room ? rec->len : room);
-	s = strndup((const char *)(rec + 1), n);
+	/* the kernel side copies the argument area as it is (2.10): the NULs
+	 * between the arguments are spaces, those at its end are not kept */
+	n = rec->len < room ? rec->len : room;
+	while (n && !((const char *)(rec + 1))[n - 1])
+		n--;
+	s = malloc(n + 1);
 	if (!s)
 		return -ENOMEM;
+	memcpy(s, rec + 1, n);
+	for (size_t i = 0; i < n; i++)
+		if (!s[i])
+			s[i] = ' ';
+	s[n] = 0;
 	free(p->cmdline);
 	p->cmdline = s;
 	return 0;

@@ -256,8 +256,14 @@ const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev,
 	return (const char *)ev + off;
 }
 
+/* An event_id hit's id; another program's probe's: its first argument
+ * (an async slice's, TB_USDT_ASYNC_*). */
 uint64_t tb_conv_ev_id(const struct tb_rec_event *ev)
 {
+	const struct tb_rec_usdt *u = (const void *)ev;
+
+	if (ev->hdr.type == TB_REC_USDT)
+		return u->nargs ? u->args[0] : 0;
 	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
 }
 
@@ -277,14 +283,14 @@ static void write_name(struct tb_json *j, const struct site *s,
 /* Async, flow and counter ids, as the hex strings Chrome writes. */
 static void write_id(struct tb_json *j, const struct oev *e)
 {
-	const struct tb_rec_event_id *x = (const void *)e->ev;
+	bool usdt_async = e->ev->hdr.type == TB_REC_USDT && strchr("ben", e->ph);
 	char buf[24];
 
-	if (e->ev->hdr.type != TB_REC_EVENT_ID)
+	if (e->ev->hdr.type != TB_REC_EVENT_ID && !usdt_async)
 		return;
 	if (!strchr("bentsf", e->ph) && e->ph != 'C')
 		return;
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, (uint64_t)x->id);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, tb_conv_ev_id(e->ev));
 	tb_json_kstr(j, "id", buf);
 	/* steps and ends bind to the enclosing slice, like the begin */
 	if (e->ph == 't' || e->ph == 'f')

@@ -35,8 +35,10 @@ struct site {
 	uint8_t nargs;
 	uint8_t arg_type[TB_SITE_ARGS];
 	uint8_t flags;              /* TB_SITE_* */
-	/* its events are TB_REC_USDT: argument i is the hit's argsrc[i] */
-	bool usdt;
+	/* its events are TB_REC_USDT: argument i is the hit's argsrc[i]; with
+	 * name_args, its name refers to arguments ({ARG}): each hit's event
+	 * has a site of its own name (convert_usdt.c) */
+	bool usdt, name_args;
 	uint8_t argsrc[TB_SITE_ARGS];
 	const char *cat, *name, *argname[TB_SITE_ARGS];  /* into the record */
 	const char *step;           /* TB_SITE_STEP: async step / flow step */

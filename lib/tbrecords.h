@@ -417,6 +417,9 @@ struct tb_rec_filter {
 #define TB_USDT_MAX_ARGS  12
 /* Probe ids (provider:name pairs recorded) per recording. */
 #define TB_USDT_MAX_PROBES 4096
+/* bpf/record.bpf.c's usdt_strs: the probe is attached only for its
+ * semaphore (record --usdt-enable), its hits are not recorded. */
+#define TB_USDT_SWITCH_ONLY (1u << 31)
 
 /* TB_REC_USDT: a hit of probe `probe` (its TB_REC_USDT_PROBE), written by
  * bpf/record.bpf.c's tb_usdt. args[] are the note's arguments as libbpf
@@ -456,6 +459,9 @@ enum tb_usdt_kind {
 	TB_USDT_BEGIN   = 1,   /* begins a slice on its thread (--usdt-slice) */
 	TB_USDT_END     = 2,   /* ends the thread's innermost slice */
 	TB_USDT_COUNTER = 3,   /* a counter: its one argument (--usdt-counter) */
+	TB_USDT_ASYNC_BEGIN = 4,   /* begins an async slice of its process, the
+				    * note's first argument its id (--usdt-async) */
+	TB_USDT_ASYNC_END = 5,     /* ends the one with that id */
 };
 
 /* TB_REC_RSS: a traced process's resident memory of one kind, from the

@@ -39,7 +39,7 @@ enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
        OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME,
        OPT_SESSION, OPT_TID, OPT_CATS, OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP, OPT_USDT,
-       OPT_USDT_SLICE, OPT_USDT_ARGS, OPT_USDT_COUNTER };
+       OPT_USDT_SLICE, OPT_USDT_ASYNC, OPT_USDT_ARGS, OPT_USDT_COUNTER, OPT_USDT_ENABLE };
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Record these running processes (and their children)", 0 },
@@ -117,6 +117,13 @@ static const struct argp_option record_options[] = {
 					       "'postgresql:*'; or a catalog: --usdt=postgresql)", 0 },
 	{ "usdt-slice", OPT_USDT_SLICE, "P:BEGIN=P:END[=NAME]", 0, "Pair these two probes per "
 								  "thread into slices (repeatable)", 0 },
+	{ "usdt-async", OPT_USDT_ASYNC, "P:BEGIN=P:END[=NAME]", 0, "Pair these two probes per "
+								  "process into async slices, keyed by "
+								  "each probe's first argument (repeatable)", 0 },
+	{ "usdt-enable", OPT_USDT_ENABLE, "P:NAME", 0, "Attach this probe only to raise its "
+						       "semaphore: its hits are not recorded (some "
+						       "programs fire other probes only while one is "
+						       "raised)", 0 },
 	{ "usdt-args", OPT_USDT_ARGS, "P:NAME=ARG[:TYPE],...", 0, "Name the probe's arguments "
 								  "in order; TYPE int (default), uint, str "
 								  "(copied at the hit), hex; - hides one", 0 },
@@ -369,6 +376,12 @@ static bool parse_kernel_opt(int key, char *arg, struct argp_state *state)
 		return true;
 	case OPT_USDT_SLICE:
 		add_usdt(state, o, 's', arg);
+		return true;
+	case OPT_USDT_ASYNC:
+		add_usdt(state, o, 'y', arg);
+		return true;
+	case OPT_USDT_ENABLE:
+		add_usdt(state, o, 'e', arg);
 		return true;
 	case OPT_USDT_ARGS:
 		add_usdt(state, o, 'a', arg);

@@ -130,7 +130,7 @@ static int probe_id(struct recorder *r, const char *provider, const char *name, 
 	}
 	tb_usdt_describe(r->usdt_rules, provider, name, nargs, &p->d);
 	key = r->nusdt;
-	strs = p->d.strs;
+	strs = p->d.strs | (p->d.switch_only ? TB_USDT_SWITCH_ONLY : 0);
 	if (strs && bpf_map_update_elem(bpf_map__fd(r->skel->maps.usdt_strs), &key, &strs, 0))
 		return -errno;
 	if (p->d.kind == TB_USDT_COUNTER && !p->d.nargs)

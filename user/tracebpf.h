@@ -17,8 +17,8 @@
 #define TB_MAX_USDT_OPTS 128
 
 /* One of record's options about other programs' probes (user/usdt.h):
- * kind 'p' (--usdt), 's' (--usdt-slice), 'a' (--usdt-args), 'c'
- * (--usdt-counter). */
+ * kind 'p' (--usdt), 's' (--usdt-slice), 'y' (--usdt-async), 'a'
+ * (--usdt-args), 'c' (--usdt-counter), 'e' (--usdt-enable). */
 struct tb_usdt_opt {
 	char kind;
 	const char *text;

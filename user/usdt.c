@@ -35,6 +35,7 @@ struct args_rule {
 struct slice_rule {
 	struct pname begin, end;
 	char event[128];
+	bool async;           /* --usdt-async */
 };
 
 struct counter_rule {
@@ -44,10 +45,11 @@ struct counter_rule {
 
 struct tb_usdt_rules {
 	struct pname *globs;
+	struct pname *switches;   /* --usdt-enable */
 	struct slice_rule *slices;
 	struct args_rule *args;
 	struct counter_rule *counters;
-	int nglobs, nslices, nargs, ncounters;
+	int nglobs, nswitches, nslices, nargs, ncounters;
 };
 
 /* Grows *v (n elements of size sz) by one zeroed element. */
@@ -171,7 +173,8 @@ static void slice_event(struct slice_rule *sl)
 		 (int)(n ? n : strlen(sl->begin.name)), sl->begin.name);
 }
 
-static int add_slice(struct tb_usdt_rules *r, const char *s, char *why, size_t wl)
+static int add_slice(struct tb_usdt_rules *r, const char *s, bool async, char *why,
+		     size_t wl)
 {
 	const char *eq = strchr(s, '='), *eq2 = eq ? strchr(eq + 1, '=') : NULL;
 	size_t elen = eq2 ? (size_t)(eq2 - eq - 1) : (eq ? strlen(eq + 1) : 0);
@@ -186,6 +189,7 @@ static int add_slice(struct tb_usdt_rules *r, const char *s, char *why, size_t w
 		return -ENOMEM;
 	parse_pname(s, eq - s, &sl->begin);
 	parse_pname(eq + 1, elen, &sl->end);
+	sl->async = async;
 	if (eq2)
 		strcpy(sl->event, eq2 + 1);
 	else
@@ -254,7 +258,7 @@ static int catalog_line(struct tb_usdt_rules *r, char *line, int depth, char *wh
 {
 	static const struct { const char *opt; char kind; } opts[] = {
 		{ "usdt", 'p' }, { "usdt-slice", 's' }, { "usdt-args", 'a' },
-		{ "usdt-counter", 'c' },
+		{ "usdt-counter", 'c' }, { "usdt-async", 'y' }, { "usdt-enable", 'e' },
 	};
 	char *val = line + strcspn(line, " \t");
 
@@ -314,11 +318,19 @@ static int add_opt(struct tb_usdt_rules *r, char kind, const char *text, int dep
 
 	switch (kind) {
 	case 's':
-		return add_slice(r, text, why, wl);
+	case 'y':
+		return add_slice(r, text, kind == 'y', why, wl);
 	case 'a':
 		return add_args(r, text, why, wl);
 	case 'c':
 		return add_counter(r, text, why, wl);
+	case 'e':
+		g = push(&r->switches, &r->nswitches, sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		if (!parse_pname(text, strlen(text), g))
+			return bad(why, wl, "'%s': give PROVIDER:NAME", text);
+		return 0;
 	default:
 		if (!strchr(text, ':'))
 			return load_catalog(r, text, depth, why, wl);
@@ -354,16 +366,16 @@ void tb_usdt_rules_free(struct tb_usdt_rules *r)
 	if (!r)
 		return;
 	free(r->globs);
+	free(r->switches);
 	free(r->slices);
 	free(r->args);
 	free(r->counters);
 	free(r);
 }
 
-bool tb_usdt_wanted(const struct tb_usdt_rules *r, const char *prov, const char *name)
+/* provider:name is recorded: a glob or a rule names it. */
+static bool recorded(const struct tb_usdt_rules *r, const char *prov, const char *name)
 {
-	if (!r || !strcmp(prov, TB_PROVIDER))
-		return false;
 	for (int i = 0; i < r->nglobs; i++)
 		if (!fnmatch(r->globs[i].prov, prov, 0) && !fnmatch(r->globs[i].name, name, 0))
 			return true;
@@ -378,6 +390,16 @@ bool tb_usdt_wanted(const struct tb_usdt_rules *r, const char *prov, const char 
 		if (pname_is(&r->counters[i].p, prov, name))
 			return true;
 	return false;
+}
+
+bool tb_usdt_wanted(const struct tb_usdt_rules *r, const char *prov, const char *name)
+{
+	if (!r || !strcmp(prov, TB_PROVIDER))
+		return false;
+	for (int i = 0; i < r->nswitches; i++)
+		if (pname_is(&r->switches[i], prov, name))
+			return true;
+	return recorded(r, prov, name);
 }
 
 /* The arguments shown: the note's, named and typed by the last
@@ -445,12 +467,17 @@ void tb_usdt_describe(const struct tb_usdt_rules *r, const char *prov, const cha
 
 		if (pname_is(&sl->begin, prov, name) || pname_is(&sl->end, prov, name)) {
 			d->kind = pname_is(&sl->begin, prov, name) ? TB_USDT_BEGIN : TB_USDT_END;
+			if (sl->async)
+				d->kind = d->kind == TB_USDT_BEGIN ? TB_USDT_ASYNC_BEGIN
+								   : TB_USDT_ASYNC_END;
 			snprintf(d->event, sizeof(d->event), "%s", sl->event);
 		}
 	}
 	for (int i = 0; i < r->ncounters; i++)
 		if (pname_is(&r->counters[i].p, prov, name))
 			describe_counter(&r->counters[i], d);
+	/* a probe recorded otherwise is not one only for its semaphore */
+	d->switch_only = !recorded(r, prov, name);
 }
 
 int tb_usdt_spec_nargs(const char *args)

@@ -36,6 +36,7 @@ struct tb_usdt_desc {
 	unsigned char src[TB_USDT_MAX_ARGS], type[TB_USDT_MAX_ARGS];
 	char argname[TB_USDT_MAX_ARGS][32];
 	unsigned strs;                    /* bit k: the note's argument k is a string */
+	bool switch_only;                 /* --usdt-enable: attached, not recorded */
 };
 void tb_usdt_describe(const struct tb_usdt_rules *r, const char *provider, const char *name,
 		      int nargs, struct tb_usdt_desc *d);

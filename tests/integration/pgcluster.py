@@ -168,11 +168,12 @@ class PgCluster:
 
     # ---- use ----
 
-    def psql(self, sql, db="postgres", timeout=None):
-        """Run sql in one new psql connection (one new backend process);
-        returns its unaligned, tuples-only output."""
+    def psql(self, *sql, db="postgres", timeout=None):
+        """Run each sql, one query each, in one new psql connection (one new
+        backend process); returns its unaligned, tuples-only output."""
+        cs = [a for s in sql for a in ("-c", s)]
         p = self._run("psql", "-h", str(self.sockdir), "-p", str(self.port), "-X", "-q",
-                      "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql,
+                      "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", db, *cs,
                       check=False, timeout=timeout)
         if p.returncode != 0:
             raise PgError(f"psql -c {sql!r} exited {p.returncode}: {p.stderr.strip()}")

@@ -5,6 +5,7 @@ pages), and uninstall takes back exactly that.
 A program outside the source tree is compiled against the DESTDIR with
 nothing but PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR pointing into it,
 then recorded with the installed tracebpf."""
+import json
 import os
 import re
 import shlex
@@ -102,9 +103,10 @@ def expected_files():
     so = f"lib/libtracebpf.so.{version()}"
     libs = ["lib/libtracebpf.a", so, "lib/libtracebpf.so.0", "lib/libtracebpf.so",
             "lib/pkgconfig/libtracebpf.pc", "share/man/man3/libtracebpf.3"]
+    catalogs = [f"share/tracebpf/usdt/{c.name}" for c in (ROOT / "tools/usdt").glob("*.usdt")]
     return sorted(["bin/tracebpf", "lib/pkgconfig/tracebpf.pc", "share/man/man1/tracebpf.1",
                    "share/man/man3/tracebpf.3", "share/tracebpf/installed", *headers, *cmds,
-                   *libs])
+                   *libs, *catalogs])
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +136,20 @@ def test_install_puts_exactly_the_listed_files(dest):
     assert os.access(dest / "usr/bin/tracebpf", os.X_OK), "tracebpf is not executable"
     assert (dest / "usr/include/tracebpf/trace.h").read_bytes() == \
         (ROOT / "lib/include/tracebpf/trace.h").read_bytes()
+
+
+def test_installed_tracebpf_finds_its_catalogs(dest, tmp_path):
+    """record --usdt=NAME reads share/tracebpf/usdt next to the installed
+    program (docs/tracebpf-record.md, "OTHER PROGRAMS' PROBES")."""
+    env = {k: v for k, v in os.environ.items() if k != "TRACEBPF_USDT_PATH"}
+    r = subprocess.run([str(dest / "usr/bin/tracebpf"), "record", "-q", "--no-sched", "-o",
+                        str(tmp_path / "x.json"), "--usdt=libstdcxx", "--",
+                        str(ROOT / "build/progs/cxx_unwind")], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "x.json") as f:
+        names = [e.get("name") for e in json.load(f)["traceEvents"]]
+    assert names.count("libstdcxx:throw") == 1 and names.count("libstdcxx:catch") == 1
 
 
 def test_installed_tracebpf_version(dest):

@@ -5,6 +5,7 @@ and pointer arguments, a semaphore-guarded one, probes in a shared library
 (libsdt.so), in a forked child and in an exec'd program (sdt_exec). Every
 count and value is known from its arguments. Every trace passes the
 DevTools engine and the output-contract checks (conftest.load)."""
+import collections
 import json
 import re
 import subprocess
@@ -112,20 +113,7 @@ def test_attach_by_pid_follows_a_fork(recorder, spawn):
 
 
 def semaphore_up(pid):
-    """sdtapp_guarded_semaphore of process pid is not 0 (read from its
-    memory: the note's semaphore address, relocated by the mapping)."""
-    exe = prog("sdt_app")
-    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
-    m = re.search(r"Name: guarded\n.*Semaphore: (0x[0-9a-f]+)", notes)
-    sema = int(m[1], 16)
-    base = None
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            if line.rstrip().endswith(exe) and base is None:
-                base = int(line.split("-")[0], 16)
-    with open(f"/proc/{pid}/mem", "rb") as mem:
-        mem.seek(base + sema)
-        return int.from_bytes(mem.read(2), "little") != 0
+    return semaphore_of(pid, prog("sdt_app"), "guarded")
 
 
 def test_slices_and_counters(recorder):
@@ -241,3 +229,148 @@ def test_list_shows_other_programs_probes():
     probes = json.loads(j.stdout)["usdt"]
     assert {p["provider"] + ":" + p["name"] for p in probes} >= \
         {"sdtapp:tick", "sdtapp:mixed", "sdtapp:ten", "sdtapp:guarded", "sdtapp:child"}
+
+
+def test_names_from_arguments(recorder):
+    """A slice's name may refer to its begin's arguments ({ARG}): each of
+    sdtapp:mixed's N hits opens a slice named by its string argument,
+    sdtapp:guarded's N hits close them, innermost first."""
+    rec = recorder("--no-sched", "--usdt-slice", "sdtapp:mixed=sdtapp:guarded=m {name} {neg}",
+                   "--usdt-args", "sdtapp:mixed=neg,name:str,-,-",
+                   "--", prog("sdt_app"), N, stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    xs = sorted((e for e in t.by_ph("X") if e["cat"] == "sdtapp"), key=lambda e: e["ts"])
+    assert [e["name"] for e in xs] == [f"m name-{i} {-5 - i}" for i in range(N)]
+    for outer, inner in zip(xs, xs[1:]):   # each inside the one before
+        assert outer["ts"] <= inner["ts"] and \
+            inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+
+
+def test_a_probe_enabled_only_for_its_semaphore(recorder):
+    """--usdt-enable attaches a probe (its semaphore is raised: the
+    program's guarded branch runs) without recording its hits."""
+    rec = recorder("--no-sched", "--usdt-enable", "sdtapp:guarded", "--usdt", "sdtapp:tick",
+                   "--", prog("sdt_app"), N, stdin=subprocess.DEVNULL).wait()
+    t = rec.trace()
+    assert f"guarded={N}" in rec.stdout
+    assert not hits(t, "sdtapp:guarded")
+    assert len(hits(t, "sdtapp:tick")) == N
+
+
+def test_libstdcxx_catalog_throw_and_catch(recorder):
+    """--usdt=libstdcxx: the one exception cxx_unwind throws and catches,
+    instants on its thread inside the slices it was thrown and caught in,
+    with the same object and type."""
+    rec = recorder("--no-sched", "--usdt=libstdcxx", "--", prog("cxx_unwind")).wait()
+    t = rec.trace()
+    throw, catch = hits(t, "libstdcxx:throw"), hits(t, "libstdcxx:catch")
+    assert len(throw) == 1 and len(catch) == 1, (throw, catch)
+    assert throw[0]["args"] == catch[0]["args"]
+    assert set(throw[0]["args"]) == {"object", "type_info"}
+    assert not hits(t, "libstdcxx:rethrow")
+
+    def inside(e, name):
+        return any(x["name"] == name and x["tid"] == e["tid"] and
+                   x["ts"] <= e["ts"] <= x["ts"] + x["dur"] for x in t.by_ph("X"))
+    assert inside(throw[0], "thrower") and inside(catch[0], "catcher")
+    assert throw[0]["ts"] < catch[0]["ts"]
+
+
+CALL_TREE = """
+def leaf(x):
+    return x + 1
+def mid(x):
+    return leaf(x) + leaf(x + 1)
+def top():
+    return [mid(1), mid(2)]
+top()
+"""
+
+
+def test_python_catalog_call_tree(recorder):
+    """--usdt=python on Debian's python3: each call a slice named
+    module:function (a -c program's module is <string>), nested as the
+    calls were: top holds two mid, each mid two leaf. CPython 3.11 fires
+    function__entry only while python:line's semaphore is raised: the
+    catalog raises it (--usdt-enable)."""
+    rec = recorder("--no-sched", "--usdt=python", "--", "/usr/bin/python3", "-c",
+                   CALL_TREE).wait()
+    t = rec.trace()
+    def within(a, b):
+        return b["ts"] <= a["ts"] and a["ts"] + a["dur"] <= b["ts"] + b["dur"]
+    (top,) = t.named("<string>:top", "X")
+    # python's own startup runs other code compiled from strings too; a
+    # module's entry is at its line 0, a function's at its def
+    assert [m["args"]["line"] for m in t.named("<string>:<module>", "X")
+            if within(top, m)] == [0]
+    calls = sorted((e for e in t.by_ph("X") if within(e, top)), key=lambda e: e["ts"])
+    assert [e["name"] for e in calls] == \
+        ["<string>:top"] + ["<string>:mid", "<string>:leaf", "<string>:leaf"] * 2
+    top, mid1, l1, l2, mid2, l3, l4 = calls
+    assert all(within(m, top) for m in (mid1, mid2))
+    assert within(l1, mid1) and within(l2, mid1) and within(l3, mid2) and within(l4, mid2)
+    assert [e["args"]["line"] for e in (top, mid1, l1)] == [6, 4, 2]
+    # nothing unpaired: every return had its entry
+    assert not [e for e in t.events if e.get("cat") == "python" and e["ph"] == "I"]
+    assert [e for e in t.by_ph("X") if e["name"] == "import json"] == []
+
+
+def test_postgresql_catalog_queries_on_forked_backends(recorder, tmp_path):
+    """docs/tracebpf-record.md: `record --usdt=postgresql -p POSTMASTER`
+    records the backends PostgreSQL forks for connections made after the
+    attach: a slice per query with its text, on that backend's pid, the
+    process named by its title; a transaction spanning queries as an async
+    slice keyed by its local transaction id."""
+    from pgcluster import PgCluster
+    with PgCluster() as pg:
+        rec = recorder("--no-sched", "--usdt=postgresql", "-p", pg.postmaster_pid)
+        wait_for(lambda: semaphore_of(pg.postmaster_pid, pg.bin, "query__start"),
+                 what="the recorder to attach")
+        texts = [f"select {k} * 7 as tb_q{k}" for k in range(5)]
+        for q in texts:
+            assert pg.psql(q).strip() == str(int(q.split()[1]) * 7)
+        assert pg.psql("begin", "select 41 as tb_in_tx", "commit").strip() == "41"
+        rec.stop()
+    t = rec.trace()
+    queries = sorted(hits(t, "postgresql:query", "X"), key=lambda e: e["ts"])
+    assert [e["args"]["query"] for e in queries] == \
+        texts + ["begin", "select 41 as tb_in_tx", "commit"]
+    pids = [e["pid"] for e in queries]
+    assert pg.postmaster_pid not in pids
+    assert len(set(pids[:5])) == 5 and len(set(pids[5:])) == 1
+    labels = {e["pid"]: e["args"]["labels"] for e in t.named("process_labels")}
+    for pid in set(pids):
+        assert labels[pid].startswith("postgres: nobody postgres [local]"), labels
+    # each query parsed, planned and executed inside its slice
+    for q in queries[:5]:
+        inner = [e["name"] for e in t.by_ph("X") if e["pid"] == q["pid"] and
+                 q["ts"] <= e["ts"] and e["ts"] + e["dur"] <= q["ts"] + q["dur"]]
+        assert {"postgresql:query__parse", "postgresql:query__plan",
+                "postgresql:query__execute"} <= set(inner), inner
+    # the explicit transaction: one async slice from BEGIN's query to COMMIT's
+    tx = [e for e in t.events if e.get("name") == "postgresql:transaction" and
+          e["pid"] == pids[5] and e["ph"] in "be"]
+    spans = collections.defaultdict(list)
+    for e in tx:
+        spans[e["id"]].append(e)
+    long = [v for v in spans.values() if len(v) == 2 and
+            v[0]["ts"] < queries[6]["ts"] < v[1]["ts"]]
+    assert len(long) == 1, spans
+    assert long[0][0]["ph"] == "b" and long[0][1]["ph"] == "e"
+    assert long[0][0]["args"]["lxid"] == int(long[0][0]["id"], 16)
+
+
+def semaphore_of(pid, exe, name):
+    """The semaphore of probe name in exe, as mapped by process pid, is
+    raised (not 0)."""
+    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+    m = re.search(rf"Name: {name}\n.*Semaphore: (0x[0-9a-f]+)", notes)
+    base = None
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            if line.rstrip().endswith(exe):
+                base = int(line.split("-")[0], 16)
+                break
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        mem.seek(base + int(m[1], 16))
+        return int.from_bytes(mem.read(2), "little") != 0
