@@ -14,6 +14,9 @@
 #                    1 s), each tracer with its defaults: tracebpf's lost
 #                    events against LTTng-UST's discarded ones
 #   bench/sites.py   attach and detach with 20, 200 and 2,000 sites
+#   bench/usdt.py    pgbench's tps untraced, recorded with
+#                    --usdt=postgresql, and with bpftrace counting the
+#                    same probes
 #   bench/rate.sh    1 M events/s from two threads, 60 s
 #   bench/sched.sh   scheduler events against trace-cmd
 #   bench/convert.sh convert's events/s and memory: instants and slices,
@@ -96,6 +99,7 @@ bash bench/lttng.sh || echo "LTTng-UST enabled, recording            : skipped: 
 bash bench/fast.sh
 bash bench/burst.sh
 python3 bench/sites.py
+python3 bench/usdt.py || echo "PostgreSQL with --usdt=postgresql        : skipped: bench/usdt.py failed"
 bash bench/rate.sh
 bash bench/sched.sh
 bash bench/busy.sh
