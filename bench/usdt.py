@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from pgcluster import PgCluster  # noqa: E402
+from sdtnotes import semaphore_of  # noqa: E402
 
 TRACEBPF = str(ROOT / "build" / "tracebpf")
 ROUNDS = int(os.environ.get("BENCH_USDT_ROUNDS", "3"))
@@ -47,21 +48,11 @@ def tps(pg):
     return float(m[1])
 
 
-def semaphore_up(pid, exe, name):
-    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
-    m = re.search(rf"Name: {name}\n.*Semaphore: (0x[0-9a-f]+)", notes)
-    with open(f"/proc/{pid}/maps") as f:
-        base = next(int(line.split("-")[0], 16) for line in f if line.rstrip().endswith(exe))
-    with open(f"/proc/{pid}/mem", "rb") as mem:
-        mem.seek(base + int(m[1], 16))
-        return int.from_bytes(mem.read(2), "little") != 0
-
-
 def wait_attached(pg, proc):
     for _ in range(600):
         if proc.poll() is not None:
             raise RuntimeError(f"the tracer exited: {proc.stderr.read()[-500:]}")
-        if semaphore_up(pg.postmaster_pid, pg.bin, "query__start"):
+        if semaphore_of(pg.postmaster_pid, pg.bin, "query__start"):
             return
         time.sleep(0.05)
     raise RuntimeError("the tracer did not attach")

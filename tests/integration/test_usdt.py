@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from conftest import TRACEBPF, prog, wait_for
+from conftest import TRACEBPF, load, prog, wait_for
+from sdtnotes import semaphore_of
 
 N = 25
 
@@ -358,47 +359,3 @@ def test_postgresql_catalog_queries_on_forked_backends(recorder, tmp_path):
     assert len(long) == 1, spans
     assert long[0][0]["ph"] == "b" and long[0][1]["ph"] == "e"
     assert long[0][0]["args"]["lxid"] == int(long[0][0]["id"], 16)
-
-
-def semaphore_of(pid, exe, name):
-    """The semaphore of probe name in exe, as mapped by process pid, is
-    raised (not 0)."""
-    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
-    m = re.search(rf"Name: {name}\n.*Semaphore: (0x[0-9a-f]+)", notes)
-    base = None
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            if line.rstrip().endswith(exe):
-                base = int(line.split("-")[0], 16)
-                break
-    with open(f"/proc/{pid}/mem", "rb") as mem:
-        mem.seek(base + int(m[1], 16))
-        return int.from_bytes(mem.read(2), "little") != 0
-
-
-def test_ctl_start_attaches_and_restart_describes_again(recorder, tmp_path):
-    """A --paused recording attaches no probe, so the guarded probe's
-    semaphore stays 0; `ctl start` attaches them (it is raised); after a
-    `ctl restart` the new file describes the probes again, so its hits are
-    named and their arguments shown."""
-    rec = recorder("--no-sched", "--paused", "--session", "usdtctl", "--usdt", "sdtapp:*",
-                   "--", prog("sdt_app"), N, stdin=subprocess.PIPE)
-    assert rec.proc.stdout.readline() == "ready\n"
-    pid = int(subprocess.run(["pgrep", "-P", str(rec.proc.pid), "-x", "sdt_app"],
-                             capture_output=True, text=True).stdout.split()[0])
-    assert not semaphore_of(pid, prog("sdt_app"), "guarded")
-    for verb in ("start", "restart"):
-        p = subprocess.run([TRACEBPF, "ctl", "-s", "usdtctl", verb], capture_output=True,
-                           text=True)
-        assert p.returncode == 0, p.stderr
-    assert semaphore_of(pid, prog("sdt_app"), "guarded")
-    rec.proc.stdin.write("g")
-    rec.proc.stdin.close()
-    rec.proc.stdin = None   # communicate() would flush it
-    rec.wait()
-    assert rec.rc == 0, rec.stderr
-    from conftest import load
-    first, second = load(tmp_path / "t.json"), load(tmp_path / "t.1.json")
-    assert not [e for e in first.events if e.get("cat") == "sdtapp"]
-    check_app(second, pid)
-    assert second.meta["unresolved_sites"] == 0
