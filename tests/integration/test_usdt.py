@@ -7,7 +7,9 @@ count and value is known from its arguments. Every trace passes the
 DevTools engine and the output-contract checks (conftest.load)."""
 import collections
 import json
+import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -16,6 +18,18 @@ from conftest import TRACEBPF, load, prog, wait_for
 from sdtnotes import semaphore_of
 
 N = 25
+
+
+@pytest.fixture
+def sdt(tmp_path):
+    """A private copy of sdt_app (with libsdt.so and sdt_exec next to it):
+    uprobes are per file, so a recording of the shared build/progs/sdt_app
+    side by side would raise this one's semaphores too."""
+    d = tmp_path / "sdt"
+    d.mkdir()
+    for f in ("sdt_app", "sdt_exec", "libsdt.so"):
+        shutil.copy2(prog(f), d / f)
+    return str(d / "sdt_app")
 
 
 def hits(t, name, ph="I"):
@@ -39,12 +53,12 @@ def check_app(t, pid, n=N):
     assert [e["args"]["arg0"] for e in guarded] == list(range(n))
 
 
-def test_instants_with_every_argument(recorder):
+def test_instants_with_every_argument(recorder, sdt):
     """Each hit an instant PROVIDER:NAME with arg0..argN as integers,
     whatever the argument's size and sign in the note (-4@, -8@, 1@, 8@);
     the semaphore-guarded probe fires because the kernel raised its
     semaphore (the program counts how often it fired)."""
-    rec = recorder("--no-sched", "--usdt", "sdtapp:*", "--", prog("sdt_app"), N,
+    rec = recorder("--no-sched", "--usdt", "sdtapp:*", "--", sdt, N,
                    stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     pid = app_pid(rec.stdout)
@@ -59,11 +73,11 @@ def test_instants_with_every_argument(recorder):
     assert t.meta["drops_total"] == 0
 
 
-def test_arguments_named_and_typed(recorder):
+def test_arguments_named_and_typed(recorder, sdt):
     """--usdt-args: names in order, str copied at the hit, uint, hex, and
     - leaves one out; a probe it names is recorded without a --usdt glob."""
     rec = recorder("--no-sched", "--usdt-args", "sdtapp:mixed=neg,name:str,-,ptr:hex",
-                   "--", prog("sdt_app"), N, stdin=subprocess.DEVNULL).wait()
+                   "--", sdt, N, stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     assert [e["args"] for e in hits(t, "sdtapp:mixed")] == \
         [{"neg": -5 - i, "name": f"name-{i}", "ptr": "0x1122334455667788"} for i in range(N)]
@@ -72,11 +86,11 @@ def test_arguments_named_and_typed(recorder):
     assert "guarded=0" in rec.stdout
 
 
-def test_library_fork_and_exec(recorder):
+def test_library_fork_and_exec(recorder, sdt):
     """Probes in a linked library, in a forked child (its own pid) and in
     the program the process execs, with its string argument."""
     rec = recorder("--no-sched", "--usdt", "sdt*:*", "--usdt-args", "sdtexec:hit=i,s:str",
-                   "--", prog("sdt_app"), N, "lib", "fork", "exec",
+                   "--", sdt, N, "lib", "fork", "exec",
                    stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     pid = app_pid(rec.stdout)
@@ -93,14 +107,14 @@ def test_library_fork_and_exec(recorder):
         [(pid, {"i": i, "s": f"exec-{i}"}) for i in range(N)]
 
 
-def test_attach_by_pid_follows_a_fork(recorder, spawn):
+def test_attach_by_pid_follows_a_fork(recorder, spawn, sdt):
     """-p PID of a program without tracebpf probes: its own probes, and its
     child's, forked after the attach."""
-    app = spawn(prog("sdt_app"), N, "fork", stdin=subprocess.PIPE)
+    app = spawn(sdt, N, "fork", stdin=subprocess.PIPE)
     assert app.stdout.readline() == "ready\n"
     rec = recorder("--no-sched", "--usdt", "sdtapp:*", "-p", app.pid)
     # the guarded probe's semaphore is raised once the recorder attached
-    wait_for(lambda: semaphore_up(app.pid), what="the recorder to attach")
+    wait_for(lambda: semaphore_up(app.pid, sdt), what="the recorder to attach")
     app.stdin.write("g")
     app.stdin.close()
     out = app.stdout.read()
@@ -113,18 +127,18 @@ def test_attach_by_pid_follows_a_fork(recorder, spawn):
     assert f"guarded={N}" in out
 
 
-def semaphore_up(pid):
-    return semaphore_of(pid, prog("sdt_app"), "guarded")
+def semaphore_up(pid, exe):
+    return semaphore_of(pid, exe, "guarded")
 
 
-def test_slices_and_counters(recorder):
+def test_slices_and_counters(recorder, sdt):
     """--usdt-slice pairs two probes per thread (here tick opens, mixed
     closes: N slices, each holding tick's and mixed's arguments);
     --usdt-counter shows one argument as a counter series."""
     rec = recorder("--no-sched", "--usdt-slice", "sdtapp:tick=sdtapp:mixed=step",
                    "--usdt-args", "sdtapp:mixed=neg,name:str",
                    "--usdt-counter", "sdtlib:call=arg1",
-                   "--", prog("sdt_app"), N, "lib", stdin=subprocess.DEVNULL).wait()
+                   "--", sdt, N, "lib", stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     pid = app_pid(rec.stdout)
     steps = hits(t, "step", "X")
@@ -137,27 +151,27 @@ def test_slices_and_counters(recorder):
         [{"arg1": 100 + i} for i in range(N)]
 
 
-def test_slice_name_defaults_to_the_common_prefix(recorder):
+def test_slice_name_defaults_to_the_common_prefix(recorder, sdt):
     """Without =NAME a slice is named after its provider and the words the
     two probe names begin with (query__start, query__done: query); with
     none in common (tick, ten), the begin probe's name."""
     rec = recorder("--no-sched", "--usdt-slice", "sdtapp:tick=sdtapp:ten",
                    "--usdt-slice", "sdtexec:hit__a=sdtexec:hit__b",
-                   "--", prog("sdt_app"), 1, stdin=subprocess.DEVNULL).wait()
+                   "--", sdt, 1, stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     assert [e["name"] for e in t.by_ph("X") if e["cat"] == "sdtapp"] == ["sdtapp:tick"]
     d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
     assert " sdtapp:ten end sdtapp:tick" in d.stdout, d.stdout
 
 
-def test_a_catalog_from_the_path(recorder, tmp_path):
+def test_a_catalog_from_the_path(recorder, tmp_path, sdt):
     """--usdt=NAME reads NAME.usdt from $TRACEBPF_USDT_PATH: the options
     without dashes, one a line, # comments, catalogs naming catalogs."""
     (tmp_path / "mine.usdt").write_text(
         "# sdt_app's probes\nusdt sdtapp:tick\nusdt other\n"
         "usdt-args sdtapp:tick=i,triple\n")
     (tmp_path / "other.usdt").write_text("usdt-counter sdtapp:guarded=arg0\n")
-    rec = recorder("--no-sched", "--usdt=mine", "--", prog("sdt_app"), N,
+    rec = recorder("--no-sched", "--usdt=mine", "--", sdt, N,
                    stdin=subprocess.DEVNULL, env={"TRACEBPF_USDT_PATH": str(tmp_path)}).wait()
     t = rec.trace()
     assert [e["args"] for e in hits(t, "sdtapp:tick")] == \
@@ -174,29 +188,29 @@ def test_a_catalog_from_the_path(recorder, tmp_path):
     (["--usdt-args", "a:b=x:float"], "NAME:TYPE"),
     (["--usdt-counter", "a:b"], "PROVIDER:NAME=ARG"),
 ])
-def test_bad_options_are_usage_errors(opt, why, tmp_path):
+def test_bad_options_are_usage_errors(opt, why, tmp_path, sdt):
     p = subprocess.run([TRACEBPF, "record", "-o", str(tmp_path / "x.json"), *opt, "--",
-                        prog("sdt_app"), "1"], capture_output=True, text=True,
+                        sdt, "1"], capture_output=True, text=True,
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 64, p.stderr
     assert why in p.stderr and "invalid --usdt option" in p.stderr, p.stderr
     assert not (tmp_path / "x.tbt").exists()
 
 
-def test_a_bad_catalog_line_is_named(tmp_path):
+def test_a_bad_catalog_line_is_named(tmp_path, sdt):
     (tmp_path / "bad.usdt").write_text("usdt a:b\nusdt-slice nope\n")
     p = subprocess.run([TRACEBPF, "record", "-o", str(tmp_path / "x.json"), "--usdt=bad",
-                        "--", prog("sdt_app"), "1"], capture_output=True, text=True,
+                        "--", sdt, "1"], capture_output=True, text=True,
                        env={"TRACEBPF_USDT_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 64
     assert f"{tmp_path}/bad.usdt:2: 'nope'" in p.stderr, p.stderr
 
 
-def test_a_pid_without_wanted_probes_is_refused(spawn, tmp_path):
+def test_a_pid_without_wanted_probes_is_refused(spawn, tmp_path, sdt):
     """-p of a process with neither tracebpf probes nor the probes asked
     for: an error that says both, nothing recorded."""
-    app = spawn(prog("sdt_app"), 1, stdin=subprocess.PIPE)
+    app = spawn(sdt, 1, stdin=subprocess.PIPE)
     assert app.stdout.readline() == "ready\n"
     p = subprocess.run([TRACEBPF, "record", "-o", str(tmp_path / "x.json"), "--usdt",
                         "nosuch:probe", "-p", str(app.pid)], capture_output=True, text=True)
@@ -204,9 +218,9 @@ def test_a_pid_without_wanted_probes_is_refused(spawn, tmp_path):
     assert "has no tracebpf probes nor probes --usdt asks for" in p.stderr, p.stderr
 
 
-def test_the_trace_file_describes_each_probe_once(recorder):
+def test_the_trace_file_describes_each_probe_once(recorder, sdt):
     """tracebpf dump shows the probes' descriptions and hits (format 2.10)."""
-    rec = recorder("--no-sched", "--no-json", "--usdt", "sdtapp:t*", "--", prog("sdt_app"),
+    rec = recorder("--no-sched", "--no-json", "--usdt", "sdtapp:t*", "--", sdt,
                    3, stdin=subprocess.DEVNULL).wait()
     assert rec.rc == 0, rec.stderr
     d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
@@ -217,28 +231,28 @@ def test_the_trace_file_describes_each_probe_once(recorder):
     assert re.findall(rf" USDT probe={tick} (.*)", d.stdout) == ["0 0", "1 3", "2 6"]
 
 
-def test_list_shows_other_programs_probes():
+def test_list_shows_other_programs_probes(sdt):
     """tracebpf list --usdt PROGRAM: every note, with its argument spec
     and semaphore."""
-    p = subprocess.run([TRACEBPF, "list", "--usdt", prog("sdt_app")], capture_output=True,
+    p = subprocess.run([TRACEBPF, "list", "--usdt", sdt], capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stderr
     assert re.search(r"sdtapp:guarded\s+-4@%\w+\s+semaphore", p.stdout), p.stdout
     assert re.search(r"sdtapp:mixed\s+-8@\S+ 8@\S+ 1@\S+ 8@\S+", p.stdout), p.stdout
-    j = subprocess.run([TRACEBPF, "list", "--usdt", "--json", prog("sdt_app")],
+    j = subprocess.run([TRACEBPF, "list", "--usdt", "--json", sdt],
                        capture_output=True, text=True)
     probes = json.loads(j.stdout)["usdt"]
     assert {p["provider"] + ":" + p["name"] for p in probes} >= \
         {"sdtapp:tick", "sdtapp:mixed", "sdtapp:ten", "sdtapp:guarded", "sdtapp:child"}
 
 
-def test_names_from_arguments(recorder):
+def test_names_from_arguments(recorder, sdt):
     """A slice's name may refer to its begin's arguments ({ARG}): each of
     sdtapp:mixed's N hits opens a slice named by its string argument,
     sdtapp:guarded's N hits close them, innermost first."""
     rec = recorder("--no-sched", "--usdt-slice", "sdtapp:mixed=sdtapp:guarded=m {name} {neg}",
                    "--usdt-args", "sdtapp:mixed=neg,name:str,-,-",
-                   "--", prog("sdt_app"), N, stdin=subprocess.DEVNULL).wait()
+                   "--", sdt, N, stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     xs = sorted((e for e in t.by_ph("X") if e["cat"] == "sdtapp"), key=lambda e: e["ts"])
     assert [e["name"] for e in xs] == [f"m name-{i} {-5 - i}" for i in range(N)]
@@ -247,11 +261,11 @@ def test_names_from_arguments(recorder):
             inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
 
 
-def test_a_probe_enabled_only_for_its_semaphore(recorder):
+def test_a_probe_enabled_only_for_its_semaphore(recorder, sdt):
     """--usdt-enable attaches a probe (its semaphore is raised: the
     program's guarded branch runs) without recording its hits."""
     rec = recorder("--no-sched", "--usdt-enable", "sdtapp:guarded", "--usdt", "sdtapp:tick",
-                   "--", prog("sdt_app"), N, stdin=subprocess.DEVNULL).wait()
+                   "--", sdt, N, stdin=subprocess.DEVNULL).wait()
     t = rec.trace()
     assert f"guarded={N}" in rec.stdout
     assert not hits(t, "sdtapp:guarded")
@@ -288,14 +302,18 @@ top()
 """
 
 
-def test_python_catalog_call_tree(recorder):
+def test_python_catalog_call_tree(recorder, tmp_path):
     """--usdt=python on Debian's python3: each call a slice named
     module:function (a -c program's module is <string>), nested as the
     calls were: top holds two mid, each mid two leaf. CPython 3.11 fires
     function__entry only while python:line's semaphore is raised: the
     catalog raises it (--usdt-enable)."""
-    rec = recorder("--no-sched", "--usdt=python", "--", "/usr/bin/python3", "-c",
-                   CALL_TREE).wait()
+    # a copy of Debian's python3 (the probes are per file: the pytest
+    # workers run that one), with its library where it was
+    py = tmp_path / "python3"
+    shutil.copy2(os.path.realpath("/usr/bin/python3"), py)
+    rec = recorder("--no-sched", "--usdt=python", "--", py, "-c", CALL_TREE,
+                   env={"PYTHONHOME": "/usr"}).wait()
     t = rec.trace()
     def within(a, b):
         return b["ts"] <= a["ts"] and a["ts"] + a["dur"] <= b["ts"] + b["dur"]
@@ -359,3 +377,30 @@ def test_postgresql_catalog_queries_on_forked_backends(recorder, tmp_path):
     assert len(long) == 1, spans
     assert long[0][0]["ph"] == "b" and long[0][1]["ph"] == "e"
     assert long[0][0]["args"]["lxid"] == int(long[0][0]["id"], 16)
+
+
+def test_ctl_start_attaches_and_restart_describes_again(recorder, tmp_path, sdt):
+    """A --paused recording attaches no probe, so the guarded probe's
+    semaphore stays 0; `ctl start` attaches them (it is raised); after a
+    `ctl restart` the new file describes the probes again, so its hits are
+    named and their arguments shown."""
+    rec = recorder("--no-sched", "--paused", "--session", "usdtctl", "--usdt", "sdtapp:*",
+                   "--", sdt, N, stdin=subprocess.PIPE)
+    assert rec.proc.stdout.readline() == "ready\n"
+    pid = int(subprocess.run(["pgrep", "-P", str(rec.proc.pid), "-x", "sdt_app"],
+                             capture_output=True, text=True).stdout.split()[0])
+    assert not semaphore_of(pid, sdt, "guarded")
+    for verb in ("start", "restart"):
+        p = subprocess.run([TRACEBPF, "ctl", "-s", "usdtctl", verb], capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+    assert semaphore_of(pid, sdt, "guarded")
+    rec.proc.stdin.write("g")
+    rec.proc.stdin.close()
+    rec.proc.stdin = None   # communicate() would flush it
+    rec.wait()
+    assert rec.rc == 0, rec.stderr
+    first, second = load(tmp_path / "t.json"), load(tmp_path / "t.1.json")
+    assert not [e for e in first.events if e.get("cat") == "sdtapp"]
+    check_app(second, pid)
+    assert second.meta["unresolved_sites"] == 0
