@@ -68,6 +68,10 @@ struct proc {
 	bool has_sort;
 	int64_t sort_index;
 	char *cmdline;              /* latest TB_REC_CMDLINE (owned) */
+	/* ... written by the kernel side at a probe hit (record --usdt): what
+	 * the process calls itself then ("postgres: alice shop [local] idle")
+	 * names it */
+	bool title;
 	int64_t rss[4];             /* TB_REC_RSS: the last count of each kind */
 	struct memdump md;          /* the application's memory dump, if open */
 	struct tb_hmap sites;          /* site address -> struct site * */

@@ -163,6 +163,8 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 		if (p->app_name)
 			write_meta_name_n(j, "process_name", p->out_pid, p->pid,
 					  p->app_name, p->app_name_len);
+		else if (p->title && p->cmdline)
+			write_meta_event(j, "process_name", p->out_pid, p->pid, p->cmdline);
 		else
 			write_meta_event(j, "process_name", p->out_pid, p->pid, name);
 		/* catapult shows labels under the process name; Perfetto and

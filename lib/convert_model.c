@@ -170,6 +170,7 @@ static int set_cmdline(struct conv *c, const struct tb_rec_cmdline *rec)
 	s[n] = 0;
 	free(p->cmdline);
 	p->cmdline = s;
+	p->title = rec->hdr.cpu != ~0u;
 	return 0;
 }
 

@@ -357,9 +357,13 @@ def test_postgresql_catalog_queries_on_forked_backends(recorder, tmp_path):
     pids = [e["pid"] for e in queries]
     assert pg.postmaster_pid not in pids
     assert len(set(pids[:5])) == 5 and len(set(pids[5:])) == 1
+    # named by their titles at their first hit (the postmaster: its comm)
+    names = {e["pid"]: e["args"]["name"] for e in t.named("process_name")}
     labels = {e["pid"]: e["args"]["labels"] for e in t.named("process_labels")}
     for pid in set(pids):
-        assert labels[pid].startswith("postgres: nobody postgres [local]"), labels
+        assert names[pid].startswith("postgres: nobody postgres [local]"), names
+        assert labels[pid] == names[pid]
+    assert names[pg.postmaster_pid] == "postgres"
     # each query parsed, planned and executed inside its slice
     for q in queries[:5]:
         inner = [e["name"] for e in t.by_ph("X") if e["pid"] == q["pid"] and
