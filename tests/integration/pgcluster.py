@@ -179,6 +179,16 @@ class PgCluster:
             raise PgError(f"psql -c {sql!r} exited {p.returncode}: {p.stderr.strip()}")
         return p.stdout
 
+    def spawn_psql(self, *sql, db="postgres"):
+        """psql running each sql in one new connection, in the background:
+        a Popen whose stdout is its output, line by line."""
+        cs = [a for s in sql for a in ("-c", s)]
+        return subprocess.Popen([str(self.bindir / "psql"), "-h", str(self.sockdir), "-p",
+                                 str(self.port), "-X", "-q", "-A", "-t", "-d", db, *cs],
+                                cwd=self.dir, env=self._env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                **self._ids)
+
 
 def _alive(pid):
     """pid exists and is not a zombie (the postmaster is pg_ctl's child,

@@ -408,3 +408,35 @@ def test_ctl_start_attaches_and_restart_describes_again(recorder, tmp_path, sdt)
     assert not [e for e in first.events if e.get("cat") == "sdtapp"]
     check_app(second, pid)
     assert second.meta["unresolved_sites"] == 0
+
+
+def test_postgresql_catalog_lock_wait(recorder):
+    """A backend that waits for a table lock another holds: one lock wait
+    slice on it, inside its query's slice, lasting until the holder
+    committed (docs/tracebpf-record.md, the postgresql catalog)."""
+    from pgcluster import PgCluster
+    with PgCluster() as pg:
+        pg.psql("create table tb_locked (x int)")
+        rec = recorder("--no-sched", "--usdt=postgresql", "-p", pg.postmaster_pid)
+        wait_for(lambda: semaphore_of(pg.postmaster_pid, pg.bin, "query__start"),
+                 what="the recorder to attach")
+        holder = pg.spawn_psql("begin", "lock table tb_locked in access exclusive mode",
+                               "select 'locked'", "select pg_sleep(600)")
+        assert holder.stdout.readline().strip() == "locked"
+        waiter = pg.spawn_psql("select count(*) from tb_locked")
+        # the waiter is blocked on the lock: the server says so
+        wait_for(lambda: pg.psql("select count(*) from pg_locks where not granted").strip()
+                 == "1", what="the waiter to wait")
+        pg.psql("select pg_cancel_backend(pid) from pg_stat_activity "
+                "where query = 'select pg_sleep(600)'")
+        assert waiter.wait(timeout=60) == 0 and waiter.stdout.read().strip() == "0"
+        holder.wait(timeout=60)
+        rec.stop()
+    t = rec.trace()
+    (wait,) = hits(t, "postgresql:lock__wait", "X")
+    (query,) = [q for q in hits(t, "postgresql:query", "X")
+                if q["args"]["query"] == "select count(*) from tb_locked"]
+    assert wait["pid"] == query["pid"]
+    assert query["ts"] <= wait["ts"] and \
+        wait["ts"] + wait["dur"] <= query["ts"] + query["dur"]
+    assert wait["args"]["lockmode"] == 1   # AccessShareLock, what a select takes
