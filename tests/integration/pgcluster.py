@@ -179,6 +179,19 @@ class PgCluster:
             raise PgError(f"psql -c {sql!r} exited {p.returncode}: {p.stderr.strip()}")
         return p.stdout
 
+    def child(self, title):
+        """The pid of the postmaster's child whose title begins
+        "postgres: <title>" (the checkpointer, the walwriter, ...)."""
+        for d in Path("/proc").iterdir():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd = (d / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == self.postmaster_pid and cmd.startswith(f"postgres: {title}"):
+                return int(d.name)
+        raise PgError(f"no postgres: {title} process")
+
     def spawn_psql(self, *sql, db="postgres"):
         """psql running each sql in one new connection, in the background:
         a Popen whose stdout is its output, line by line."""

@@ -339,24 +339,32 @@ def test_postgresql_catalog_queries_on_forked_backends(recorder, tmp_path):
     records the backends PostgreSQL forks for connections made after the
     attach: a slice per query with its text, on that backend's pid, the
     process named by its title; a transaction spanning queries as an async
-    slice keyed by its local transaction id."""
+    slice keyed by its local transaction id. The checkpointer, forked
+    before the attach, is recorded when its pid is given too: a CHECKPOINT
+    shows there as its request and the buffers it wrote."""
     from pgcluster import PgCluster
     with PgCluster() as pg:
-        rec = recorder("--no-sched", "--usdt=postgresql", "-p", pg.postmaster_pid)
+        ckpt = pg.child("checkpointer")
+        rec = recorder("--no-sched", "--usdt=postgresql", "-p", f"{pg.postmaster_pid},{ckpt}")
         wait_for(lambda: semaphore_of(pg.postmaster_pid, pg.bin, "query__start"),
                  what="the recorder to attach")
         texts = [f"select {k} * 7 as tb_q{k}" for k in range(5)]
         for q in texts:
             assert pg.psql(q).strip() == str(int(q.split()[1]) * 7)
         assert pg.psql("begin", "select 41 as tb_in_tx", "commit").strip() == "41"
+        pg.psql("checkpoint")   # returns once the checkpointer is done
         rec.stop()
     t = rec.trace()
     queries = sorted(hits(t, "postgresql:query", "X"), key=lambda e: e["ts"])
     assert [e["args"]["query"] for e in queries] == \
-        texts + ["begin", "select 41 as tb_in_tx", "commit"]
+        texts + ["begin", "select 41 as tb_in_tx", "commit", "checkpoint"]
     pids = [e["pid"] for e in queries]
-    assert pg.postmaster_pid not in pids
-    assert len(set(pids[:5])) == 5 and len(set(pids[5:])) == 1
+    assert pg.postmaster_pid not in pids and ckpt not in pids
+    assert len(set(pids[:5])) == 5 and len(set(pids[5:8])) == 1
+    (req,) = [e for e in hits(t, "postgresql:checkpoint__start") if e["pid"] == ckpt]
+    (wrote,) = [e for e in hits(t, "postgresql:checkpoint_buffers", "X") if e["pid"] == ckpt]
+    assert req["args"]["flags"] == wrote["args"]["flags"] and req["ts"] <= wrote["ts"]
+    assert queries[-1]["ts"] <= req["ts"] <= queries[-1]["ts"] + queries[-1]["dur"]
     # named by their titles at their first hit (the postmaster: its comm)
     names = {e["pid"]: e["args"]["name"] for e in t.named("process_name")}
     labels = {e["pid"]: e["args"]["labels"] for e in t.named("process_labels")}
@@ -364,6 +372,7 @@ def test_postgresql_catalog_queries_on_forked_backends(recorder, tmp_path):
         assert names[pid].startswith("postgres: nobody postgres [local]"), names
         assert labels[pid] == names[pid]
     assert names[pg.postmaster_pid] == "postgres"
+    assert names[ckpt].startswith("postgres: checkpointer"), names[ckpt]
     # each query parsed, planned and executed inside its slice
     for q in queries[:5]:
         inner = [e["name"] for e in t.by_ph("X") if e["pid"] == q["pid"] and
