@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "links.h"
 #include "tbrecords.h"
 #include "record.skel.h"
 #include "../bpf/ctl.h"
@@ -46,15 +47,7 @@ static int add_traced(struct recorder *r, pid_t pid, __u64 gen)
 
 static int add_link(struct recorder *r, struct bpf_link *link)
 {
-	struct bpf_link **nl = realloc(r->links, (r->nlinks + 1) * sizeof(*nl));
-
-	if (!nl) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
-	}
-	r->links = nl;
-	r->links[r->nlinks++] = link;
-	return 0;
+	return tb_links_add(&r->links, &r->nlinks, link);
 }
 
 /* Objects are attached once per file (uprobes are per inode: attaching a

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "links.h"
 #include "record.skel.h"
 #include "recorder.h"
 #include "tbfile.h"
@@ -180,19 +181,6 @@ static void wanted_free(struct wanted *w)
 	free(w->v);
 }
 
-static int add_ulink(struct object *ob, struct bpf_link *link)
-{
-	struct bpf_link **nl = realloc(ob->ulinks, (ob->nulinks + 1) * sizeof(*nl));
-
-	if (!nl) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
-	}
-	ob->ulinks = nl;
-	ob->ulinks[ob->nulinks++] = link;
-	return 0;
-}
-
 /* One probe name of the object, all its sites (one uprobe_multi link). A
  * probe libbpf cannot attach (an argument spec it does not know) is said
  * and left out: the others are still recorded. */
@@ -215,7 +203,7 @@ static int attach_one(struct recorder *r, struct object *ob, const char *path,
 			strerror(errno));
 		return 0;
 	}
-	return add_ulink(ob, link);
+	return tb_links_add(&ob->ulinks, &ob->nulinks, link);
 }
 
 int usdt_attach(struct recorder *r, struct object *ob, const char *path)

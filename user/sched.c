@@ -34,6 +34,7 @@
 #include <bpf/libbpf.h>
 #include <event-parse.h>
 
+#include "links.h"
 #include "gaps.h"
 #include "tbrecords.h"
 #include "rings.h"
@@ -651,15 +652,7 @@ int tb_sched_write_formats(struct tb_sched *s, struct tb_writer *w, __u64 ts)
 
 static int add_link(struct tb_sched *s, struct bpf_link *l)
 {
-	struct bpf_link **nl = realloc(s->links, (s->nlinks + 1) * sizeof(*nl));
-
-	if (!nl) {
-		bpf_link__destroy(l);
-		return -ENOMEM;
-	}
-	s->links = nl;
-	s->links[s->nlinks++] = l;
-	return 0;
+	return tb_links_add(&s->links, &s->nlinks, l);
 }
 
 /* The generic program on one -e tracepoint. */
