@@ -112,6 +112,20 @@ static void put_str(FILE *f, const char *p, size_t n)
 	fputc('"', f);
 }
 
+/* A command line as a reader takes it: the NULs between the arguments
+ * (the kernel side copies them) are spaces, those at its end dropped. */
+static void dump_cmdline(FILE *f, const char *p, size_t n)
+{
+	char buf[TB_CMDLINE_MAX + 1];
+
+	n = n < TB_CMDLINE_MAX ? n : TB_CMDLINE_MAX;
+	while (n && !p[n - 1])
+		n--;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = p[i] ? p[i] : ' ';
+	put_str(f, buf, n);
+}
+
 static void comm(FILE *f, const char *c)
 {
 	put_str(f, c, strnlen(c, 16));
@@ -205,10 +219,25 @@ static void dump_filter(FILE *f, const struct tb_rec_filter *x)
 
 /* A gap mark: whose records, how many, until when (the line's time is the
  * earliest a lost record can carry), which threads. */
-/* A hit of another program's probe: its id and raw arguments. */
+/* Other programs' probes by id, as their latest USDT_PROBE names them
+ * ("provider:name"). */
+static char *usdt_names[TB_USDT_MAX_PROBES];
+
+static void free_usdt_names(void)
+{
+	for (size_t i = 0; i < TB_USDT_MAX_PROBES; i++) {
+		free(usdt_names[i]);
+		usdt_names[i] = NULL;
+	}
+}
+
+/* A hit of another program's probe: its id, the probe it is, and the raw
+ * arguments. */
 static void dump_usdt(FILE *f, const struct tb_rec_usdt *u)
 {
-	fprintf(f, "USDT probe=%u", u->probe);
+	const char *name = u->probe < TB_USDT_MAX_PROBES ? usdt_names[u->probe] : NULL;
+
+	fprintf(f, "USDT probe=%u %s", u->probe, name ? name : "<undescribed>");
 	for (int k = 0; k < u->nargs && k < TB_USDT_MAX_ARGS; k++)
 		fprintf(f, " %" PRId64 "%s", (int64_t)u->args[k], u->str_len[k] ? "(str)" : "");
 	if (u->flags & TB_EVF_STR_FAULT)
@@ -218,8 +247,10 @@ static void dump_usdt(FILE *f, const struct tb_rec_usdt *u)
 /* Another program's probe: "USDT_PROBE id PROVIDER:NAME kind EVENT". */
 static void dump_usdt_probe(FILE *f, const struct tb_rec_usdt_probe *p)
 {
-	static const char *const kinds[] = { "instant", "begin", "end", "counter" };
+	static const char *const kinds[] = { "instant", "begin", "end", "counter",
+					     "async-begin", "async-end" };
 	const char *t = (const char *)(p + 1), *end = t + p->len, *s[3];
+	char *name;
 
 	if (p->len > p->hdr.size - sizeof(*p)) {
 		fprintf(f, "USDT_PROBE %u <damaged>", p->id);
@@ -232,7 +263,11 @@ static void dump_usdt_probe(FILE *f, const struct tb_rec_usdt_probe *p)
 		t = nul ? nul + 1 : end;
 	}
 	fprintf(f, "USDT_PROBE %u %s:%s %s %s", p->id, s[0], s[1],
-		p->kind < 4 ? kinds[p->kind] : "?", s[2]);
+		p->kind < 6 ? kinds[p->kind] : "?", s[2]);
+	if (p->id < TB_USDT_MAX_PROBES && asprintf(&name, "%s:%s", s[0], s[1]) >= 0) {
+		free(usdt_names[p->id]);
+		usdt_names[p->id] = name;
+	}
 }
 
 static void dump_gap(FILE *f, const struct tb_rec_gap *g)
@@ -324,7 +359,7 @@ static void dump_rec(FILE *f, const struct tb_rec_hdr *h)
 		size_t room = h->size - sizeof(*x);
 
 		fputs("CMDLINE ", f);
-		put_str(f, (const char *)(x + 1), x->len < room ? x->len : room);
+		dump_cmdline(f, (const char *)(x + 1), x->len < room ? x->len : room);
 		break;
 	}
 	case TB_REC_STATS: {
@@ -428,6 +463,7 @@ int tb_cmd_dump(int argc, char **argv)
 		tb_io_report_end("dump", r, a.connect != NULL);
 	tb_reader_close(r);
 	free_sites();
+	free_usdt_names();
 	tb_ftrace_free(kernel);
 	return ret < 0;
 }

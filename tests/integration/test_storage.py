@@ -402,7 +402,7 @@ def test_golden_files_convert(tmp_path):
     versions = [g.name.split("-")[0][1:] for g in golden]
     # one per released format version; an empty list must not pass
     assert {"1.0", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8",
-            "2.9"} <= set(versions), golden
+            "2.9", "2.10"} <= set(versions), golden
     for g, version in zip(golden, versions):
         out = tmp_path / (g.stem + ".json")
         c = run("convert", g, "-o", out)
@@ -420,9 +420,11 @@ def test_golden_files_convert(tmp_path):
         assert d.returncode == 0 and " EVENT site=" not in d.stdout, d.stdout[-2000:]
         dumped = set(re.findall(r"^\S+ \[...\] \d+/\d+ [BEIC] ([^: ]+):(\S+)", d.stdout, re.M))
         # (the gaps' "records lost" instants are convert's, not records; the
-        # memory counters are RSS records, dumped as such)
+        # memory counters are RSS records, dumped as such; other programs'
+        # probes are USDT records, dumped by probe)
+        usdt = set(re.findall(r" USDT_PROBE \d+ ([^: ]+):", d.stdout))
         shown = {(e["cat"], e["name"]) for e in t.events
-                 if e["ph"] in "XIC" and e["cat"] not in ("tracebpf", "memory")}
+                 if e["ph"] in "XIC" and e["cat"] not in ("tracebpf", "memory", *usdt)}
         assert dumped and dumped == shown, (dumped, shown)
         assert bool(re.search(r"^\S+ \[...\] \d+/\d+ RSS ", d.stdout, re.M)) == \
             any(e.get("cat") == "memory" for e in t.events), g
@@ -434,9 +436,15 @@ def test_golden_files_convert(tmp_path):
         if version == "2.3":   # the second sleep did not fit in --max-processes 2
             assert t.meta["lost_processes"] == 1, t.meta
             assert "lost processes: 1 " in info.stdout, info.stdout
-        if version < "2.4":
+        if tuple(map(int, version.split("."))) < (2, 4):
             assert t.meta["gaps"] == 0, t.meta
             assert "gaps:           not marked (format before 2.4)\n" in info.stdout
+        if version == "2.10":   # record --usdt: sdt_app 3's probes
+            app = [e for e in t.events if e.get("cat") == "sdtapp"]
+            assert [e["name"] for e in app if e["ph"] == "X"] == ["m name-0", "m name-1",
+                                                                  "m name-2"]
+            assert [e["args"]["arg1"] for e in app if e["ph"] == "C"] == [0, 3, 6]
+            assert t.process_names()[app[0]["pid"]] == "build/progs/sdt_app 3"
         if version == "2.4":   # -b 4K: one gap mark per CPU
             assert t.meta["gaps"] == 2 and t.meta["gap_records"] == t.meta["drops_total"] == 1090
             assert t.meta["slices_cut_at_gaps"] == 1, t.meta

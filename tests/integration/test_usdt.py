@@ -228,7 +228,8 @@ def test_the_trace_file_describes_each_probe_once(recorder, sdt):
     probes = re.findall(r" USDT_PROBE (\d+) (\S+) instant (\S+)", d.stdout)
     assert sorted(p[1] for p in probes) == ["sdtapp:ten", "sdtapp:tick"], d.stdout[-2000:]
     tick = [p[0] for p in probes if p[1] == "sdtapp:tick"][0]
-    assert re.findall(rf" USDT probe={tick} (.*)", d.stdout) == ["0 0", "1 3", "2 6"]
+    assert re.findall(rf" USDT probe={tick} sdtapp:tick (.*)", d.stdout) == \
+        ["0 0", "1 3", "2 6"]
 
 
 def test_list_shows_other_programs_probes(sdt):

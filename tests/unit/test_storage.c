@@ -1121,6 +1121,51 @@ static void test_golden_v2_9(void **state)
 	assert_true(filter_pid > 0);
 }
 
+/* 2.10: another program's probes (record --usdt): 5 USDT_PROBE
+ * descriptions ahead of the 10 USDT hits of sdt_app 3, each hit's id
+ * described, its arguments as the note has them; and the command line the
+ * kernel side copied at sdt_app's first hit, its arguments NUL-separated. */
+static unsigned usdt_probes, usdt_hits, usdt_described;
+static bool usdt_known[TB_USDT_MAX_PROBES];
+
+static void check_usdt_v2_10(const struct tb_rec_hdr *h)
+{
+	const struct tb_rec_usdt_probe *p = (const void *)h;
+	const struct tb_rec_usdt *u = (const void *)h;
+	const struct tb_rec_cmdline *c = (const void *)h;
+
+	if (h->type == TB_REC_USDT_PROBE) {
+		usdt_probes++;
+		assert_true(p->id < TB_USDT_MAX_PROBES && p->len <= h->size - sizeof(*p));
+		assert_string_equal((const char *)(p + 1), "sdtapp");
+		usdt_known[p->id] = true;
+	} else if (h->type == TB_REC_USDT) {
+		usdt_hits++;
+		assert_true(u->probe < TB_USDT_MAX_PROBES && usdt_known[u->probe]);
+		usdt_described += u->nargs <= TB_USDT_MAX_ARGS;
+	} else if (h->type == TB_REC_CMDLINE && h->cpu != ~0u) {
+		assert_true(c->len > sizeof("build/progs/sdt_app"));
+		assert_memory_equal(c + 1, "build/progs/sdt_app\0" "3", sizeof("build/progs/sdt_app"));
+	}
+}
+
+static void test_golden_v2_10(void **state)
+{
+	static const unsigned want[TB_REC_TYPE_MAX] = {
+		[TB_REC_EVENT] = 122, [TB_REC_SITE] = 4, [TB_REC_FORK] = 4,
+		[TB_REC_EXEC] = 3, [TB_REC_EXIT] = 5, [TB_REC_COMM] = 5,
+		[TB_REC_STATS] = 1, [TB_REC_SWITCH] = 39, [TB_REC_WAKE] = 59,
+		[TB_REC_KTASK] = 14, [TB_REC_CMDLINE] = 4, [TB_REC_CATS] = 1,
+		[TB_REC_RSS] = 34, [TB_REC_USDT] = 10, [TB_REC_USDT_PROBE] = 5,
+	};
+
+	(void)state;
+	usdt_probes = usdt_hits = usdt_described = 0;
+	check_golden("tests/data/v2.10-usdt.tbt", 2, 10, true, want, check_usdt_v2_10);
+	assert_int_equal(usdt_probes, 5);
+	assert_int_equal(usdt_described, 10);
+}
+
 /* Before 2.3 a STATS record ends with its per-CPU drops: no lost_procs. */
 static void test_stats_without_lost_procs(void **state)
 {
@@ -1180,6 +1225,7 @@ int main(void)
 		cmocka_unit_test(test_golden_v2_7),
 		cmocka_unit_test(test_golden_v2_8),
 		cmocka_unit_test(test_golden_v2_9),
+		cmocka_unit_test(test_golden_v2_10),
 		cmocka_unit_test(test_stats_without_lost_procs),
 		cmocka_unit_test(test_empty_file),
 	};
