@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -450,3 +451,21 @@ def test_postgresql_catalog_lock_wait(recorder):
     assert query["ts"] <= wait["ts"] and \
         wait["ts"] + wait["dur"] <= query["ts"] + query["dur"]
     assert wait["args"]["lockmode"] == 1   # AccessShareLock, what a select takes
+
+
+@pytest.mark.parametrize("end", [signal.SIGINT, signal.SIGKILL], ids=["stopped", "killed"])
+def test_nothing_stays_attached(recorder, spawn, sdt, end):
+    """A recording that ends, or whose recorder is SIGKILLed, leaves no
+    probe attached: the guarded probe's semaphore, raised while it
+    records, is 0 again in the process that outlives it."""
+    app = spawn(sdt, 1, stdin=subprocess.PIPE)
+    assert app.stdout.readline() == "ready\n"
+    rec = recorder("--no-sched", "--usdt", "sdtapp:*", "-p", app.pid)
+    wait_for(lambda: semaphore_up(app.pid, sdt), what="the recorder to attach")
+    rec.proc.send_signal(end)
+    rec.wait()
+    # the links go with the recorder's file descriptors: at its exit
+    wait_for(lambda: not semaphore_up(app.pid, sdt), what="the probes to be detached")
+    app.stdin.write("g")
+    app.stdin.close()
+    assert "guarded=0" in app.stdout.read()
