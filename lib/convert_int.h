@@ -392,6 +392,9 @@ void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *
 void tb_conv_render_begin(struct conv *c, FILE *f);
 int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
 			const struct part *part);
-void tb_conv_proc_label(const struct proc *p, char name[96]);
+/* A process's name: its comm, or the title a probe hit copied (proc.title),
+ * with its incarnation when its pid was reused. */
+#define TB_PROC_LABEL_MAX 320
+void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

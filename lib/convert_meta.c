@@ -133,14 +133,18 @@ void tb_conv_render_begin(struct conv *c, FILE *f)
 
 /* The kernel's name of process p (its comm, or "pid N"); a reused pid
  * says which real pid it was. */
-void tb_conv_proc_label(const struct proc *p, char name[96])
+void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX])
 {
+	const char *base = p->title && p->cmdline ? p->cmdline : p->has_name ? p->name : NULL;
 	char buf[64];
 
-	if (!p->has_name)
+	if (!base) {
 		snprintf(buf, sizeof(buf), "pid %" PRIu32, p->pid);
-	snprintf(name, 96, p->incarnation ? "%s [pid %" PRIu32 " #%" PRIu32 "]" : "%s",
-		 p->has_name ? p->name : buf, p->pid, p->incarnation + 1);
+		base = buf;
+	}
+	snprintf(name, TB_PROC_LABEL_MAX, p->incarnation ? "%.256s [pid %" PRIu32 " #%" PRIu32 "]"
+							  : "%.256s",
+		 base, p->pid, p->incarnation + 1);
 }
 
 /* Names (known only at the end: exit records carry the last comm) as M
@@ -155,7 +159,7 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 
 	for (i = 0; i < nprocs; i++) {
 		const struct proc *p = procs[i];
-		char name[96];
+		char name[TB_PROC_LABEL_MAX];
 
 		if (part && !tb_hmap_get(&part->pids, p->out_pid))
 			continue;   /* none of the part's events is of it */
@@ -163,8 +167,6 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 		if (p->app_name)
 			write_meta_name_n(j, "process_name", p->out_pid, p->pid,
 					  p->app_name, p->app_name_len);
-		else if (p->title && p->cmdline)
-			write_meta_event(j, "process_name", p->out_pid, p->pid, p->cmdline);
 		else
 			write_meta_event(j, "process_name", p->out_pid, p->pid, name);
 		/* catapult shows labels under the process name; Perfetto and

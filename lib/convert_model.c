@@ -797,7 +797,7 @@ static int name_thread(const struct conv *c, const struct thread *t,
 {
 	const struct proc *p = proc_of(c, t->out_pid);
 	struct tb_model_thread mt = { .pid = t->out_pid, .tid = t->tid };
-	char tname[64], pname[96];
+	char tname[64], pname[TB_PROC_LABEL_MAX];
 
 	if (t->placeholder)
 		return 0;
