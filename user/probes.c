@@ -16,7 +16,6 @@
 
 #include "probes.h"
 #include "tracebpf/trace.h"
-#include "usdt.h"
 
 extern char **environ;
 
@@ -63,66 +62,85 @@ static const char *fixed_regs(const char *probe)
 	       !strcmp(probe, TB_PROBE_RING) ? TB_REGS_RING : NULL;
 }
 
-/* Counts stapsdt notes (type 3, owner "stapsdt") whose provider is tracebpf
- * and name is `probe` (NULL: event or event_id), and in *other_regs those
- * whose argument string is not the current header's fixed registers. The
- * note's descriptor is three addresses (pc, base, semaphore) followed by
- * provider\0 name\0 args\0. */
-static int count_notes(Elf *elf, const char *probe, int *other_regs)
-{
-	size_t shstrndx, addr_sz;
-	Elf_Scn *scn = NULL;
-	int count = 0;
+struct regs_count {
+	const char *probe;   /* NULL: event or event_id */
+	int count, other;
+};
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
+/* A tracebpf note of the probe asked for: counted, and in other when its
+ * argument string is not the current header's fixed registers. */
+static int count_note(const char *provider, const char *name, const char *args,
+		      unsigned long long sema, void *ctx)
+{
+	struct regs_count *c = ctx;
+
+	(void)sema;
+	if (strcmp(provider, TB_PROVIDER) ||
+	    (c->probe ? strcmp(name, c->probe) : strcmp(name, TB_PROBE) && strcmp(name, TB_PROBE_ID)))
+		return 0;
+	c->count++;
+	if (!fixed_regs(name) || strcmp(args, fixed_regs(name)))
+		c->other++;
+	return 0;
+}
+
+/* The notes of one .note.stapsdt section: type 3, owner "stapsdt"; the
+ * descriptor is three addresses (pc, base, semaphore) followed by
+ * provider\0 name\0 args\0. */
+static int each_in(Elf_Data *data, size_t asz, tb_note_fn fn, void *ctx)
+{
+	GElf_Nhdr nh;
+	size_t off = 0, noff, doff;
+	int ret = 0;
+
+	while (!ret && (off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
+		const char *d = (const char *)data->d_buf + doff, *owner = (const char *)data->d_buf + noff;
+		const char *prov, *name, *args, *end = d + nh.n_descsz;
+		unsigned long long sema = 0;
+
+		if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) ||
+		    nh.n_descsz < 3 * asz + 3)
+			continue;
+		memcpy(&sema, d + 2 * asz, asz);
+		prov = d + 3 * asz;
+		name = memchr(prov, 0, end - prov);
+		args = name ? memchr(name + 1, 0, end - name - 1) : NULL;
+		if (!args || !memchr(args + 1, 0, end - args - 1))
+			continue;
+		ret = fn(prov, name + 1, args + 1, sema, ctx);
+	}
+	return ret;
+}
+
+int tb_elf_each_note(const char *path, tb_note_fn fn, void *ctx)
+{
+	size_t shstrndx, asz;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd, ret;
+
+	ret = tb_elf_open(path, &fd, &elf);
+	if (ret)
+		return ret;
+	if (elf_getshdrstrndx(elf, &shstrndx)) {
+		tb_elf_close(fd, elf);
 		return -ENOEXEC;
-	addr_sz = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
-	while ((scn = elf_nextscn(elf, scn))) {
+	}
+	asz = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
+	while (!ret && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *sname;
 		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, noff, doff;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
 		sname = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!sname || strcmp(sname, ".note.stapsdt"))
+		if (!sname || strcmp(sname, ".note.stapsdt") || !(data = elf_getdata(scn, NULL)))
 			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		while ((off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
-			const char *d = (const char *)data->d_buf + doff;
-			const char *owner = (const char *)data->d_buf + noff;
-			const char *end = d + nh.n_descsz, *nlen, *args;
-			size_t plen;
-
-			if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) ||
-			    nh.n_descsz < 3 * addr_sz + 2)
-				continue;
-			d += 3 * addr_sz;
-			plen = strnlen(d, nh.n_descsz - 3 * addr_sz);
-			if (plen + 1 >= nh.n_descsz - 3 * addr_sz)
-				continue;
-			if (strcmp(d, TB_PROVIDER))
-				continue;
-			d += plen + 1;
-			nlen = memchr(d, 0, nh.n_descsz - 3 * addr_sz - plen - 1);
-			if (!nlen)
-				continue;
-			if (probe ? strcmp(d, probe) :
-			    strcmp(d, TB_PROBE) && strcmp(d, TB_PROBE_ID))
-				continue;
-			count++;
-			args = nlen + 1;
-			if (!fixed_regs(d) ||
-			    strnlen(args, end - args) == (size_t)(end - args) ||
-			    strcmp(args, fixed_regs(d)))
-				(*other_regs)++;
-		}
+		ret = each_in(data, asz, fn, ctx);
 	}
-	return count;
+	tb_elf_close(fd, elf);
+	return ret;
 }
 
 int tb_elf_count_probes(const char *path)
@@ -139,17 +157,11 @@ int tb_elf_count_probe(const char *path, const char *probe)
 
 int tb_elf_probe_regs(const char *path, const char *probe, int *other_regs)
 {
-	Elf *elf;
-	int fd, ret;
+	struct regs_count c = { .probe = probe };
+	int ret = tb_elf_each_note(path, count_note, &c);
 
-	*other_regs = 0;
-
-	ret = tb_elf_open(path, &fd, &elf);
-	if (ret)
-		return ret;
-	ret = count_notes(elf, probe, other_regs);
-	tb_elf_close(fd, elf);
-	return ret;
+	*other_regs = c.other;
+	return ret < 0 ? ret : c.count;
 }
 
 int tb_elf_open(const char *path, int *fd, Elf **elf)

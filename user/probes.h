@@ -31,6 +31,12 @@ int tb_elf_count_probe(const char *path, const char *probe);
  * arguments in the fixed registers of the current trace.h
  * (TRACEBPF_REGS_EVENT, TRACEBPF_REGS_EVENT_ID). */
 int tb_elf_probe_regs(const char *path, const char *probe, int *other_regs);
+/* Every stapsdt note of the ELF file at path: fn(provider, name, the
+ * argument spec, the semaphore's address (0: none), ctx) until it returns
+ * non-zero (returned). -errno when the file cannot be read as ELF. */
+typedef int (*tb_note_fn)(const char *provider, const char *name, const char *args,
+			  unsigned long long sema, void *ctx);
+int tb_elf_each_note(const char *path, tb_note_fn fn, void *ctx);
 /* Opens the ELF file at path for reading: 0, -ENOEXEC (not ELF) or
  * -errno. tb_elf_close ends both. */
 struct Elf;

@@ -2,8 +2,6 @@
 /* usdt.c - the rules of record --usdt and its catalogs (see usdt.h). */
 #include <errno.h>
 #include <fnmatch.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +269,17 @@ static int catalog_line(struct tb_usdt_rules *r, char *line, int depth, char *wh
 	return -EINVAL;
 }
 
+/* why, prefixed with the catalog line it is about. */
+static void at_line(char *why, size_t wl, const char *path, int no)
+{
+	char inner[512];
+
+	snprintf(inner, sizeof(inner), "%s", *why ? why :
+		 "give OPTION VALUE, OPTION one of usdt, usdt-slice, usdt-async, usdt-args, "
+		 "usdt-counter, usdt-enable");
+	snprintf(why, wl, "%.256s:%d: %s", path, no, inner);
+}
+
 static int load_catalog(struct tb_usdt_rules *r, const char *name, int depth,
 			char *why, size_t wl)
 {
@@ -294,18 +303,8 @@ static int load_catalog(struct tb_usdt_rules *r, const char *name, int depth,
 		if (!*s || *s == '#')
 			continue;
 		err = catalog_line(r, s, depth, why, wl);
-		if (err == -EINVAL) {
-			char where[PATH_MAX + 16];
-
-			snprintf(where, sizeof(where), "%s:%d", path, no);
-			if (!*why)
-				snprintf(why, wl, "%s: not OPTION VALUE", where);
-			else if (strlen(why) + strlen(where) + 3 < wl) {
-				memmove(why + strlen(where) + 2, why, strlen(why) + 1);
-				memcpy(why, where, strlen(where));
-				memcpy(why + strlen(where), ": ", 2);
-			}
-		}
+		if (err == -EINVAL)
+			at_line(why, wl, path, no);
 	}
 	fclose(f);
 	return err;
@@ -492,62 +491,4 @@ int tb_usdt_spec_nargs(const char *args)
 		args += strcspn(args, " ");
 	}
 	return n;
-}
-
-/* The notes of one .note.stapsdt section (see probes.c's count_notes for
- * the layout). */
-static int each_in(Elf_Data *data, size_t asz, tb_note_fn fn, void *ctx)
-{
-	GElf_Nhdr nh;
-	size_t off = 0, noff, doff;
-	int ret = 0;
-
-	while (!ret && (off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
-		const char *d = (const char *)data->d_buf + doff, *owner = (const char *)data->d_buf + noff;
-		const char *prov, *name, *args, *end = d + nh.n_descsz;
-		unsigned long long sema = 0;
-
-		if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp(owner, "stapsdt", 8) ||
-		    nh.n_descsz < 3 * asz + 3)
-			continue;
-		memcpy(&sema, d + 2 * asz, asz);
-		prov = d + 3 * asz;
-		name = memchr(prov, 0, end - prov);
-		args = name ? memchr(name + 1, 0, end - name - 1) : NULL;
-		if (!args || !memchr(args + 1, 0, end - args - 1))
-			continue;
-		ret = fn(prov, name + 1, args + 1, sema, ctx);
-	}
-	return ret;
-}
-
-int tb_elf_each_note(const char *path, tb_note_fn fn, void *ctx)
-{
-	size_t shstrndx, asz;
-	Elf_Scn *scn = NULL;
-	Elf *elf;
-	int fd, ret;
-
-	ret = tb_elf_open(path, &fd, &elf);
-	if (ret)
-		return ret;
-	if (elf_getshdrstrndx(elf, &shstrndx)) {
-		tb_elf_close(fd, elf);
-		return -ENOEXEC;
-	}
-	asz = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
-	while (!ret && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *sname;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		sname = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!sname || strcmp(sname, ".note.stapsdt") || !(data = elf_getdata(scn, NULL)))
-			continue;
-		ret = each_in(data, asz, fn, ctx);
-	}
-	tb_elf_close(fd, elf);
-	return ret;
 }

@@ -41,13 +41,6 @@ struct tb_usdt_desc {
 void tb_usdt_describe(const struct tb_usdt_rules *r, const char *provider, const char *name,
 		      int nargs, struct tb_usdt_desc *d);
 
-/* Every stapsdt note of the ELF file at path: fn(provider, name, the
- * argument spec, the semaphore's address (0: none), ctx) until it returns
- * non-zero (returned). -errno when the file cannot be read as ELF. */
-typedef int (*tb_note_fn)(const char *provider, const char *name, const char *args,
-			  unsigned long long sema, void *ctx);
-int tb_elf_each_note(const char *path, tb_note_fn fn, void *ctx);
-
 /* Arguments in a note's argument spec ("-4@%edi 8@%rsi": 2). */
 int tb_usdt_spec_nargs(const char *args);
 
