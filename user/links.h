@@ -22,4 +22,14 @@ static inline int tb_links_add(struct bpf_link ***v, int *n, struct bpf_link *li
 	return 0;
 }
 
+/* Destroys every link of the array and frees it: empty again. */
+static inline void tb_links_destroy(struct bpf_link ***v, int *n)
+{
+	for (int i = 0; i < *n; i++)
+		bpf_link__destroy((*v)[i]);
+	free(*v);
+	*v = NULL;
+	*n = 0;
+}
+
 #endif

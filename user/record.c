@@ -23,6 +23,7 @@
 #include <linux/types.h>
 #include <bpf/libbpf.h>
 
+#include "links.h"
 #include "record.skel.h"
 #include "fast.h"
 #include "recorder.h"
@@ -194,9 +195,7 @@ static void destroy(struct recorder *r, int err)
 		tb_writer_close(r->w);
 	if (r->server)
 		tb_serve_close(r->server, 0, 0);
-	for (i = 0; i < r->nlinks; i++)
-		bpf_link__destroy(r->links[i]);
-	free(r->links);
+	tb_links_destroy(&r->links, &r->nlinks);
 	detach_usdt(r);
 	tb_sched_destroy(r->sched);
 	tb_fast_close(r->fast);

@@ -199,7 +199,9 @@ static int attach_one(struct recorder *r, struct object *ob, const char *path,
 	link = bpf_program__attach_usdt(r->skel->progs.tb_usdt, -1, path, provider, name, &uo);
 	if (!link) {
 		fprintf(stderr, "tracebpf: record: warning: failed to attach to %s:%s in '%s' "
-				"(%s): its hits are not recorded\n", provider, name, ob->path,
+				"(%s): its hits are not recorded; -v shows why libbpf "
+				"refused it (an argument spec it does not decode)\n",
+			provider, name, ob->path,
 			strerror(errno));
 		return 0;
 	}
@@ -227,9 +229,5 @@ int usdt_attach(struct recorder *r, struct object *ob, const char *path)
 
 void usdt_detach(struct object *ob)
 {
-	for (int i = 0; i < ob->nulinks; i++)
-		bpf_link__destroy(ob->ulinks[i]);
-	free(ob->ulinks);
-	ob->ulinks = NULL;
-	ob->nulinks = 0;
+	tb_links_destroy(&ob->ulinks, &ob->nulinks);
 }

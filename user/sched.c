@@ -874,9 +874,7 @@ void tb_sched_destroy(struct tb_sched *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
-	free(s->links);
+	tb_links_destroy(&s->links, &s->nlinks);
 	free(s->taken);
 	tb_gaps_close(&s->gaps);
 	sched_bpf__destroy(s->skel);
