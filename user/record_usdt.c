@@ -67,11 +67,23 @@ void usdt_close(struct recorder *r)
 	r->usdt_rules = NULL;
 }
 
+/* Room for a description's text: a provider and a name (each cut to 255
+ * bytes: they come from the ELF file), the event's name and 12 argument
+ * names, NULs included. */
+#define PROBE_TEXT (2 * 256 + sizeof(((struct tb_usdt_desc *)0)->event) + \
+		    TB_USDT_MAX_ARGS * sizeof(((struct tb_usdt_desc *)0)->argname[0]))
+
+/* s, NUL-terminated and cut to 255 bytes, at text + *len. */
+static void put_text(char *text, size_t *len, const char *s)
+{
+	*len += (size_t)snprintf(text + *len, PROBE_TEXT - *len, "%.255s", s) + 1;
+}
+
 /* The probe's description into the file (nothing before it is open). */
 static void log_probe(struct recorder *r, int id)
 {
 	const struct usdt_probe *p = &r->usdt[id];
-	char buf[sizeof(struct tb_rec_usdt_probe) + 1024];
+	char buf[sizeof(struct tb_rec_usdt_probe) + PROBE_TEXT];
 	struct tb_rec_usdt_probe *rec = (void *)buf;
 	char *text = (char *)(rec + 1);
 	size_t len = 0;
@@ -79,11 +91,11 @@ static void log_probe(struct recorder *r, int id)
 	if (!r->w)
 		return;
 	memset(buf, 0, sizeof(buf));
-	len += sprintf(text + len, "%s", p->provider) + 1;
-	len += sprintf(text + len, "%s", p->name) + 1;
-	len += sprintf(text + len, "%s", p->d.event) + 1;
+	put_text(text, &len, p->provider);
+	put_text(text, &len, p->name);
+	put_text(text, &len, p->d.event);
 	for (int i = 0; i < p->d.nargs; i++) {
-		len += sprintf(text + len, "%s", p->d.argname[i]) + 1;
+		put_text(text, &len, p->d.argname[i]);
 		rec->arg_src[i] = p->d.src[i];
 		rec->arg_type[i] = p->d.type[i];
 	}
