@@ -54,7 +54,7 @@ CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
              user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
              user/convert_cmd.c user/filter_args.c
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
-             user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_pool.c user/fast_salvage.c user/probes.c user/main.c user/sched.c user/rings.c \
+             user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_pool.c user/fast_read.c user/probes.c user/main.c user/sched.c user/rings.c \
              user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
              user/ctl_status.c user/list.c user/cats.c user/record_usdt.c user/usdt.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
@@ -69,7 +69,7 @@ TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread
 PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          lib_user noprobes api_events fork_ghost exec_target exec_chain \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases \
-         other_regs nested_loop fast_seq fast_open numbered_nest chaos_app site_order \
+         other_regs nested_loop fast_seq fast_open fast_bad numbered_nest chaos_app site_order \
          report_nest filter_events held_threads late_names fork_cats touch_mem memdump \
          leader_exits fast_window
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone $(OUT)/progs/phases_slow \

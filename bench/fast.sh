@@ -20,13 +20,20 @@
 #   D floor        fast_floor N: the fast path's ring protocol alone, in a
 #                  plain shared mapping (a 16M ring that wraps) drained by a
 #                  thread every 1 ms (bench/fast_floor.c)
+#   E fresh floor  fast_floor N 128M 1000 fresh: the same into a ring that
+#                  holds the whole loop and whose pages this process has
+#                  not touched before, as a thread's new ring: what the
+#                  host charges for a process's first touch of a page
+#                  (docs/design.md, "The fast path": microseconds a page
+#                  on a VM with shadow page tables)
 #
 # Prints each row's median with its 95% bootstrap interval
 # (bench/stats.sh), the paired ratios first hit / once mapped, first hit /
-# LTTng-UST and once mapped / floor, the share of A's events that took the
-# slow path and the recorder's fast-path drain rate (record -v's lines;
-# "n/a" when the recorder does not print it), and the goal: first hit with
-# the defaults <= 60 ns/event. Fails (exit 1) if a program is missing, a
+# LTTng-UST, once mapped / floor, once mapped / fresh floor and first hit /
+# fresh floor, the share of A's events that took the slow path and the
+# recorder's fast-path drain rate (record -v's lines; "n/a" when the
+# recorder does not print it), and the goal: first hit with the defaults
+# <= 60 ns/event. Fails (exit 1) if a program is missing, a
 # recording or the floor fails; without LTTng-UST (see bench/lttng.sh) its
 # rows print "skipped: <reason>".
 set -euo pipefail
@@ -110,13 +117,16 @@ floor_run() {
   "$B/fast_floor" "$N" >"$out/f.out" 2>"$out/f.err" ||
     die "fast_floor failed: $(cat "$out/f.out" "$out/f.err")"
   ns "$out/f.out" >>"$out/floor"
+  "$B/fast_floor" "$N" $((128 << 20)) 1000 fresh >"$out/e.out" 2>"$out/e.err" ||
+    die "fast_floor fresh failed: $(cat "$out/e.out" "$out/e.err")"
+  ns "$out/e.out" >>"$out/fresh"
   sed -n 's/.* full=\([0-9]*\).*/\1/p' "$out/f.out" >>"$out/full"
   # its consumer was kept off the CPU: the run waited, and is slower
   grep -q ' full=0 ' "$out/f.out" ||
     echo "bench: WARNING: floor: the ring filled: $(tail -n 1 "$out/f.out")" >&2
 }
 
-for f in first once lttng floor slow drain full; do : >"$out/$f"; done
+for f in first once lttng floor fresh slow drain full; do : >"$out/$f"; done
 for _ in $(seq "$runs"); do
   first_hit
   record once PROBE_COST_FAST=1 -- --fast-buffer-size 128M
@@ -136,10 +146,13 @@ label "LTTng-UST, $nsubbuf x $subbuf per CPU"
 if [ -n "$lttng" ]; then echo "$(summary "$out/lttng") ns/event"; else echo "skipped: $lttng_why"; fi
 label "floor (fast_floor, 16M ring)"
 echo "$(summary "$out/floor") ns/event ($(awk '{ s += $1 } END { print s + 0 }' "$out/full") waits for a full ring)"
+label "floor, fresh pages (128M ring)"; echo "$(summary "$out/fresh") ns/event"
 label "ratio first hit / once mapped"; ratio "$out/first" "$out/once"; echo
 label "ratio first hit / LTTng-UST"
 if [ -n "$lttng" ]; then ratio "$out/first" "$out/lttng"; echo; else echo "skipped: $lttng_why"; fi
 label "ratio once mapped / floor"; ratio "$out/once" "$out/floor"; echo
+label "ratio once mapped / fresh floor"; ratio "$out/once" "$out/fresh"; echo
+label "ratio first hit / fresh floor"; ratio "$out/first" "$out/fresh"; echo
 label "first hit: events on the slow path"; echo "$(median <"$out/slow") % (median)"
 label "first hit: fast-path drain"
 if [ -s "$out/drain" ]; then echo "$(median <"$out/drain") events/s (median)"; else echo "n/a"; fi

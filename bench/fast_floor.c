@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * fast_floor [N [RING_BYTES [ROUND_US]]] - the floor of the fast path: a
+ * fast_floor [N [RING_BYTES [ROUND_US [fresh]]]] - the floor of the fast path: a
  * bare loop that writes N (2,000,000) two-integer events into a ring the
  * way an enabled site on the fast path does, and nothing else (no check of
  * the thread's ring or of the session, no signal guard, no site table).
@@ -16,7 +16,12 @@
  * before the loop, as the kernel's are. Each sample is trace.h's: an
  * 8-byte header {len | BUSY, 0}, then struct tracebpf_fast_rec (type,
  * size, CPU from rseq, CLOCK_MONOTONIC from the vDSO, site, the two
- * arguments). The producer follows tracebpf__fast_reserve and
+ * arguments). With `fresh` the data pages are left as mapped, never
+ * touched by this process before the loop, as a thread's new ring is:
+ * with a ring that holds all N events (RING_BYTES >= N x 48) the loop then
+ * pays whatever the host charges for a process's first touch of a page
+ * (on a VM with shadow page tables, microseconds each). The producer
+ * follows tracebpf__fast_reserve and
  * tracebpf__fast_commit: the consumer position is read again only when
  * the last one read leaves no room; BUSY is set, the producer position
  * release-stored, the record written, and the header release-stored
@@ -72,6 +77,7 @@ static const char site = 0;       /* stands for a site descriptor */
 
 static uint64_t drained, bad, rounds;
 static long round_us = 1000;
+static int fresh;                 /* the data pages not touched before the loop */
 
 /* The thread's CPU as trace.h takes it: rseq's cpu_id, or UINT32_MAX. */
 static inline uint32_t cpu(void)
@@ -192,7 +198,8 @@ static int map_ring(unsigned long size)
 		return -1;
 	}
 	close(fd);
-	memset(base + PAGE, 0, size);
+	if (!fresh)
+		memset(base + PAGE, 0, size);
 	cons_pos = (unsigned long *)cons;
 	ring.cons = cons_pos;
 	ring.prod = (unsigned long *)base;
@@ -212,10 +219,12 @@ int main(int argc, char **argv)
 		size = strtoul(argv[2], NULL, 0);
 	if (argc > 3)
 		round_us = strtol(argv[3], NULL, 10);
-	if (argc > 4 || n == 0 || size < PAGE || (size & (size - 1)) || round_us < 1 ||
+	if (argc > 4)
+		fresh = !strcmp(argv[4], "fresh");
+	if (argc > 5 || (argc > 4 && !fresh) || n == 0 || size < PAGE || (size & (size - 1)) || round_us < 1 ||
 	    round_us > 999999) {
-		fprintf(stderr, "usage: fast_floor [N [RING_BYTES [ROUND_US]]] (N > 0, RING_BYTES "
-				"a power of two >= 4096, ROUND_US 1..999999)\n");
+		fprintf(stderr, "usage: fast_floor [N [RING_BYTES [ROUND_US [fresh]]]] (N > 0, "
+				"RING_BYTES a power of two >= 4096, ROUND_US 1..999999)\n");
 		return 2;
 	}
 	if (map_ring(size))

@@ -133,8 +133,8 @@ _Static_assert(TB_MAX_ARGS == TRACEBPF_MAX_ARGS && TB_SITE_MAX == TRACEBPF_SITE_
 /* The fast path (docs/design.md, "The fast path"): the samples a thread
  * writes into its own user ring buffer, as lib/include/tracebpf/trace.h
  * lays them out (struct tracebpf_fast_rec; user/fast.c asserts that the two
- * agree). tb_fast_drain turns them into TB_REC_EVENT and TB_REC_SITE
- * records in the recorder's ring. */
+ * agree). The recorder turns them into TB_REC_EVENT and TB_REC_SITE
+ * records (user/fast_read.c), and tb_fast_drain moves the ring past them. */
 #define TB_FAST_EVENT     1u   /* struct tb_fast_rec */
 #define TB_FAST_SITE      2u   /* the head, then the descriptor's bytes */
 #define TB_FAST_EVENT_STR 3u   /* tb_fast_rec, tb_fast_str, then the strings */
@@ -183,15 +183,12 @@ struct tb_fast_drain {
 	__u32 slot;      /* in: the ring's index in fast_rings */
 	__u32 pid;       /* in: the thread the ring belongs to */
 	__u32 tid;
-	__u32 pad;
-	__u64 drained;   /* out: samples taken */
-	__u64 dropped;   /* out: records the recorder's ring refused (counted
-			  * in drops) */
-	__u64 bad;       /* out: samples that were not a record */
+	__u32 skip;      /* out: the filters leave this thread out */
+	__u64 limit;     /* in: samples to move the consumer past (0: none) */
+	__u64 drained;   /* out: samples moved past */
+	__u64 stop_ts;   /* out: events stamped from here on are dropped (a
+			  * ctl stop), ~0 when recording */
 	__s64 ret;       /* out: bpf_user_ringbuf_drain's return */
-	__u32 full;      /* out: stopped because the recorder's ring is full:
-			  * consume it, then drain again */
-	__u32 pad2;
 };
 
 /* TB_REC_SITE: the descriptor bytes exactly as the application holds them

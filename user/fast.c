@@ -53,7 +53,6 @@ _Static_assert(TB_FAST_EVENT == TRACEBPF_FAST_EVENT && TB_FAST_SITE == TRACEBPF_
 
 #define BPF_FS "/sys/fs/bpf"
 #define BPF_FS_MAGIC_ 0xcafe4a11
-#define DRAIN_MAX (128 * 1024)   /* the kernel's BPF_MAX_USER_RINGBUF_SAMPLES */
 
 static void ctl_dead(int fd);
 
@@ -506,41 +505,64 @@ bool tb_fast_has_rings(const struct tb_fast *f)
 	return f && !f->o.off && !f->broken;
 }
 
-/* Bytes the drain has taken of r (its consumer position). */
-static unsigned long ring_cons(const struct fring *r)
+/* Runs tb_fast_drain for r into d: with limit 0 it says what r's events
+ * are subject to now, else it moves r's consumer position past that many
+ * samples (or the most one run may: d->drained says). */
+static int drain_run(struct tb_fast *f, __u32 slot, const struct fring *r, uint64_t limit,
+		     struct tb_fast_drain *d)
 {
-	return __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
+	LIBBPF_OPTS(bpf_test_run_opts, t, .ctx_in = d, .ctx_size_in = sizeof(*d));
+
+	memset(d, 0, sizeof(*d));
+	d->slot = slot;
+	d->pid = r->pid;
+	d->tid = r->tid;
+	d->limit = limit;
+	if (bpf_prog_test_run_opts(f->drain_fd, &t))
+		return -errno;
+	return d->ret < 0 ? (int)d->ret : 0;
 }
 
-/* One ring into this CPU's ring, up to `until` (its producer position when
- * the round began: a thread writing faster than the drain would otherwise
- * hold the round forever; what it wrote since is stamped after the cut).
- * 1 when the recorder's ring is full (consume it, and call again). */
+/* One ring read into the recorder's records, up to `until` (its producer
+ * position when the round began: a thread writing faster than the drain
+ * would otherwise hold the round forever; what it wrote since is stamped
+ * after the cut), then its consumer position moved past what was read.
+ * The kernel finding fewer samples than were read cannot happen with
+ * trace.h's protocol; it is an error like the kernel's own. */
 static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned long until)
 {
+	struct fast_cut c = { .until = until };
 	struct tb_fast_drain d;
-	LIBBPF_OPTS(bpf_test_run_opts, t, .ctx_in = &d, .ctx_size_in = sizeof(d));
+	struct fast_taken t;
+	uint64_t lost = 0, moved = 0;
 	int err;
 
-	do {
-		if ((long)(until - ring_cons(r)) <= 0)
-			return 0;
-		memset(&d, 0, sizeof(d));
-		d.slot = slot;
-		d.pid = r->pid;
-		d.tid = r->tid;
-		err = bpf_prog_test_run_opts(f->drain_fd, &t);
+	if ((long)(until - r->rd) <= 0)
+		return 0;
+	err = drain_run(f, slot, r, 0, &d);
+	if (err)
+		return err;
+	c.skip = d.skip;
+	c.stop_ts = d.stop_ts;
+	t = fast_read(f, r, &c, &lost);
+	f->drained += t.samples;
+	t.samples += t.refused;   /* the kernel refuses it too, with an error */
+	while (moved < t.samples) {
+		err = drain_run(f, slot, r, t.samples - moved, &d);
 		if (err)
-			return -errno;
-		if (d.ret < 0)
-			return (int)d.ret;
-		f->drained += d.drained;
-	} while (d.drained >= DRAIN_MAX && !d.full);
-	return d.full;
+			return err;
+		if (!d.drained)
+			return -EPROTO;
+		moved += d.drained;
+	}
+	return 0;
 }
 
 void fast_unmap_ring(struct fring *r)
 {
+	if (r->data)
+		munmap((void *)r->data, 2 * r->size);
+	r->data = NULL;
 	munmap((void *)r->pos, RING_META);
 	close(r->fd);
 	r->fd = -1;
@@ -602,15 +624,17 @@ static void drain_broken(struct tb_fast *f, int err)
 	}
 	for (__u32 i = 0; i < f->o.max_rings; i++) {
 		struct fring *r = &f->rings[i];
-		bool final = (r->dead && r->dead < f->round) || r->retired;
-		uint64_t n;
+		struct fast_cut c = { .stop_ts = ~0ull };
+		uint64_t n = 0;
 
 		if (r->fd < 0 || r->spare)
 			continue;
-		n = fast_salvage(f, r, final);
+		c.final = (r->dead && r->dead < f->round) || r->retired;
+		c.until = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
+		fast_read(f, r, &c, &n);
 		if (n)
 			add_lost(f, r, n, r->dead ? r->dead_ts : now);
-		if (final)
+		if (c.final)
 			fast_close_slot(f, i);
 	}
 }
@@ -664,7 +688,7 @@ static unsigned ring_fill(const struct fring *r)
 
 /* One thread's ring drained; closed if its thread is gone, or if it is a
  * ring the thread left for a bigger one and is empty now. */
-static void drain_one(struct tb_fast *f, __u32 i, void (*consume)(void *), void *ctx)
+static void drain_one(struct tb_fast *f, __u32 i)
 {
 	struct fring *r = &f->rings[i];
 	unsigned long until = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
@@ -673,8 +697,7 @@ static void drain_one(struct tb_fast *f, __u32 i, void (*consume)(void *), void 
 	r->fill = ring_fill(r);
 	if (r->fill > f->fill)
 		f->fill = r->fill;
-	while ((err = drain_ring(f, i, r, until)) == 1)
-		consume(ctx);
+	err = drain_ring(f, i, r, until);
 	if (err) {
 		drain_broken(f, err);
 		return;
@@ -685,11 +708,10 @@ static void drain_one(struct tb_fast *f, __u32 i, void (*consume)(void *), void 
 		fast_close_slot(f, i);
 }
 
-/* Every thread's ring into the recorder's rings; consume(ctx) empties
- * those when they fill up, and the drain goes on. Claims first: a thread
+/* Every thread's ring read into the recorder's records. Claims first: a thread
  * writes into a spare only after its claim, so what a spare holds past a
  * claim not yet seen here is stamped after this round's cut. */
-void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx)
+void tb_fast_drain_all(struct tb_fast *f)
 {
 	uint64_t t0;
 
@@ -705,11 +727,11 @@ void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx)
 	t0 = mono_ns();
 	for (__u32 i = 0; i < f->o.max_rings && !f->broken; i++)
 		if (f->rings[i].fd >= 0 && !f->rings[i].spare)
-			drain_one(f, i, consume, ctx);
+			drain_one(f, i);
 	f->drain_ns += mono_ns() - t0;
 }
 
-void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx)
+void tb_fast_finish(struct tb_fast *f)
 {
 	struct timespec ms = { 0, 1000000 };
 	uint64_t now;
@@ -726,7 +748,7 @@ void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx)
 			f->rings[i].dead = f->round;
 			f->rings[i].dead_ts = now;
 		}
-	tb_fast_drain_all(f, consume, ctx);
+	tb_fast_drain_all(f);
 }
 
 unsigned tb_fast_fill(const struct tb_fast *f)
@@ -800,6 +822,7 @@ void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (!f)
 		return;
+	st->bad = f->bad;
 	st->drained = f->drained;
 	st->drain_ns = f->drain_ns;
 	st->made = f->made;

@@ -2,8 +2,9 @@
 /*
  * fast.h - the recorder's side of the fast path (docs/design.md, "The fast
  * path"): the session's directory in bpffs, one user ring buffer per
- * thread (and object) that asks for one, drained every round by
- * tb_fast_drain into the recorder's rings.
+ * thread (and object) that asks for one, read every round by the
+ * recorder (fast_read.c), which hands the records to tb_fast_output's
+ * put, and moved past by tb_fast_drain.
  *
  * Order: tb_fast_prepare (before the object is loaded), tb_fast_start
  * (after), then per round tb_fast_drain_all before the rings are consumed
@@ -45,8 +46,8 @@ bool tb_fast_has_rings(const struct tb_fast *f);
 /* Since the last tb_fast_round_end, processes forked, threads started or
  * threads asked for rings: rings to make this round. */
 bool tb_fast_pending(const struct tb_fast *f);
-/* Where records go that the recorder makes itself of what a ring holds,
- * when the drain program cannot run (as its rings' records go). */
+/* Where the records go that the recorder makes of what the threads' rings
+ * hold (as its rings' records go). */
 void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),
 		    void *ctx);
 /* A process traced from the start (-p, or the command before its exec):
@@ -62,14 +63,14 @@ void tb_fast_fork(struct tb_fast *f, uint32_t parent, uint32_t child);
 void tb_fast_thread(struct tb_fast *f, uint32_t pid);
 void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, uint64_t ts);
 void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts);
-void tb_fast_drain_all(struct tb_fast *f, void (*consume)(void *), void *ctx);
+void tb_fast_drain_all(struct tb_fast *f);
 void tb_fast_round_end(struct tb_fast *f);
 /* The categories recorded from now on: into every process's switch, and
  * into those made from now on (tracebpf/cats.h). */
 struct tracebpf_cats;
 void tb_fast_cats(struct tb_fast *f, const struct tracebpf_cats *k);
 /* The session is over: no thread writes again; the rings drained. */
-void tb_fast_finish(struct tb_fast *f, void (*consume)(void *), void *ctx);
+void tb_fast_finish(struct tb_fast *f);
 /* How full the fullest ring was when tb_fast_drain_all last took it, per
  * mille of its size (1000: full, its thread's events went to the probes
  * meanwhile). */
@@ -97,6 +98,8 @@ struct tb_fast_stats {
 	uint64_t drain_ns;   /* time in the drain (the recorder's thread) */
 	uint64_t made;       /* rings made */
 	uint64_t grown;      /* of them, bigger rings for threads whose ring filled */
+	uint64_t bad;        /* samples that were not a record (a process that
+			      * wrote its ring by other means than trace.h) */
 };
 void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st);
 

@@ -29,8 +29,8 @@ struct fring {
 	unsigned fill;         /* per mille, when last drained */
 	uint64_t given_ns;     /* when its thread's claim was taken in */
 	unsigned long prod0;   /* its producer position then */
-	unsigned long salv;    /* read up to here by fast_salvage (salv_on) */
-	bool salv_on;
+	unsigned long rd;      /* read up to here (fast_read) */
+	const unsigned char *data;   /* mapped twice, read-only, once read */
 	bool spare, retired;
 	bool hot;              /* its thread asked (full), or took a grown one */
 	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */
@@ -95,6 +95,7 @@ struct tb_fast {
 	struct lost *lost_v;       /* not yet marked in the trace */
 	size_t nlost;
 	uint64_t drained, drain_ns, made, grown;   /* tb_fast_stats */
+	uint64_t bad;          /* samples that were not a record */
 	bool said_full, said_err;
 	bool broken;           /* the drain cannot run: every process on its probes */
 	unsigned new_threads;  /* tb_fast_thread calls this round */
@@ -107,8 +108,8 @@ struct tb_fast {
  * LIVE, so the process takes its probes (both sessions see them). */
 #define TB_FAST_SHARED 0x44524853u   /* "SHRD" */
 
-/* What the recorder maps of a thread's ring: the consumer and producer
- * positions' pages (it never reads the data: the drain program does). */
+/* The consumer and producer positions' pages, ahead of a ring's data in
+ * its mapping. */
 #define RING_META (2 * 4096)
 
 /* fast.c */
@@ -124,10 +125,21 @@ void fast_unmap_ring(struct fring *r);
 void fast_close_slot(struct tb_fast *f, uint32_t slot);
 void fast_flush_stale(struct tb_fast *f);
 
-/* fast_salvage.c: the samples of r committed since the last call, as
- * records to f->put. With final (its thread can write no more), the
- * events lost: a sample still BUSY. */
-uint64_t fast_salvage(struct tb_fast *f, struct fring *r, bool final);
+/* fast_read.c: what a ring is read under, and what was read. */
+struct fast_cut {
+	unsigned long until;   /* the producer position the round stops at */
+	uint64_t stop_ts;      /* events stamped from here on are dropped */
+	bool skip;             /* the filters leave the ring's thread out */
+	bool final;            /* its thread can write no more into it */
+};
+
+struct fast_taken {
+	uint64_t samples;      /* the kernel's consumer position moves past these */
+	bool refused;          /* and stops at a header it refuses */
+};
+
+struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
+			    uint64_t *lost);
 
 /* fast_pool.c */
 /* The processes' claims of spares, taken in before a drain (after the

@@ -93,9 +93,9 @@ void drain_fast(struct recorder *r, bool last)
 	release_held(r);
 	r->cut = last ? 0 : now_ns(CLOCK_MONOTONIC);
 	if (last)
-		tb_fast_finish(r->fast, consume_rings, r);
+		tb_fast_finish(r->fast);
 	else
-		tb_fast_drain_all(r->fast, consume_rings, r);
+		tb_fast_drain_all(r->fast);
 }
 
 /* Before a stop is logged: every record, none held back for the next
@@ -107,7 +107,7 @@ void take_all(struct recorder *r)
 	release_held(r);
 	r->cut = 0;
 	if (r->fast)
-		tb_fast_drain_all(r->fast, consume_rings, r);
+		tb_fast_drain_all(r->fast);
 	consume_rings(r);
 }
 

@@ -299,6 +299,21 @@ void status_line(struct recorder *r, double elapsed, double rate)
 			r->ctl.off ? "  STOPPED (tracebpf ctl start)" : "");
 }
 
+/* Samples in the threads' rings that were not records: never written by
+ * trace.h, so said whether -v or not. */
+static void fast_bad_said(const struct recorder *r)
+{
+	struct tb_fast_stats st;
+
+	if (!r->fast)
+		return;
+	tb_fast_stats(r->fast, &st);
+	if (st.bad)
+		fprintf(stderr, "tracebpf: WARNING: %llu samples in the threads' fast-path rings "
+				"were not events and were left out (a ring written by other means "
+				"than tracebpf/trace.h)\n", (unsigned long long)st.bad);
+}
+
 /* The summary line and a warning for every kind of loss. */
 void report(struct recorder *r)
 {
@@ -344,6 +359,7 @@ void report(struct recorder *r)
 			st.drain_ns ? st.drained * 1e9 / st.drain_ns : 0.0,
 			(unsigned long long)st.made, (unsigned long long)st.grown);
 	}
+	fast_bad_said(r);
 	if (r->o->verbose)
 		fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 				"--flush-interval timer, %llu times woken by the kernel; %llu "

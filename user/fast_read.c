@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * fast_read.c - the threads' rings read by the recorder. It maps each
+ * ring's data read-only once, and makes of each sample the record the
+ * probe makes of the same event (an EVENT, EVENT_ID or SITE record of the
+ * ring owner's pid and tid), handed to the recorder as its rings' records
+ * are. Only the kernel moves a user ring's consumer position:
+ * tb_fast_drain (bpf/fast.bpf.h) moves it past the samples read here
+ * (user/fast.c), so the kernel does one step per sample and the recorder
+ * the rest, with no copy through a ring buffer in between.
+ *
+ * The recorder keeps its own read position per ring. It runs ahead of the
+ * kernel's only while the drain program cannot run (BPF_PROG_TEST_RUN
+ * refused): then a thread may have found its session live just before the
+ * switch and be held (preempted, stopped, in a page fault) before it
+ * reserves its sample, for any time, so its ring is read every round until
+ * its thread is gone or the recording ends, and closed then.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <linux/types.h>
+
+#include "tbrecords.h"
+#include "fast_int.h"
+#include "tracebpf/site.h"
+
+/* The largest record a sample makes: an event_id record, its two strings
+ * and its name, or a descriptor. */
+#define READ_MAX (sizeof(struct tb_rec_event_id) + 3 * TB_STR_MAX + TB_SITE_MAX)
+
+/* The kernel's sample header flags (BPF_RINGBUF_*_BIT) and the largest
+ * sample it hands a program (a dynptr's size). */
+#define SAMPLE_BUSY    (1u << 31)
+#define SAMPLE_DISCARD (1u << 30)
+#define SAMPLE_MAX     ((1u << 24) - 1)
+
+static void read_hdr(struct tb_rec_hdr *h, __u16 type, size_t size,
+			const struct tb_fast_rec *f, const struct fring *r)
+{
+	h->type = type;
+	h->size = (__u16)size;
+	h->cpu = f->cpu;
+	h->ts = f->ts;
+	h->pid = r->pid;
+	h->tid = r->tid;
+}
+
+/* An event with strings, or of an event_id site (fast_event_x). */
+static size_t read_event_x(unsigned char *buf, const struct tb_fast_rec *f, size_t len,
+			      const struct fring *r, bool is_id)
+{
+	const unsigned char *s = (const unsigned char *)f;
+	size_t head = sizeof(*f) + sizeof(struct tb_fast_str) +
+		      (is_id ? sizeof(struct tb_fast_id) : 0);
+	size_t off = is_id ? sizeof(struct tb_rec_event_id) : sizeof(struct tb_rec_event), n;
+	struct tb_rec_event *ev = (void *)buf;
+	struct tb_fast_id id = { 0 };
+	struct tb_fast_str x;
+
+	if (len < head)
+		return 0;
+	memcpy(&x, s + sizeof(*f), sizeof(x));
+	if (is_id)
+		memcpy(&id, s + sizeof(*f) + sizeof(x), sizeof(id));
+	n = (size_t)x.len[0] + x.len[1] + id.name_len;
+	if (x.len[0] > TB_STR_MAX || x.len[1] > TB_STR_MAX || id.name_len > TB_STR_MAX ||
+	    head + n > len)
+		return 0;
+	memset(buf, 0, off);
+	ev->site = f->site;
+	ev->args[0] = f->args[0];
+	ev->args[1] = f->args[1];
+	ev->str_len[0] = x.len[0];
+	ev->str_len[1] = x.len[1];
+	ev->flags = TB_EVF_FAST | (x.flags & TB_FAST_STR_NULL ? TB_EVF_STR_FAULT : 0) |
+		    (x.flags & TB_FAST_NAME_NULL ? TB_EVF_NAME_FAULT : 0);
+	if (is_id) {
+		((struct tb_rec_event_id *)buf)->id = id.id;
+		((struct tb_rec_event_id *)buf)->name_len = id.name_len;
+	}
+	memcpy(buf + off, s + head, n);
+	read_hdr(&ev->hdr, is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, TB_REC_ALIGN(off + n), f, r);
+	return TB_REC_ALIGN(off + n);
+}
+
+/* One sample as the record the drain makes of it; 0 for a bad one. */
+static size_t read_one(unsigned char *buf, const struct tb_fast_rec *f, size_t len,
+			  const struct fring *r)
+{
+	const struct tracebpf_site *us = (const void *)f->args;
+	struct tb_rec_event *ev = (void *)buf;
+	struct tb_rec_site *site = (void *)buf;
+
+	if (f->type == TB_FAST_EVENT && len == sizeof(*f)) {
+		memset(ev, 0, sizeof(*ev));
+		read_hdr(&ev->hdr, TB_REC_EVENT, sizeof(*ev), f, r);
+		ev->site = f->site;
+		ev->args[0] = f->args[0];
+		ev->args[1] = f->args[1];
+		ev->flags = TB_EVF_FAST;
+		return sizeof(*ev);
+	}
+	if (f->type == TB_FAST_EVENT_STR || f->type == TB_FAST_EVENT_ID)
+		return read_event_x(buf, f, len, r, f->type == TB_FAST_EVENT_ID);
+	if (f->type != TB_FAST_SITE || len < TB_FAST_HEAD + sizeof(*us) ||
+	    us->magic != TRACEBPF_SITE_MAGIC || us->size < sizeof(*us) ||
+	    us->size > len - TB_FAST_HEAD || us->size > TB_SITE_MAX)
+		return 0;
+	memset(site, 0, sizeof(*site));
+	site->site = f->site;
+	site->len = us->size;
+	memcpy(site + 1, us, us->size);
+	read_hdr(&site->hdr, TB_REC_SITE, TB_REC_ALIGN(sizeof(*site) + us->size), f, r);
+	return TB_REC_ALIGN(sizeof(*site) + us->size);
+}
+
+/* The ring's data, mapped twice in a row, read-only, kept until the ring
+ * is closed (fast_unmap_ring). NULL when it cannot be mapped. */
+static const unsigned char *ring_data(struct fring *r)
+{
+	void *d;
+
+	if (r->data)
+		return r->data;
+	d = mmap(NULL, 2 * r->size, PROT_READ, MAP_SHARED, r->fd, RING_META);
+	if (d == MAP_FAILED)
+		return NULL;
+	r->data = d;
+	return r->data;
+}
+
+/* One sample's record to put(), unless the filters leave its thread out
+ * or it was stamped after a ctl stop (a descriptor always goes). */
+static void read_put(struct tb_fast *f, const struct fring *r, const struct fast_cut *c,
+		     const struct tb_fast_rec *s, size_t len)
+{
+	unsigned char buf[READ_MAX + 8];
+	size_t n;
+
+	if (s->type != TB_FAST_SITE && (c->skip || (len >= sizeof(*s) && s->ts >= c->stop_ts)))
+		return;
+	n = len >= sizeof(*s) || s->type == TB_FAST_SITE ? read_one(buf, s, len, r) : 0;
+	if (!n)
+		f->bad++;
+	else if (f->put)
+		f->put(f->put_ctx, buf, n);
+}
+
+/* The samples of r committed since the last call, up to c->until, as
+ * records to put(), checked as the kernel checks them so that the two
+ * count alike: a sample still BUSY stops the reading (its thread is
+ * writing it), and is counted in *lost when c->final (its thread killed
+ * while writing it); a discarded one is passed over; a header the kernel
+ * refuses stops it too, and is said in the result. Returns what the
+ * kernel must be moved past. */
+struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
+			    uint64_t *lost)
+{
+	struct fast_taken t = { 0, false };
+	unsigned long cons = r->rd, prod;
+	const unsigned char *data;
+
+	prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
+	if ((long)(c->until - prod) < 0)
+		prod = c->until;
+	if ((long)(prod - cons) <= 0)
+		return t;
+	data = ring_data(r);
+	if (!data) {   /* tried again next round, unless final */
+		if (c->final)
+			*lost += (prod - cons) / sizeof(struct tb_fast_rec) + 1;
+		return t;
+	}
+	while ((long)(prod - cons) > 0) {
+		const uint32_t *hdr = (const void *)(data + (cons & (r->size - 1)));
+		uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+		uint32_t len = h & ~(SAMPLE_BUSY | SAMPLE_DISCARD);
+		unsigned long total = (len + 8ul + 7ul) & ~7ul;
+
+		if (total > prod - cons || total > r->size || len > SAMPLE_MAX) {
+			t.refused = true;   /* not a sample: nothing after it can be read */
+			break;
+		}
+		if (h & SAMPLE_DISCARD) {
+			cons += total;
+			continue;
+		}
+		if (h & SAMPLE_BUSY) {
+			*lost += c->final;   /* the one its thread was writing */
+			break;
+		}
+		read_put(f, r, c, (const void *)(hdr + 2), len);
+		cons += total;
+		t.samples++;
+	}
+	r->rd = cons;
+	return t;
+}
