@@ -561,7 +561,7 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 void fast_unmap_ring(struct fring *r)
 {
 	if (r->data)
-		munmap((void *)r->data, 2 * r->size);
+		munmap((void *)r->data, r->size);
 	r->data = NULL;
 	munmap((void *)r->pos, RING_META);
 	close(r->fd);

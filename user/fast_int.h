@@ -30,7 +30,7 @@ struct fring {
 	uint64_t given_ns;     /* when its thread's claim was taken in */
 	unsigned long prod0;   /* its producer position then */
 	unsigned long rd;      /* read up to here (fast_read) */
-	const unsigned char *data;   /* mapped twice, read-only, once read */
+	const unsigned char *data;   /* mapped read-only, once read */
 	bool spare, retired;
 	bool hot;              /* its thread asked (full), or took a grown one */
 	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */

@@ -115,15 +115,18 @@ static size_t read_one(unsigned char *buf, const struct tb_fast_rec *f, size_t l
 	return TB_REC_ALIGN(sizeof(*site) + us->size);
 }
 
-/* The ring's data, mapped twice in a row, read-only, kept until the ring
- * is closed (fast_unmap_ring). NULL when it cannot be mapped. */
+/* The ring's data, read-only, kept until the ring is closed
+ * (fast_unmap_ring). Mapped once, though the kernel maps it twice in a
+ * row: the second copy would count every page twice in the recorder's
+ * resident memory (a sample that wraps is copied, read_sample). NULL when
+ * it cannot be mapped. */
 static const unsigned char *ring_data(struct fring *r)
 {
 	void *d;
 
 	if (r->data)
 		return r->data;
-	d = mmap(NULL, 2 * r->size, PROT_READ, MAP_SHARED, r->fd, RING_META);
+	d = mmap(NULL, r->size, PROT_READ, MAP_SHARED, r->fd, RING_META);
 	if (d == MAP_FAILED)
 		return NULL;
 	r->data = d;
@@ -147,6 +150,23 @@ static void read_put(struct tb_fast *f, const struct fring *r, const struct fast
 		f->put(f->put_ctx, buf, n);
 }
 
+/* The len bytes of the sample at data offset off, in place, or copied to
+ * buf when they wrap around the ring's end; NULL for one longer than any
+ * record (it is no event). */
+static const struct tb_fast_rec *read_sample(const struct fring *r, unsigned long off,
+					     uint32_t len, unsigned char *buf)
+{
+	unsigned long first = r->size - off;
+
+	if (len <= first)
+		return (const void *)(r->data + off);
+	if (len > READ_MAX)
+		return NULL;
+	memcpy(buf, r->data + off, first);
+	memcpy(buf + first, r->data, len - first);
+	return (const void *)buf;
+}
+
 /* The samples of r committed since the last call, up to c->until, as
  * records to put(), checked as the kernel checks them so that the two
  * count alike: a sample still BUSY stops the reading (its thread is
@@ -158,6 +178,8 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 			    uint64_t *lost)
 {
 	struct fast_taken t = { 0, false };
+	unsigned char buf[READ_MAX + 8] __attribute__((aligned(8)));
+	const struct tb_fast_rec *s;
 	unsigned long cons = r->rd, prod;
 	const unsigned char *data;
 
@@ -190,7 +212,11 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 			*lost += c->final;   /* the one its thread was writing */
 			break;
 		}
-		read_put(f, r, c, (const void *)(hdr + 2), len);
+		s = read_sample(r, ((cons & (r->size - 1)) + 8) & (r->size - 1), len, buf);
+		if (s)
+			read_put(f, r, c, s, len);
+		else
+			f->bad++;
 		cons += total;
 		t.samples++;
 	}
