@@ -523,6 +523,21 @@ static int drain_run(struct tb_fast *f, __u32 slot, const struct fring *r, uint6
 	return d->ret < 0 ? (int)d->ret : 0;
 }
 
+/* r's producer position is further ahead than r holds: trace.h never
+ * does that, and what lies past a ring's worth would be an older lap,
+ * read again. r is read no more (what it held since the last round is
+ * left out, said here), and its process takes its probes from its next
+ * event, so that nothing after goes unrecorded. */
+static void fast_corrupt(struct tb_fast *f, struct fring *r)
+{
+	r->corrupt = true;
+	ERR("thread %u of process %u moved its fast-path ring's producer position past what "
+	    "the ring holds (not written by tracebpf/trace.h): what the ring held since the "
+	    "last round is left out, and the process takes its probes from now on",
+	    r->tid, r->pid);
+	fast_share_proc(f, r->pid);
+}
+
 /* One ring read into the recorder's records, up to `until` (its producer
  * position when the round began: a thread writing faster than the drain
  * would otherwise hold the round forever; what it wrote since is stamped
@@ -545,6 +560,10 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 	c.skip = d.skip;
 	c.stop_ts = d.stop_ts;
 	t = fast_read(f, r, &c, &lost);
+	if (t.corrupt) {
+		fast_corrupt(f, r);
+		return 0;
+	}
 	f->drained += t.samples;
 	t.samples += t.refused;   /* the kernel refuses it too, with an error */
 	while (moved < t.samples) {
@@ -631,7 +650,8 @@ static void drain_broken(struct tb_fast *f, int err)
 			continue;
 		c.final = (r->dead && r->dead < f->round) || r->retired;
 		c.until = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
-		fast_read(f, r, &c, &n);
+		if (!r->corrupt && fast_read(f, r, &c, &n).corrupt)
+			fast_corrupt(f, r);
 		if (n)
 			add_lost(f, r, n, r->dead ? r->dead_ts : now);
 		if (c.final)
@@ -694,6 +714,11 @@ static void drain_one(struct tb_fast *f, __u32 i)
 	unsigned long until = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
 	int err;
 
+	if (r->corrupt) {
+		if ((r->dead && r->dead < f->round) || r->retired)
+			fast_close_slot(f, i);
+		return;
+	}
 	r->fill = ring_fill(r);
 	if (r->fill > f->fill)
 		f->fill = r->fill;

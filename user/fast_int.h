@@ -33,6 +33,8 @@ struct fring {
 	const unsigned char *data;   /* mapped read-only, once read */
 	bool spare, retired;
 	bool hot;              /* its thread asked (full), or took a grown one */
+	bool corrupt;          /* its producer position is past what it holds:
+				* read no more (fast_corrupt) */
 	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */
 	const unsigned long *pos;  /* consumer page, producer page (read-only) */
 	char path[96];         /* "" once unpinned */
@@ -136,6 +138,8 @@ struct fast_cut {
 struct fast_taken {
 	uint64_t samples;      /* the kernel's consumer position moves past these */
 	bool refused;          /* and stops at a header it refuses */
+	bool corrupt;          /* nothing read: the producer position is further
+				* ahead than the ring holds */
 };
 
 struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
@@ -149,5 +153,6 @@ void fast_take_claims(struct tb_fast *f);
 void fast_close_procs(struct tb_fast *f);
 /* Every process of the session switched to its probes (TB_FAST_SHARED). */
 void fast_share_all(struct tb_fast *f);
+void fast_share_proc(struct tb_fast *f, uint32_t pid);
 
 #endif

@@ -801,6 +801,18 @@ void fast_close_procs(struct tb_fast *f)
 	f->nprocs = 0;
 }
 
+/* One process switched to its probes (TB_FAST_SHARED): one of its rings
+ * cannot be read any more. */
+void fast_share_proc(struct tb_fast *f, uint32_t pid)
+{
+	struct fproc *p = find_proc(f, pid);
+
+	if (p && !p->refused) {
+		fast_ctl_set(p->ctl_fd, TB_FAST_SHARED);
+		drop_cats(p->c);
+	}
+}
+
 void fast_share_all(struct tb_fast *f)
 {
 	for (size_t i = 0; i < f->nprocs; i++)

@@ -172,12 +172,13 @@ static const struct tb_fast_rec *read_sample(const struct fring *r, unsigned lon
  * count alike: a sample still BUSY stops the reading (its thread is
  * writing it), and is counted in *lost when c->final (its thread killed
  * while writing it); a discarded one is passed over; a header the kernel
- * refuses stops it too, and is said in the result. Returns what the
+ * refuses stops it too, and is said in the result; a producer position
+ * further ahead than the ring holds, nothing is read. Returns what the
  * kernel must be moved past. */
 struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
 			    uint64_t *lost)
 {
-	struct fast_taken t = { 0, false };
+	struct fast_taken t = { 0, false, false };
 	unsigned char buf[READ_MAX + 8] __attribute__((aligned(8)));
 	const struct tb_fast_rec *s;
 	unsigned long cons = r->rd, prod;
@@ -188,6 +189,11 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 		prod = c->until;
 	if ((long)(prod - cons) <= 0)
 		return t;
+	if (prod - cons > r->size) {   /* not trace.h's: what lies past a ring's
+					* worth is an older lap, read again */
+		t.corrupt = true;
+		return t;
+	}
 	data = ring_data(r);
 	if (!data) {   /* tried again next round, unless final */
 		if (c->final)

@@ -310,6 +310,31 @@ def test_samples_that_are_not_events_are_left_out_and_said(recorder):
     assert seq == list(range(n)), f"{len(seq)} of {n}: missing {holes(seq)[:5]}"
 
 
+def test_a_producer_position_past_the_ring_stops_its_reading(recorder):
+    """fast_bad ... far: after its 3,000 events (each with two samples that
+    are no event) have been read, the thread sets its ring's producer
+    position 2^40 bytes ahead; 300 ms later it emits 3,000 "after" events.
+    What lies past a ring's worth would be an older lap: reading it would
+    repeat events (and walking 2^40 bytes would hold the recorder for
+    half an hour). The recorder reads that ring no more, says so, and
+    switches the process to its probes: each event once, in order, the
+    "after" ones through the probes."""
+    n = 3000
+    rec = recorder("--no-sched", "-v", "--", prog("fast_bad"), n, "far").wait(timeout=60)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert f"fast=1 bad={2 * n}" in rec.stdout, rec.stdout
+    assert re.search(r"moved its fast-path ring's producer position past what the ring "
+                     r"holds .* the process takes its probes from now on", rec.stderr), \
+        rec.stderr[-2000:]
+    slow = re.search(r"(\d+) of \d+ application events took the probes", rec.stderr)
+    assert slow and int(slow[1]) >= n, rec.stderr[-2000:]   # "after", and any "warm"
+    t = rec.trace()
+    for name in ("seq", "after"):
+        seq = [e["args"]["seq"] for e in sorted(t.named(name, "I"),
+                                                key=lambda e: (e["ts"], e["args"]["seq"]))]
+        assert seq == list(range(n)), f"{name}: {len(seq)} of {n}: missing {holes(seq)[:5]}"
+
+
 def test_small_rings_fill_and_refill(recorder):
     """4 KiB thread rings (about 85 events) under `fast_seq attach` (100 us
     of sleep every 100 events, so the loop outlasts many 10 ms drains):

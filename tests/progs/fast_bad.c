@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * fast_bad N - a thread that writes into its fast-path ring what trace.h
- * never writes: once its ring is mapped ("warm" instants until then), N
+ * fast_bad N [far] - a thread that writes into its fast-path ring what
+ * trace.h never writes: once its ring is mapped ("warm" instants until then), N
  * "seq" instants (seq = 0 .. N-1) with, after each, one sample of an
  * unknown type (99) and one as long as a head but no event (type
  * TRACEBPF_FAST_EVENT, 24 bytes), both committed with the ring's own
  * protocol. The recorder must leave these 2N samples out, say how many,
- * and keep every "seq". Prints "fast=F bad=B" (F: 1 if the ring was
- * mapped; B: the samples written). Reads and writes the header's
+ * and keep every "seq". With `far`, then, the ring's producer position is
+ * set 2^40 bytes ahead (the ring claims to hold more than it can), once
+ * the recorder has read all it held; 300 ms later (several of the
+ * recorder's rounds), N "after" instants.
+ * Prints "fast=F bad=B" (F: 1 if the ring was mapped; B: the samples
+ * written). Reads and writes the header's
  * per-thread state: a test program may, an application has no reason to.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "tracebpf/trace.h"
 
@@ -38,6 +43,7 @@ int main(int argc, char **argv)
 {
 	const struct timespec pause = { 0, 200 * 1000 };
 	long n = argc > 1 ? atol(argv[1]) : 1000, bad = 0;
+	int fast;
 
 	for (int w = 0; w < 10000 && tracebpf__fast_tls.state != TRACEBPF__FAST_READY; w++) {
 		TRACE_EVENT_INSTANT1("fast", "warm", TRACE_EVENT_SCOPE_THREAD, "w", w);
@@ -50,6 +56,23 @@ int main(int argc, char **argv)
 			bad += bad_sample(TRACEBPF_FAST_EVENT, 24);
 		}
 	}
-	printf("fast=%d bad=%ld\n", tracebpf__fast_tls.state == TRACEBPF__FAST_READY, bad);
+	fast = tracebpf__fast_tls.state == TRACEBPF__FAST_READY;
+	if (argc > 2 && !strcmp(argv[2], "far") && fast) {
+		const struct timespec rounds = { 0, 300 * 1000 * 1000 };
+
+		const struct timespec ms = { 0, 1000 * 1000 };
+
+		/* the recorder has read every event first */
+		for (int w = 0; w < 5000 && __atomic_load_n(tracebpf__fast_tls.cons,
+							    __ATOMIC_ACQUIRE) !=
+						tracebpf__fast_tls.pos; w++)
+			nanosleep(&ms, NULL);
+		__atomic_store_n(tracebpf__fast_tls.prod, tracebpf__fast_tls.pos + (1ul << 40),
+				 __ATOMIC_RELEASE);
+		nanosleep(&rounds, NULL);
+		for (long i = 0; i < n; i++)
+			TRACE_EVENT_INSTANT1("fast", "after", TRACE_EVENT_SCOPE_THREAD, "seq", i);
+	}
+	printf("fast=%d bad=%ld\n", fast, bad);
 	return 0;
 }
