@@ -564,6 +564,8 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 		fast_corrupt(f, r);
 		return 0;
 	}
+	if (t.err)   /* the recorder reads on as when the kernel refuses */
+		return t.err;
 	f->drained += t.samples;
 	t.samples += t.refused;   /* the kernel refuses it too, with an error */
 	while (moved < t.samples) {

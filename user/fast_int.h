@@ -140,6 +140,7 @@ struct fast_taken {
 	bool refused;          /* and stops at a header it refuses */
 	bool corrupt;          /* nothing read: the producer position is further
 				* ahead than the ring holds */
+	int err;               /* nothing read: the data cannot be mapped */
 };
 
 struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,

@@ -173,12 +173,12 @@ static const struct tb_fast_rec *read_sample(const struct fring *r, unsigned lon
  * writing it), and is counted in *lost when c->final (its thread killed
  * while writing it); a discarded one is passed over; a header the kernel
  * refuses stops it too, and is said in the result; a producer position
- * further ahead than the ring holds, nothing is read. Returns what the
- * kernel must be moved past. */
+ * further ahead than the ring holds, or data that cannot be mapped, and
+ * nothing is read. Returns what the kernel must be moved past. */
 struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
 			    uint64_t *lost)
 {
-	struct fast_taken t = { 0, false, false };
+	struct fast_taken t = { 0, false, false, 0 };
 	unsigned char buf[READ_MAX + 8] __attribute__((aligned(8)));
 	const struct tb_fast_rec *s;
 	unsigned long cons = r->rd, prod;
@@ -196,6 +196,7 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 	}
 	data = ring_data(r);
 	if (!data) {   /* tried again next round, unless final */
+		t.err = -errno;
 		if (c->final)
 			*lost += (prod - cons) / sizeof(struct tb_fast_rec) + 1;
 		return t;
