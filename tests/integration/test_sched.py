@@ -560,9 +560,23 @@ def test_full_kernel_rings_spill(recorder):
 
 def test_kernel_drops_counted(recorder):
     """When the spill ring is full too, kernel records are lost, counted, and
-    reported with the options that fix it."""
+    reported with the options that fix it. The recorder is stopped (SIGSTOP)
+    for 0.3 s once pingpong's threads run, so that nothing drains the 4 KiB
+    rings meanwhile. It used to race 500 rounds against a running recorder:
+    with the tests side by side the rounds spread out, the recorder kept up,
+    and nothing was lost (a flake). Now the test waits for pingpong's two
+    threads to exist, and 0.3 s of their rounds overflow the rings however
+    loaded the machine is."""
     rec = recorder("-b", "4K", "--kernel-buffer-size", "4K", "--flush-interval", "200", "--",
-                   prog("pingpong"), ROUNDS).wait()
+                   prog("pingpong"), 40 * ROUNDS)
+    pid = child_pid_of(rec)
+    wait_for(lambda: len(os.listdir(f"/proc/{pid}/task")) >= 3, what="ping and pong running")
+    os.kill(rec.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.3)
+    finally:
+        os.kill(rec.proc.pid, signal.SIGCONT)
+    rec.wait()
     t = rec.trace()
     drops = t.meta["drops_total"]
     m = re.search(r"(\d+) kernel events were LOST", rec.stderr)
