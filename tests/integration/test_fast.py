@@ -313,7 +313,10 @@ def test_samples_that_are_not_events_are_left_out_and_said(recorder):
 def test_a_producer_position_past_the_ring_stops_its_reading(recorder):
     """fast_bad ... far: after its 3,000 events (each with two samples that
     are no event) have been read, the thread sets its ring's producer
-    position 2^40 bytes ahead; 300 ms later it emits 3,000 "after" events.
+    position 2^40 bytes ahead; once the recorder has switched its process
+    to the probes it emits 3,000 "after" events (fast_bad waits for the
+    switch: after a fixed 300 ms, a recorder kept off the CPU could miss
+    the position, which the first "after" event set right again).
     What lies past a ring's worth would be an older lap: reading it would
     repeat events (and walking 2^40 bytes would hold the recorder for
     half an hour). The recorder reads that ring no more, says so, and

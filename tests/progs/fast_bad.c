@@ -8,8 +8,10 @@
  * protocol. The recorder must leave these 2N samples out, say how many,
  * and keep every "seq". With `far`, then, the ring's producer position is
  * set 2^40 bytes ahead (the ring claims to hold more than it can), once
- * the recorder has read all it held; 300 ms later (several of the
- * recorder's rounds), N "after" instants.
+ * the recorder has read all it held; once the recorder has switched the
+ * process to its probes (the switch no longer LIVE; at most 25 s), N
+ * "after" instants. (A fixed sleep there let a recorder kept off the CPU
+ * miss the position: the first "after" event set it right again.)
  * Prints "fast=F bad=B" (F: 1 if the ring was mapped; B: the samples
  * written). Reads and writes the header's
  * per-thread state: a test program may, an application has no reason to.
@@ -58,18 +60,17 @@ int main(int argc, char **argv)
 	}
 	fast = tracebpf__fast_tls.state == TRACEBPF__FAST_READY;
 	if (argc > 2 && !strcmp(argv[2], "far") && fast) {
-		const struct timespec rounds = { 0, 300 * 1000 * 1000 };
-
 		const struct timespec ms = { 0, 1000 * 1000 };
 
 		/* the recorder has read every event first */
-		for (int w = 0; w < 5000 && __atomic_load_n(tracebpf__fast_tls.cons,
+		for (int w = 0; w < 25000 && __atomic_load_n(tracebpf__fast_tls.cons,
 							    __ATOMIC_ACQUIRE) !=
 						tracebpf__fast_tls.pos; w++)
 			nanosleep(&ms, NULL);
 		__atomic_store_n(tracebpf__fast_tls.prod, tracebpf__fast_tls.pos + (1ul << 40),
 				 __ATOMIC_RELEASE);
-		nanosleep(&rounds, NULL);
+		for (int w = 0; w < 25000 && tracebpf__fast_tls.ctl->live == TRACEBPF_FAST_LIVE; w++)
+			nanosleep(&ms, NULL);
 		for (long i = 0; i < n; i++)
 			TRACE_EVENT_INSTANT1("fast", "after", TRACE_EVENT_SCOPE_THREAD, "seq", i);
 	}
