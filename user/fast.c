@@ -532,8 +532,9 @@ static void fast_corrupt(struct tb_fast *f, struct fring *r)
 {
 	r->corrupt = true;
 	ERR("thread %u of process %u moved its fast-path ring's producer position past what "
-	    "the ring holds (not written by tracebpf/trace.h): what the ring held since the "
-	    "last round is left out, and the process takes its probes from now on",
+	    "the ring holds (trace.h never does: did the program write over it?): what the "
+	    "ring held since the last round is left out, and the process takes its probes "
+	    "from now on",
 	    r->tid, r->pid);
 	fast_share_proc(f, r->pid);
 }

@@ -801,23 +801,24 @@ void fast_close_procs(struct tb_fast *f)
 	f->nprocs = 0;
 }
 
-/* One process switched to its probes (TB_FAST_SHARED): one of its rings
- * cannot be read any more. */
-void fast_share_proc(struct tb_fast *f, uint32_t pid)
+/* p to its probes (TB_FAST_SHARED), unless another session has it. */
+static void share(struct fproc *p)
 {
-	struct fproc *p = find_proc(f, pid);
-
 	if (p && !p->refused) {
 		fast_ctl_set(p->ctl_fd, TB_FAST_SHARED);
 		drop_cats(p->c);
 	}
 }
 
+/* One process switched to its probes: one of its rings cannot be read
+ * any more. */
+void fast_share_proc(struct tb_fast *f, uint32_t pid)
+{
+	share(find_proc(f, pid));
+}
+
 void fast_share_all(struct tb_fast *f)
 {
 	for (size_t i = 0; i < f->nprocs; i++)
-		if (!f->procs[i]->refused) {
-			fast_ctl_set(f->procs[i]->ctl_fd, TB_FAST_SHARED);
-			drop_cats(f->procs[i]->c);
-		}
+		share(f->procs[i]);
 }
