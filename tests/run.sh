@@ -12,8 +12,9 @@
 # and they keep both CPUs busy. The tests marked `serial` watch the whole
 # machine (bpftool listings, ctl, pinned files) and run afterwards, alone
 # among the integration tests: one at a time, they leave a CPU free, and
-# the header, unit and fuzz suites (which load no BPF, pin nothing and
-# start no recording) run beside them. Then the chaos run. Prints the time
+# the header suite, and the unit and fuzz suites, two lanes that load no
+# BPF, pin nothing and start no recording, run beside them. Then the
+# chaos run. Prints the time
 # of each suite and the ten slowest integration tests; JUnit XML goes to
 # build/test-results/.
 #
@@ -78,12 +79,16 @@ finish() {
   printf '%6d s  %s\n' "$secs" "$1" >> "$times"
 }
 
+# two lanes: the header suite (one compiler at a time, 80-90 s), and the
+# unit suites then the fuzzer (40-50 s): beside the serial integration
+# tests, which leave more than a CPU free, the two end about together
 offline_suites() {
-  suite "header tests" bash tests/header/run.sh
+  suite "header tests" bash tests/header/run.sh &
   for t in build/unit/test_*; do
     [ -x "$t" ] && suite "unit: ${t#build/unit/}" "$t"
   done
   suite "fuzz ${FUZZ_S} s" make --no-print-directory fuzz FUZZ_TIME="$FUZZ_S"
+  wait
 }
 finish_offline() {
   finish "header tests"

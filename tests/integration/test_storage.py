@@ -281,7 +281,7 @@ def test_serve_connect_clients_get_the_whole_stream(tmp_path):
     tbt, sock = tmp_path / "s.tbt", str(tmp_path / "s.sock")
     rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt),
                             "--serve", sock, "--",
-                            str(BUILD / "bench" / "rate"), "200000", "2"],
+                            str(BUILD / "bench" / "rate"), "1000000", "2"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: os.path.exists(sock), what="the socket")
     # (its output goes to a file: a pipe nobody reads would stall it)
@@ -322,12 +322,19 @@ def test_serve_cuts_off_a_slow_client(tmp_path):
     (The reader is a thread that only copies bytes, so that it keeps within
     256 KiB, about a second of this stream, even on a loaded machine: a
     client that decodes as it reads, such as dump, can fall behind there
-    and be cut off rightly.)"""
+    and be cut off rightly.)
+    The program emits all of its 2,000,000 events however slowly a loaded
+    machine runs it (RATE_EXACT): about 2.3 MiB, far past the lag and the
+    client's socket buffers, and written round after round before the
+    recording ends. Paced by time, a starved program once emitted 37,277
+    records in 4 s (333 KiB): the lag was never reached, and the client
+    was cut at the end instead, for taking nothing."""
     tbt, sock = tmp_path / "s.tbt", str(tmp_path / "s.sock")
     rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt),
                             "--serve", sock, "--serve-max-lag", "256K", "--",
-                            str(BUILD / "bench" / "rate"), "200000", "4"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            str(BUILD / "bench" / "rate"), "1000000", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, RATE_EXACT="1"))
     wait_for(lambda: os.path.exists(sock), what="the socket")
     slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
