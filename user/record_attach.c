@@ -171,16 +171,37 @@ static int open_failed(const char *path, int err)
 	return err;
 }
 
+/* A path through a process's root, /proc/PID/root/FILE, whose group
+ * leader has ended since it was found (the process lives on in its other
+ * threads, and the leader's root is gone): the same file through a
+ * running thread's root into out. False when there is no other way. */
+static bool through_a_thread(const char *path, char *out, size_t size)
+{
+	char dir[96];
+	int pid, n = 0;
+
+	if (sscanf(path, "/proc/%d/root/%n", &pid, &n) != 1 || !n)
+		return false;
+	tb_proc_dir(pid, dir, sizeof(dir));
+	if (!strncmp(dir, "/proc/", 6) && !strchr(dir + 6, '/'))
+		return false;   /* the leader's own: nothing else to try */
+	return snprintf(out, size, "%s/root/%s", dir, path + n) < (int)size;
+}
+
 /* Records an object the targets map, and attaches to it unless recording
  * is stopped (then it is attached at the next start). say: report an
  * object that cannot be opened (attaching reports its own errors). */
 static int attach_object(struct recorder *r, const char *path, bool say)
 {
 	struct object *nv, *ob;
-	char key[64];
+	char key[64], alt[PATH_MAX];
 	int err;
 
 	err = file_key(path, key);
+	if (err == -ENOENT && through_a_thread(path, alt, sizeof(alt))) {
+		path = alt;
+		err = file_key(path, key);
+	}
 	if (err)
 		return say ? open_failed(path, err) : err;
 	if (is_attached(r, path))

@@ -1091,8 +1091,8 @@ def test_realtime_refused_is_said(tmp_path, args, said):
     assert "recorded" in p.stderr, p.stderr
 
 
-@pytest.mark.parametrize("when", ["after", "before"])
-def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, when):
+@pytest.mark.parametrize("when", ["after", "before", "during"])
+def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, tmp_path, when):
     """record -p of a process whose main thread ends with pthread_exit(),
     once recorded (after) or before the recorder attaches (before): its
     group leader is a zombie while its other thread goes on. Attaching
@@ -1102,9 +1102,16 @@ def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, when):
     parent that reaps only later keeps as a zombie: user/record_drain.c,
     process_exited), not this one. Every event of the thread is recorded,
     with the process's command line, and the recording ends when the
-    thread does, though the process is reaped only after."""
+    thread does, though the process is reaped only after.
+    "during": the leader ends while the recorder attaches, once it has
+    read the process's memory map and created its file, before it opens
+    the program's: through the leader's root
+    that open failed as if the whole process had exited (seen when another
+    recording of the same program raised its semaphores at that moment)."""
     n = 1000
-    app = spawn(prog("leader_exits"), n, *(["now"] if when == "before" else []))
+    out = tmp_path / "t.tbt"   # the recording's file (conftest's recorder)
+    app = spawn(prog("leader_exits"), n, *{"before": ["now"], "after": [],
+                                           "during": ["when-file", out]}[when])
     pid = int(re.match(r"pid=(\d+)", app.stdout.readline()).group(1))
     if when == "before":
         wait_for(lambda: open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z",

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * leader_exits N [now] - prints "pid=<pid>" (flushed), starts a thread,
- * waits until a tracer records category "test" (with "now": does not
- * wait) and ends the main thread with pthread_exit(): the process lives
- * on in that thread while its group leader is a zombie. The thread waits
+ * leader_exits N [now | when-file PATH] - prints "pid=<pid>" (flushed),
+ * starts a thread, waits until a tracer records category "test" (with
+ * "now": does not wait; with "when-file": until PATH exists, such as the
+ * output a recorder attaching to it creates before it opens the
+ * program's files) and ends the main thread with pthread_exit(): the
+ * process lives on in that thread while its group leader is a zombie. The thread waits
  * for a tracer and for the leader's end, emits N instants
  * TRACE_EVENT_INSTANT1("test", "tick", thread, "i", i) 1 ms apart and a
  * last "done", and the process exits.
@@ -57,8 +59,9 @@ int main(int argc, char **argv)
 	const struct timespec ms = { 0, 1000 * 1000 };
 	pthread_t t;
 
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: leader_exits N [now]\n");
+	if (argc < 2 || argc > 4 || (argc == 3 && strcmp(argv[2], "now")) ||
+	    (argc == 4 && strcmp(argv[2], "when-file"))) {
+		fprintf(stderr, "usage: leader_exits N [now | when-file PATH]\n");
 		return 2;
 	}
 	n_ticks = atol(argv[1]);
@@ -67,6 +70,8 @@ int main(int argc, char **argv)
 	if (pthread_create(&t, NULL, ticker, NULL))
 		return 1;
 	while (argc == 2 && !TRACE_EVENT_CATEGORY_ACTIVE("test"))
+		nanosleep(&ms, NULL);
+	while (argc == 4 && access(argv[3], F_OK))
 		nanosleep(&ms, NULL);
 	pthread_exit(NULL);
 }
