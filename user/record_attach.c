@@ -63,16 +63,19 @@ static int file_key(const char *path, char key[64])
 	return 0;
 }
 
-static bool is_attached(struct recorder *r, const char *path)
+static bool key_attached(const struct recorder *r, const char *key)
 {
-	char key[64];
-
-	if (file_key(path, key))
-		return false;
 	for (int i = 0; i < r->nobjs; i++)
 		if (!strcmp(r->objs[i].key, key))
 			return true;
 	return false;
+}
+
+static bool is_attached(struct recorder *r, const char *path)
+{
+	char key[64];
+
+	return !file_key(path, key) && key_attached(r, key);
 }
 
 static const struct { const char *name; bool id; } usdt_probes[TB_NPROBES] = {
@@ -188,40 +191,67 @@ static bool through_a_thread(const char *path, char *out, size_t size)
 	return snprintf(out, size, "%s/root/%s", dir, path + n) < (int)size;
 }
 
+/* Opens an object found in a target, through a running thread's root
+ * when the leader's is gone (the path then points at alt), with its key
+ * (device and inode of what was opened). The descriptor, or a negative
+ * errno. */
+static int open_object(const char **path, char *alt, size_t size, char key[64])
+{
+	struct stat st;
+	int fd = open(*path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0 && errno == ENOENT && through_a_thread(*path, alt, size)) {
+		*path = alt;
+		fd = open(*path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	snprintf(key, 64, "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	return fd;
+}
+
 /* Records an object the targets map, and attaches to it unless recording
  * is stopped (then it is attached at the next start). say: report an
- * object that cannot be opened (attaching reports its own errors). */
+ * object that cannot be opened (attaching reports its own errors). The
+ * probes are attached through the recorder's own descriptor of the file:
+ * a path through a target's root can vanish meanwhile (its group leader
+ * ending while its other threads go on). */
 static int attach_object(struct recorder *r, const char *path, bool say)
 {
 	struct object *nv, *ob;
-	char key[64], alt[PATH_MAX];
-	int err;
+	char key[64], alt[PATH_MAX], via[64];
+	int err, fd;
 
-	err = file_key(path, key);
-	if (err == -ENOENT && through_a_thread(path, alt, sizeof(alt))) {
-		path = alt;
-		err = file_key(path, key);
-	}
-	if (err)
-		return say ? open_failed(path, err) : err;
-	if (is_attached(r, path))
+	fd = open_object(&path, alt, sizeof(alt), key);
+	if (fd < 0)
+		return say ? open_failed(path, fd) : fd;
+	if (key_attached(r, key)) {
+		close(fd);
 		return 0;
+	}
 	nv = realloc(r->objs, (r->nobjs + 1) * sizeof(*nv));
-	if (!nv)
+	if (!nv) {
+		close(fd);
 		return -ENOMEM;
+	}
 	r->objs = nv;
 	ob = &nv[r->nobjs];
 	memset(ob, 0, sizeof(*ob));
 	strcpy(ob->key, key);
-	ob->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (ob->fd < 0)
-		return say ? open_failed(path, -errno) : -errno;
+	ob->fd = fd;
 	ob->path = strdup(path);
 	err = ob->path ? 0 : -ENOMEM;
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
 	if (!err && !r->ctl.off)
-		err = attach_usdt(r, ob, path);
+		err = attach_usdt(r, ob, via);
 	if (!err && !r->ctl.off)
-		err = usdt_attach(r, ob, path);
+		err = usdt_attach(r, ob, via);
 	if (err) {
 		usdt_detach(ob);
 		for (int k = 0; k < TB_NPROBES; k++)
