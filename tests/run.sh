@@ -11,19 +11,18 @@
 # and two more: most of a test's time is spent waiting on its recorder),
 # and they keep both CPUs busy. The tests marked `serial` watch the whole
 # machine (bpftool listings, ctl, pinned files) and run afterwards, alone
-# among the integration tests: one at a time, they leave a CPU free, and
-# the header suite, and the unit and fuzz suites, two lanes that load no
-# BPF, pin nothing and start no recording, run beside them. Then the
-# chaos run. Prints the time
-# of each suite and the ten slowest integration tests; JUnit XML goes to
-# build/test-results/.
+# among the integration tests, then the chaos run: one at a time, they
+# leave a CPU free, and the header suite, and the unit and fuzz suites,
+# two lanes that load no BPF, pin nothing and start no recording, run
+# beside them. Prints the time of each suite and the ten slowest
+# integration tests; JUnit XML goes to build/test-results/.
 #
-# Everything runs at nice -20 (as root): a recorder raises itself to nice
-# -20, and side by side a busy one left the programs of the other tests,
-# at nice 0, about one share of a CPU in a hundred (a test that takes 5 s
-# alone took 72 s in the suite, and 364 s beside two loops at nice -20).
-# At one nice every process gets its share, as it would on a machine that
-# runs one recording.
+# The integration tests and the chaos run run at nice -20 (as root): a
+# recorder raises itself to nice -20, and side by side a busy one left
+# the programs of the other tests, at nice 0, about one share of a CPU in
+# a hundred (a test that takes 5 s alone took 72 s in the suite, and 364 s
+# beside two loops at nice -20). At one nice every process gets its
+# share, as it would on a machine that runs one recording.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-quick}
@@ -80,9 +79,12 @@ finish() {
 }
 
 # two lanes: the header suite (one compiler at a time, 80-90 s), and the
-# unit suites then the fuzzer (40-50 s): beside the serial integration
-# tests, which leave more than a CPU free, the two end about together
+# unit suites then the fuzzer (40-50 s), beside the serial integration
+# tests and the chaos run, which leave more than a CPU free. At nice 0
+# they take what those leave and hold up neither (none of them waits on
+# another process, and the fuzzer's 10 s are its own).
 offline_suites() {
+  [ "$(id -u)" = 0 ] && renice -n 0 -p $BASHPID >/dev/null
   suite "header tests" bash tests/header/run.sh &
   for t in build/unit/test_*; do
     [ -x "$t" ] && suite "unit: ${t#build/unit/}" "$t"
@@ -132,13 +134,13 @@ if [ "$what" != unit ] && [ "$root_ok" = 1 ]; then
   pytest_run "alone" "$(mark "serial" "$MARK")"
   finish "alone"
 fi
-if [ "$what" != integration ]; then
-  wait "$offline_pid"
-  finish_offline
-fi
 if [ "$what" != unit ] && [ "$root_ok" = 1 ]; then
   suite "chaos ${CHAOS_S} s" $PY tests/chaos/chaos.py "$CHAOS_S"
   finish "chaos ${CHAOS_S} s"
+fi
+if [ "$what" != integration ]; then
+  wait "$offline_pid"
+  finish_offline
 fi
 
 echo "== time per suite"
