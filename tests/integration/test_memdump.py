@@ -139,7 +139,12 @@ def test_attach_finds_a_running_dumper(recorder, spawn):
     # and none after the recording ended: every call is in the trace, but
     # one the thread may have begun as the recorder told it to stop (it
     # waits for nothing then: the recording is over)
-    assert calls(out)[0] in (len(ds), len(ds) + 1), (calls(out), len(ds))
+    # (what to look at if it fails: seen once side by side, 12 calls and 10
+    # whole dumps, not reproduced in 31 runs under load since)
+    assert calls(out)[0] in (len(ds), len(ds) + 1), \
+        (calls(out), len(ds), [e["args"].get("tracebpf_incomplete") for e in dumps(t, app.pid)
+                               if "tracebpf_incomplete" in e["args"]],
+         {k: t.meta[k] for k in ("drops_total", "gaps", "gap_records")})
 
 
 def test_forked_child_dumps(recorder):
