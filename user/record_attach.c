@@ -51,15 +51,20 @@ static int add_link(struct recorder *r, struct bpf_link *link)
 }
 
 /* Objects are attached once per file (uprobes are per inode: attaching a
- * file twice would record every hit twice). */
+ * file twice would record every hit twice): a file's key. */
+static void stat_key(const struct stat *st, char key[64])
+{
+	snprintf(key, 64, "%llu:%llu", (unsigned long long)st->st_dev,
+		 (unsigned long long)st->st_ino);
+}
+
 static int file_key(const char *path, char key[64])
 {
 	struct stat st;
 
 	if (stat(path, &st))
 		return -errno;
-	snprintf(key, 64, "%llu:%llu", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino);
+	stat_key(&st, key);
 	return 0;
 }
 
@@ -144,19 +149,28 @@ void detach_usdt(struct recorder *r)
 	}
 }
 
-/* tracebpf ctl start: every object again, through the file it was (the
- * targets still map that inode, whatever its path says now). The first
- * error, after trying them all (each one said). */
-int reattach_usdt(struct recorder *r)
+/* An object's probes, tracebpf's and --usdt's, attached through the
+ * recorder's own descriptor of its file: the targets map that inode,
+ * whatever its path says now, and a path through a target's root can
+ * vanish (its group leader ending while its other threads go on). */
+static int attach_probes(struct recorder *r, struct object *ob)
 {
 	char via[64];
+	int err;
+
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", ob->fd);
+	err = attach_usdt(r, ob, via);
+	return err ? err : usdt_attach(r, ob, via);
+}
+
+/* tracebpf ctl start: every object again. The first error, after trying
+ * them all (each one said). */
+int reattach_usdt(struct recorder *r)
+{
 	int err = 0, e;
 
 	for (int i = 0; i < r->nobjs; i++) {
-		snprintf(via, sizeof(via), "/proc/self/fd/%d", r->objs[i].fd);
-		e = attach_usdt(r, &r->objs[i], via);
-		if (!e)
-			e = usdt_attach(r, &r->objs[i], via);
+		e = attach_probes(r, &r->objs[i]);
 		if (e && !err)
 			err = e;
 	}
@@ -211,21 +225,17 @@ static int open_object(const char **path, char *alt, size_t size, char key[64])
 		close(fd);
 		return err;
 	}
-	snprintf(key, 64, "%llu:%llu", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino);
+	stat_key(&st, key);
 	return fd;
 }
 
 /* Records an object the targets map, and attaches to it unless recording
  * is stopped (then it is attached at the next start). say: report an
- * object that cannot be opened (attaching reports its own errors). The
- * probes are attached through the recorder's own descriptor of the file:
- * a path through a target's root can vanish meanwhile (its group leader
- * ending while its other threads go on). */
+ * object that cannot be opened (attaching reports its own errors). */
 static int attach_object(struct recorder *r, const char *path, bool say)
 {
 	struct object *nv, *ob;
-	char key[64], alt[PATH_MAX], via[64];
+	char key[64], alt[PATH_MAX];
 	int err, fd;
 
 	fd = open_object(&path, alt, sizeof(alt), key);
@@ -247,11 +257,8 @@ static int attach_object(struct recorder *r, const char *path, bool say)
 	ob->fd = fd;
 	ob->path = strdup(path);
 	err = ob->path ? 0 : -ENOMEM;
-	snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
 	if (!err && !r->ctl.off)
-		err = attach_usdt(r, ob, via);
-	if (!err && !r->ctl.off)
-		err = usdt_attach(r, ob, via);
+		err = attach_probes(r, ob);
 	if (err) {
 		usdt_detach(ob);
 		for (int k = 0; k < TB_NPROBES; k++)

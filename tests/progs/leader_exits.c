@@ -5,8 +5,8 @@
  * "now": does not wait; with "when-file": until PATH exists, such as the
  * output a recorder attaching to it creates before it opens the
  * program's files) and ends the main thread with pthread_exit(): the
- * process lives on in that thread while its group leader is a zombie. The thread waits
- * for a tracer and for the leader's end, emits N instants
+ * process lives on in that thread while its group leader is a zombie.
+ * The thread waits for a tracer and for the leader's end, emits N instants
  * TRACE_EVENT_INSTANT1("test", "tick", thread, "i", i) 1 ms apart and a
  * last "done", and the process exits.
  */
