@@ -30,8 +30,11 @@
 # Prints each row's median with its 95% bootstrap interval
 # (bench/stats.sh), the paired ratios first hit / once mapped, first hit /
 # LTTng-UST, once mapped / floor, once mapped / fresh floor and first hit /
-# fresh floor, the share of A's events that took the slow path and the
-# recorder's fast-path drain rate (record -v's lines; "n/a" when the
+# fresh floor; where A's time goes, read from its trace's own timestamps
+# (bench/first_hit.py: writing the events, stalls of the thread on
+# fast-path events, events on the slow path, each in ns per event so that
+# they add up to A's); the share of A's events that took the slow path and
+# the recorder's fast-path drain rate (record -v's lines; "n/a" when the
 # recorder does not print it), and the goal: first hit with the defaults
 # <= 60 ns/event. Fails (exit 1) if a program is missing, a
 # recording or the floor fails; without LTTng-UST (see bench/lttng.sh) its
@@ -84,14 +87,17 @@ record() {  # NAME [ENV...] -- [OPTION...]
   echo "$v" >>"$out/$name"
   grep -q "^tracebpf: recorded .* 0 dropped" "$out/r.err" ||
     echo "bench: WARNING: $name: $(grep '^tracebpf: recorded' "$out/r.err")" >&2
-  rm -f "$out"/r.tbt*
 }
 
 # The first hit's run (A), with record -v's counts: the slow path's share
-# (per cent) to $out/slow, the drain's events/s to $out/drain.
+# (per cent) to $out/slow, the drain's events/s to $out/drain; and where its
+# time went, from the trace's own timestamps (bench/first_hit.py), to
+# $out/where.
 first_hit() {
   local s r
   record first -- -v
+  "$T" dump "$out/r.tbt" | python3 bench/first_hit.py >>"$out/where" ||
+    die "first hit: bench/first_hit.py found no events in the trace"
   s=$(sed -n 's/^tracebpf: record: [0-9]* of [0-9]* application events took the probes (the slow path, \([0-9.]*\)%).*/\1/p' \
       "$out/r.err")
   [ -n "$s" ] || die "first hit: no slow-path count from record -v: $(grep '^tracebpf:' "$out/r.err" | tail -n 5)"
@@ -126,7 +132,7 @@ floor_run() {
     echo "bench: WARNING: floor: the ring filled: $(tail -n 1 "$out/f.out")" >&2
 }
 
-for f in first once lttng floor fresh slow drain full; do : >"$out/$f"; done
+for f in first once lttng floor fresh slow drain full where; do : >"$out/$f"; done
 for _ in $(seq "$runs"); do
   first_hit
   record once PROBE_COST_FAST=1 -- --fast-buffer-size 128M
@@ -153,7 +159,14 @@ if [ -n "$lttng" ]; then ratio "$out/first" "$out/lttng"; echo; else echo "skipp
 label "ratio once mapped / floor"; ratio "$out/once" "$out/floor"; echo
 label "ratio once mapped / fresh floor"; ratio "$out/once" "$out/fresh"; echo
 label "ratio first hit / fresh floor"; ratio "$out/first" "$out/fresh"; echo
-label "first hit: events on the slow path"; echo "$(median <"$out/slow") % (median)"
+label "first hit: share on the slow path"; echo "$(median <"$out/slow") % (median)"
+# the median of bench/first_hit.py's field NAME over the first hit's runs
+where() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" "$out/where" | median; }
+label "first hit: writing the events"; echo "$(where write) ns/event (median)"
+label "first hit: stalls on fast-path events"
+echo "$(where stall) ns/event (median; $(where stalls) stalls over 0.5 us of $(where stall_us) us each)"
+label "first hit: events on the slow path"
+echo "$(where slow) ns/event (median; $(where slows) events of $(where slow_us) us each)"
 label "first hit: fast-path drain"
 if [ -s "$out/drain" ]; then echo "$(median <"$out/drain") events/s (median)"; else echo "n/a"; fi
 label "goal: first hit, defaults <= $goal ns"
