@@ -71,7 +71,7 @@ PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases \
          other_regs nested_loop fast_seq fast_open fast_bad numbered_nest chaos_app site_order \
          report_nest filter_events held_threads late_names fork_cats touch_mem memdump \
-         leader_exits fast_window
+         leader_exits fast_window fork_churn
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone $(OUT)/progs/phases_slow \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/libchaosdl.so \
              $(OUT)/progs/cxx_unwind \

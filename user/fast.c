@@ -831,6 +831,7 @@ void tb_fast_close(struct tb_fast *f)
 	free(f->rings);
 	free(f->reqs);
 	free(f->forks);
+	free(f->ended);
 	free(f->plan);
 	free(f->lost_v);
 	free(f);

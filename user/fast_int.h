@@ -92,6 +92,10 @@ struct tb_fast {
 	size_t nplan, cplan;
 	uint32_t *forks;       /* processes forked by one with a directory */
 	size_t nforks, cforks;
+	uint32_t *ended;       /* processes whose end was seen this round
+				* without a directory: none is made for them */
+	size_t nended, cended;
+	uint64_t swept_ns;     /* the last look for processes that ended unseen */
 	uint64_t round, lost;
 	unsigned fill;             /* tb_fast_fill's */
 	struct lost *lost_v;       /* not yet marked in the trace */

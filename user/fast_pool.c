@@ -15,6 +15,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,42 @@ static int proc_ids(uint32_t pid, uid_t *uid, gid_t *gid)
 	}
 	fclose(fp);
 	return found == 3 ? 0 : -ENOENT;
+}
+
+/* Does a thread of pid still run? Its end (sched_process_exit) is seen
+ * before it is a zombie, and a zombie's /proc/PID/status is still there
+ * until it is reaped; a process whose leader ended lives on in its other
+ * threads. */
+static bool proc_alive(uint32_t pid)
+{
+	char path[64], buf[256];
+	bool alive = false;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	while (d && !alive && (e = readdir(d))) {
+		const char *st;
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(buf, sizeof(buf), "%.32s/stat", e->d_name);
+		fd = openat(dirfd(d), buf, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		st = strrchr(buf, ')');   /* PID (COMM) STATE ...; COMM may hold ')' */
+		alive = st && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X' && st[2] != 'x';
+	}
+	if (d)
+		closedir(d);
+	return alive;
 }
 
 static int pin_for(int fd, const char *path, uid_t uid, gid_t gid, mode_t mode)
@@ -553,8 +590,9 @@ static struct fproc *proc_for(struct tb_fast *f, uint32_t pid)
 	uid_t uid = 0;
 	gid_t gid = 0;
 
-	if (proc_ids(pid, &uid, &gid))
-		return p && !p->refused ? p : NULL;   /* gone */
+	if (proc_ids(pid, &uid, &gid) || (!p && !proc_alive(pid)))
+		return p && !p->refused ? p : NULL;   /* gone, or ending: a directory
+						       * made now would outlive it */
 	if (p && !p->refused && (p->uid != uid || p->gid != gid))
 		reown(f, p, uid, gid);
 	return get_proc(f, pid, uid, gid);
@@ -674,18 +712,50 @@ static void grow(struct tb_fast *f)
 		f->procs[i]->grow_planned = false;
 }
 
-/* Spares for the processes that fork made and the threads that asked;
- * closed rings out of fast_rings. */
+/* Was pid's end seen this round, before it had a directory? */
+static bool ended(const struct tb_fast *f, uint32_t pid)
+{
+	for (size_t i = 0; i < f->nended; i++)
+		if (f->ended[i] == pid)
+			return true;
+	return false;
+}
+
+static void proc_gone(struct tb_fast *f, size_t i, uint64_t ts);
+
+/* Processes that ended without their end being seen (its record lost
+ * with others when the recorder's rings were full): their directories
+ * and spares go, at most once a second. */
+static void sweep_ended(struct tb_fast *f)
+{
+	uint64_t now = mono_ns();
+
+	if (now - f->swept_ns < 1000000000u)
+		return;
+	f->swept_ns = now;
+	for (size_t i = 0; i < f->nprocs;)
+		if (!proc_alive(f->procs[i]->pid))
+			proc_gone(f, i, now);   /* moves the last one to i */
+		else
+			i++;
+}
+
+/* Spares for the processes that fork made and the threads that asked
+ * (none for one that has ended since); closed rings out of fast_rings. */
 void tb_fast_round_end(struct tb_fast *f)
 {
 	if (!f || f->broken)
 		return;
+	sweep_ended(f);
 	for (size_t i = 0; i < f->nforks; i++)
-		proc_for(f, f->forks[i]);
+		if (!ended(f, f->forks[i]))
+			proc_for(f, f->forks[i]);
 	f->nforks = 0;
 	for (size_t i = 0; i < f->nreqs; i++)
-		serve_request(f, &f->reqs[i]);
+		if (!ended(f, f->reqs[i].pid))
+			serve_request(f, &f->reqs[i]);
 	f->nreqs = 0;
+	f->nended = 0;
 	for (size_t i = 0; i < f->nprocs; i++) {
 		struct fproc *p = f->procs[i];
 
@@ -761,6 +831,9 @@ void tb_fast_exit(struct tb_fast *f, uint32_t pid, uint32_t tid, bool process, u
 			proc_gone(f, i, ts);
 			return;
 		}
+	if (process && !room_for((void **)&f->ended, &f->cended, f->nended, sizeof(*f->ended)))
+		f->ended[f->nended++] = pid;   /* its fork or its threads' requests may
+						* be in this round: no directory for it */
 	for (unsigned i = 0; i < f->o.max_rings; i++) {
 		struct fring *r = &f->rings[i];
 
