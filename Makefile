@@ -79,7 +79,7 @@ PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone $(OUT)/pro
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(wildcard tests/unit/test_*.c))
 BENCH_BINS := $(OUT)/bench/probe_cost $(OUT)/bench/probe_cost_nop1 $(OUT)/bench/rate \
               $(OUT)/bench/model_cost \
-              $(OUT)/bench/floor $(OUT)/bench/fast_floor $(OUT)/bench/burst
+              $(OUT)/bench/floor $(OUT)/bench/fast_floor $(OUT)/bench/burst $(OUT)/bench/forks
 
 # libbpf >= 1.3: USDT attaches through one uprobe_multi link per binary (one
 # detach synchronisation instead of one per site). tools/deps.sh installs it.
@@ -259,6 +259,10 @@ $(OUT)/bench/fast_floor: bench/fast_floor.c bench/threads.h lib/include/tracebpf
 
 # Many threads' bursts (bench/burst.sh builds its LTTng-UST twin).
 $(OUT)/bench/burst: bench/burst.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUT)/bench/forks: bench/forks.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

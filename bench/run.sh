@@ -13,6 +13,9 @@
 #   bench/burst.sh   100 and 500 threads in bursts (1 M and 5 M events in
 #                    1 s), each tracer with its defaults: tracebpf's lost
 #                    events against LTTng-UST's discarded ones
+#   bench/forks.sh   a server forking 2,000 children of 1,000 events
+#                    (forks.c), untraced, recorded and recorded on the
+#                    probes only; how soon a child's events take its ring
 #   bench/sites.py   attach and detach with 20, 200 and 2,000 sites
 #   bench/usdt.py    pgbench's tps untraced, recorded with
 #                    --usdt=postgresql, and with bpftrace counting the
@@ -98,6 +101,7 @@ bash bench/hotpath.sh
 bash bench/lttng.sh || echo "LTTng-UST enabled, recording            : skipped: bench/lttng.sh failed"
 bash bench/fast.sh
 bash bench/burst.sh
+bash bench/forks.sh
 python3 bench/sites.py
 python3 bench/usdt.py || echo "PostgreSQL with --usdt=postgresql        : skipped: bench/usdt.py failed"
 bash bench/rate.sh
