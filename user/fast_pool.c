@@ -440,6 +440,16 @@ static void top_up(struct tb_fast *f, struct fproc *p, unsigned want)
 		plan(f, p, 0, f->o.ring_size);
 }
 
+/* The spares a process keeps ahead: SPARES_AHEAD once one of its threads
+ * has taken a ring, one before (a forked child has one thread; each
+ * thread it starts has one made for it when its FORK is seen). A forking
+ * server's short-lived children each cost the recorder a directory and
+ * their spares, made and closed: more than they spared their threads. */
+static unsigned spares_ahead(const struct fproc *p)
+{
+	return p->seen[0] || p->seen[1] ? SPARES_AHEAD : 1;
+}
+
 /* Before a drain: the claims taken in, and the bigger rings made for the
  * threads whose ring filled (here, not at the round's end: a drain may
  * take long while a thread writes faster than it). */
@@ -453,7 +463,7 @@ void fast_take_claims(struct tb_fast *f)
 	grow(f);
 	for (size_t i = 0; i < f->nprocs; i++)
 		if (f->procs[i]->c && f->procs[i]->waiting)
-			top_up(f, f->procs[i], SPARES_AHEAD + f->procs[i]->waiting);
+			top_up(f, f->procs[i], spares_ahead(f->procs[i]) + f->procs[i]->waiting);
 	make_planned(f);
 }
 
@@ -760,7 +770,7 @@ void tb_fast_round_end(struct tb_fast *f)
 		struct fproc *p = f->procs[i];
 
 		if (p->c)
-			top_up(f, p, SPARES_AHEAD + p->waiting + p->asked);
+			top_up(f, p, spares_ahead(p) + p->waiting + p->asked);
 		p->asked = 0;
 	}
 	make_planned(f);

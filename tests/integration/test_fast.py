@@ -263,6 +263,34 @@ def test_a_forking_server_keeps_its_fast_path(recorder):
     assert t.meta["drops_total"] == 0 and t.meta["unresolved_sites"] == 0, t.meta
 
 
+def test_a_forked_child_gets_one_spare_until_it_takes_it(recorder):
+    """A forked child is given one spare ring, not SPARES_AHEAD (4): the
+    recorder makes and closes every child's spares, and a forking server's
+    short-lived children made that cost more than the fast path spared
+    them (bench/forks.sh). fork_churn's last child holds 3 s before its
+    first event: its directory has one spare all that time; it then takes
+    it, and the recording is whole."""
+    rec = recorder("--no-sched", "--", prog("fork_churn"), 3,
+                   env={"FORK_CHURN_HOLD": "3"})
+    line = rec.proc.stdout.readline()
+    m = re.match(r"last pid=(\d+)", line)
+    assert m, line
+    d = f"{ROOT_DIR}/{m[1]}"
+    spares = lambda: sorted(f for f in os.listdir(d) if f[0] in "fg") if os.path.isdir(d) else None
+    wait_for(lambda: spares(), timeout=30, what="the last child's spare")
+    seen = set()
+    for _ in range(10):   # 1 s of the 3 s hold, while nothing of it is claimed
+        seen.update(spares() or [])
+        time.sleep(0.1)
+    assert seen == {"f0"}, seen
+    rec.wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    assert "last fast=1" in rec.stdout, rec.stdout
+    t = rec.trace(consumer=False)
+    assert sorted(e["args"]["i"] for e in t.named("child", "I")) == [0, 1, 2]
+    assert t.meta["drops_total"] == 0, t.meta
+
+
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "probes"])
 def test_attach_under_load_no_loss_or_duplicate_at_the_switch(recorder, spawn, fast):
     # `record -p` of two busy threads: each thread's first events take its

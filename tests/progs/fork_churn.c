@@ -7,7 +7,9 @@
  * do until it gets to wait() for them. Then a last child emits "warm"
  * instants 200 us apart until its fast-path ring is mapped (at most 15000,
  * about 3 s), and prints "last fast=F warm=W" (F: 1 if its ring was
- * mapped). The parent reaps every child and prints "done".
+ * mapped). The parent reaps every child and prints "done". With
+ * FORK_CHURN_HOLD=S in the environment the last child first prints
+ * "last pid=<pid>" and sleeps S seconds before its first event.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -30,7 +32,14 @@ static int ready(void)
 static void last_child(void)
 {
 	const struct timespec pause = { 0, 200 * 1000 };
+	const char *hold = getenv("FORK_CHURN_HOLD");
 	long w = 0;
+
+	if (hold) {
+		printf("last pid=%d\n", (int)getpid());
+		fflush(stdout);
+		sleep((unsigned)atoi(hold));
+	}
 
 	for (; w < 15000 && !ready(); w++) {
 		TRACE_EVENT_INSTANT1("test", "warm", TRACE_EVENT_SCOPE_THREAD, "seq", (int64_t)w);
