@@ -15,7 +15,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 
 #include "tbrecords.h"
 #include "fast_int.h"
+#include "probes.h"
 
 /* Spares of a process kept ahead of its threads' claims, at least. */
 #define SPARES_AHEAD 4u
@@ -64,42 +64,6 @@ static int proc_ids(uint32_t pid, uid_t *uid, gid_t *gid)
 	}
 	fclose(fp);
 	return found == 3 ? 0 : -ENOENT;
-}
-
-/* Does a thread of pid still run? Its end (sched_process_exit) is seen
- * before it is a zombie, and a zombie's /proc/PID/status is still there
- * until it is reaped; a process whose leader ended lives on in its other
- * threads. */
-static bool proc_alive(uint32_t pid)
-{
-	char path[64], buf[256];
-	bool alive = false;
-	struct dirent *e;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	d = opendir(path);
-	while (d && !alive && (e = readdir(d))) {
-		const char *st;
-		ssize_t n;
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(buf, sizeof(buf), "%.32s/stat", e->d_name);
-		fd = openat(dirfd(d), buf, O_RDONLY | O_CLOEXEC);
-		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		st = strrchr(buf, ')');   /* PID (COMM) STATE ...; COMM may hold ')' */
-		alive = st && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X' && st[2] != 'x';
-	}
-	if (d)
-		closedir(d);
-	return alive;
 }
 
 static int pin_for(int fd, const char *path, uid_t uid, gid_t gid, mode_t mode)
@@ -600,7 +564,7 @@ static struct fproc *proc_for(struct tb_fast *f, uint32_t pid)
 	uid_t uid = 0;
 	gid_t gid = 0;
 
-	if (proc_ids(pid, &uid, &gid) || (!p && !proc_alive(pid)))
+	if (proc_ids(pid, &uid, &gid) || (!p && tb_proc_ended((pid_t)pid)))
 		return p && !p->refused ? p : NULL;   /* gone, or ending: a directory
 						       * made now would outlive it */
 	if (p && !p->refused && (p->uid != uid || p->gid != gid))
@@ -744,7 +708,7 @@ static void sweep_ended(struct tb_fast *f)
 		return;
 	f->swept_ns = now;
 	for (size_t i = 0; i < f->nprocs;)
-		if (!proc_alive(f->procs[i]->pid))
+		if (tb_proc_ended((pid_t)f->procs[i]->pid))
 			proc_gone(f, i, now);   /* moves the last one to i */
 		else
 			i++;
