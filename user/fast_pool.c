@@ -11,7 +11,11 @@
  * and keeps a spare ahead for each thread the process started that has
  * no ring yet (its FORK record wakes the recorder: the spare is there
  * before the thread's first event). Every round's end keeps SPARES_AHEAD
- * more ahead, and one more for each request of a thread that found none.
+ * more ahead (one, for a process none of whose threads has taken a ring
+ * yet: spares_ahead), and one more for each request of a thread that
+ * found none. A directory is made only for a process that still runs,
+ * and goes with the process's end (or, its end record lost, within a
+ * second: sweep_ended).
  */
 #include <dirent.h>
 #include <errno.h>
