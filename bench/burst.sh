@@ -36,7 +36,6 @@ session=tracebpf-burst-$$
 out=$(mktemp -d)
 cleanup() { lttng_cleanup; rm -rf "$out"; }
 trap cleanup EXIT
-label() { printf '%-40s: ' "$1"; }
 die() { echo "bench: burst: $*" >&2; exit 1; }
 
 for f in "$T" "$B/burst"; do

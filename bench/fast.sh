@@ -55,7 +55,6 @@ session=tracebpf-fast-$$
 out=$(mktemp -d)
 cleanup() { lttng_cleanup; rm -rf "$out"; }
 trap cleanup EXIT
-label() { printf '%-40s: ' "$1"; }
 die() { echo "bench: fast: $*" >&2; exit 1; }
 ns() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p' "$1"; }
 

@@ -25,7 +25,6 @@ runs=${BENCH_FORKS_RUNS:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 die() { echo "bench: forks: $*" >&2; exit 1; }
-label() { printf '%-40s: ' "$1"; }
 ms() { sed -n 's/^elapsed_ms=\([0-9.]*\).*/\1/p' "$1"; }
 
 for f in "$T" "$B/forks"; do

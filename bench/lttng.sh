@@ -46,7 +46,6 @@ session=tracebpf-bench-$$
 out=$(mktemp -d)
 ns() { sed -n 's/.*ns_per_hit=\([0-9.]*\).*/\1/p'; }
 rate() { sed -n 's/.*rate=\([0-9]*\).*/\1/p'; }
-label() { printf '%-40s: ' "$1"; }
 
 cleanup() { lttng_cleanup; rm -rf "$out"; }
 trap cleanup EXIT

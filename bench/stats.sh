@@ -35,3 +35,7 @@ verdict() {
 
 # ratios FILE_A FILE_B: A's values over B's (one value a line), line by line.
 ratios() { paste -d' ' "$1" "$2" | awk '{print $1 / $2}'; }
+
+# label TEXT: a row's name, padded to the column the bench scripts print
+# their figures in.
+label() { printf '%-40s: ' "$1"; }

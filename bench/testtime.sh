@@ -6,8 +6,8 @@
 # minutes and need a quiet machine): run `make test` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/stats.sh
 f=build/test-results/duration.txt
-label() { printf '%-40s: ' "$1"; }
 label "make test, the last run"
 if [ ! -s "$f" ]; then
   echo "no run recorded ($f): run 'sudo make test' first"
