@@ -281,7 +281,7 @@ def test_serve_connect_clients_get_the_whole_stream(tmp_path):
     tbt, sock = tmp_path / "s.tbt", str(tmp_path / "s.sock")
     rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt),
                             "--serve", sock, "--",
-                            str(BUILD / "bench" / "rate"), "1000000", "2"],
+                            str(BUILD / "bench" / "rate"), "200000", "2"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: os.path.exists(sock), what="the socket")
     # (its output goes to a file: a pipe nobody reads would stall it)
