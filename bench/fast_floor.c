@@ -16,21 +16,26 @@
  * before the loop, as the kernel's are. Each sample is trace.h's: an
  * 8-byte header {len | BUSY, 0}, then struct tracebpf_fast_rec (type,
  * size, CPU from rseq, CLOCK_MONOTONIC from the vDSO, site, the two
- * arguments). With `fresh` the data pages are left as mapped, never
+ * arguments), in trace.h's batches: one ring sample of up to 4 KiB (a
+ * quarter of the ring at most, never past its end) whose payload is a run
+ * of such samples, each committed on its own, the header after the last
+ * one zero. With `fresh` the data pages are left as mapped, never
  * touched by this process before the loop, as a thread's new ring is:
  * with a ring that holds all N events (RING_BYTES >= N x 48) the loop then
  * pays whatever the host charges for a process's first touch of a page
  * (on a VM with shadow page tables, microseconds each). The producer
- * follows tracebpf__fast_reserve and
- * tracebpf__fast_commit: the consumer position is read again only when
- * the last one read leaves no room; BUSY is set, the producer position
- * release-stored, the record written, and the header release-stored
- * without BUSY.
+ * follows tracebpf__fast_open, tracebpf__fast_reserve and
+ * tracebpf__fast_commit: a batch is opened when the next event does not
+ * fit the open one (which is closed: its header release-stored without
+ * BUSY), the consumer position read again only when the last one read
+ * leaves no room for it, and the producer position release-stored past
+ * it; an event's header is set BUSY, the one after it zeroed, the record
+ * written, and the header release-stored without BUSY.
  *
- * A consumer thread drains as the kernel's bpf_user_ringbuf_drain does:
- * it acquire-loads the producer position and each header, stops at a BUSY
- * one, copies the sample out and release-stores the consumer position
- * after each sample. It drains in rounds, a sleep of ROUND_US (1000) us
+ * A consumer thread drains as the kernel's bpf_user_ringbuf_drain and the
+ * recorder's reading together do: it acquire-loads the producer position
+ * and each batch's header, stops at a BUSY one, copies each event of the
+ * batch out and release-stores the consumer position after each batch. It drains in rounds, a sleep of ROUND_US (1000) us
  * apart, the shortest the recorder waits between rounds (but 0). At about
  * 30 ns an event a round frees a tenth of the ring, and the ring wraps 6
  * times; it holds some 10 ms of events, so that a consumer kept off the
@@ -58,6 +63,7 @@
 
 #define PAGE 4096ul
 #define SAMPLE_LEN ((uint32_t)sizeof(struct tracebpf_fast_rec))   /* 40 */
+#define BATCH 4096ul                       /* TRACEBPF__FAST_BATCH_BYTES */
 
 /* The producer's view (trace.h's struct tracebpf__fast_thread). */
 struct ring {
@@ -67,6 +73,8 @@ struct ring {
 	unsigned long mask;
 	unsigned long pos;             /* our producer position */
 	unsigned long cons_seen;       /* the consumer position last read */
+	uint32_t *batch;               /* the open batch's header */
+	uint32_t boff, bend;           /* its next event's offset, its end */
 };
 
 static struct ring ring;
@@ -96,28 +104,65 @@ static inline uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* tracebpf__fast_reserve, which waits for room where the site would take
- * the probe. */
-static inline uint32_t *reserve(struct ring *r, uint32_t len)
+/* tracebpf__fast_close. */
+static void close_batch(struct ring *r)
 {
-	unsigned long pos = r->pos, total = len + 8u;
+	if (r->batch)
+		__atomic_store_n(r->batch, r->bend + 8u, __ATOMIC_RELEASE);
+	r->batch = NULL;
+	r->boff = r->bend = 0;
+}
+
+/* tracebpf__fast_open, which waits for room where the site would take
+ * the probe. */
+static void open_batch(struct ring *r)
+{
+	unsigned long size = r->mask + 1, pos, cap = BATCH;
 	uint32_t *hdr;
 
-	if (pos - r->cons_seen + total > r->mask + 1) {
+	close_batch(r);
+	pos = r->pos;
+	if (cap > size - (pos & r->mask))
+		cap = size - (pos & r->mask);
+	if (cap > size / 4)
+		cap = size / 4;
+	if (pos - r->cons_seen + cap > size) {
 		r->cons_seen = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
-		if (__builtin_expect(pos - r->cons_seen + total > r->mask + 1, 0)) {
+		if (__builtin_expect(pos - r->cons_seen + cap > size, 0)) {
 			full++;
 			do {
 				__builtin_ia32_pause();
 				r->cons_seen = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
-			} while (pos - r->cons_seen + total > r->mask + 1);
+			} while (pos - r->cons_seen + cap > size);
 		}
 	}
 	hdr = (uint32_t *)(r->data + (pos & r->mask));
+	hdr[0] = (uint32_t)(cap - 8) | TRACEBPF_FAST_BUSY;
+	hdr[1] = TRACEBPF_FAST_BATCH;
+	hdr[2] = 0;
+	r->batch = hdr;
+	r->bend = (uint32_t)(cap - 16);
+	r->pos = pos + cap;
+	__atomic_store_n(r->prod, pos + cap, __ATOMIC_RELEASE);
+}
+
+/* tracebpf__fast_reserve. */
+static inline uint32_t *reserve(struct ring *r, uint32_t len)
+{
+	uint32_t next = r->boff + len + 8u;
+	unsigned char *p;
+	uint32_t *hdr;
+
+	if (__builtin_expect(next > r->bend, 0)) {
+		open_batch(r);
+		next = len + 8u;
+	}
+	p = (unsigned char *)(r->batch + 2);
+	hdr = (uint32_t *)(p + r->boff);
 	hdr[0] = len | TRACEBPF_FAST_BUSY;
 	hdr[1] = 0;
-	r->pos = pos + total;
-	__atomic_store_n(r->prod, pos + total, __ATOMIC_RELEASE);
+	*(uint32_t *)(p + next) = 0;
+	r->boff = next;
 	return hdr;
 }
 
@@ -137,6 +182,7 @@ static void loop(void)
 		r->args[1] = i & 4095;
 		__atomic_store_n(hdr, SAMPLE_LEN, __ATOMIC_RELEASE);   /* commit */
 	}
+	close_batch(&ring);
 }
 
 /* The kernel's drain, one round after another until the producer is done
@@ -156,15 +202,26 @@ static void *drain(void *arg)
 		while (cons < p) {
 			uint32_t *hdr = (uint32_t *)(ring.data + (cons & ring.mask));
 			uint32_t len = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+			const unsigned char *q = (const unsigned char *)(hdr + 2);
 
 			if (len & TRACEBPF_FAST_BUSY)
 				break;
-			memcpy(&rec, hdr + 2, sizeof(rec));
-			if (len != SAMPLE_LEN || rec.type != TRACEBPF_FAST_EVENT ||
-			    rec.size != SAMPLE_LEN || rec.site != (uintptr_t)&site ||
-			    rec.args[0] != drained || rec.args[1] != (drained & 4095))
+			for (uint32_t at = 0; hdr[1] == TRACEBPF_FAST_BATCH && at + 8 <= len;) {
+				uint32_t n = __atomic_load_n((const uint32_t *)(q + at),
+							     __ATOMIC_ACQUIRE);
+
+				if (!n)
+					break;
+				memcpy(&rec, q + at + 8, sizeof(rec));
+				if (n != SAMPLE_LEN || rec.type != TRACEBPF_FAST_EVENT ||
+				    rec.size != SAMPLE_LEN || rec.site != (uintptr_t)&site ||
+				    rec.args[0] != drained || rec.args[1] != (drained & 4095))
+					bad++;
+				drained++;
+				at += (n + 8u + 7u) & ~7u;
+			}
+			if (hdr[1] != TRACEBPF_FAST_BATCH)
 				bad++;
-			drained++;
 			cons += (len + 8u + 7u) & ~7ul;
 			__atomic_store_n(cons_pos, cons, __ATOMIC_RELEASE);
 		}

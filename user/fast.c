@@ -553,7 +553,7 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 	uint64_t lost = 0, moved = 0;
 	int err;
 
-	if ((long)(until - r->rd) <= 0)
+	if (fast_idle(r, until))
 		return 0;
 	err = drain_run(f, slot, r, 0, &d);
 	if (err)
@@ -567,7 +567,7 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 	}
 	if (t.err)   /* the recorder reads on as when the kernel refuses */
 		return t.err;
-	f->drained += t.samples;
+	f->steps += t.samples;
 	t.samples += t.refused;   /* the kernel refuses it too, with an error */
 	while (moved < t.samples) {
 		err = drain_run(f, slot, r, t.samples - moved, &d);
@@ -620,9 +620,12 @@ static void add_lost(struct tb_fast *f, const struct fring *r, uint64_t n, uint6
 	}
 }
 
+/* A ring whose thread is gone, after its last reading: what the kernel
+ * could not step over is the sample its thread was writing when killed (a
+ * batch it left open holds none, unless that reading stopped at one). */
 static void close_ring(struct tb_fast *f, __u32 slot, struct fring *r)
 {
-	if (fast_ring_used(r))
+	if (fast_ring_used(r) && r->torn)
 		add_lost(f, r, 1, r->dead_ts);
 	fast_close_slot(f, slot);
 }
@@ -853,6 +856,7 @@ void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st)
 		return;
 	st->bad = f->bad;
 	st->drained = f->drained;
+	st->steps = f->steps;
 	st->drain_ns = f->drain_ns;
 	st->made = f->made;
 	st->grown = f->grown;

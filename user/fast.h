@@ -94,7 +94,9 @@ static inline unsigned tb_fast_round_wait(unsigned last, unsigned fill, unsigned
 }
 
 struct tb_fast_stats {
-	uint64_t drained;    /* samples the drain took */
+	uint64_t drained;    /* samples the drain took: events and descriptors */
+	uint64_t steps;      /* the kernel's samples it stepped over (a batch
+			      * of events is one) */
 	uint64_t drain_ns;   /* time in the drain (the recorder's thread) */
 	uint64_t made;       /* rings made */
 	uint64_t grown;      /* of them, bigger rings for threads whose ring filled */

@@ -30,6 +30,8 @@ struct fring {
 	uint64_t given_ns;     /* when its thread's claim was taken in */
 	unsigned long prod0;   /* its producer position then */
 	unsigned long rd;      /* read up to here (fast_read) */
+	uint32_t in;           /* and so far into the open batch at rd */
+	bool torn;             /* the last reading stopped at a sample still BUSY */
 	const unsigned char *data;   /* mapped read-only, once read */
 	bool spare, retired;
 	bool hot;              /* its thread asked (full), or took a grown one */
@@ -100,7 +102,7 @@ struct tb_fast {
 	unsigned fill;             /* tb_fast_fill's */
 	struct lost *lost_v;       /* not yet marked in the trace */
 	size_t nlost;
-	uint64_t drained, drain_ns, made, grown;   /* tb_fast_stats */
+	uint64_t drained, steps, drain_ns, made, grown;   /* tb_fast_stats */
 	uint64_t bad;          /* samples that were not a record */
 	bool said_full, said_err;
 	bool broken;           /* the drain cannot run: every process on its probes */
@@ -147,6 +149,7 @@ struct fast_taken {
 	int err;               /* nothing read: the data cannot be mapped */
 };
 
+bool fast_idle(const struct fring *r, unsigned long until);
 struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
 			    uint64_t *lost);
 

@@ -141,6 +141,7 @@ static void read_put(struct tb_fast *f, const struct fring *r, const struct fast
 	unsigned char buf[READ_MAX + 8];
 	size_t n;
 
+	f->drained++;
 	if (s->type != TB_FAST_SITE && (c->skip || (len >= sizeof(*s) && s->ts >= c->stop_ts)))
 		return;
 	n = len >= sizeof(*s) || s->type == TB_FAST_SITE ? read_one(buf, s, len, r) : 0;
@@ -167,6 +168,67 @@ static const struct tb_fast_rec *read_sample(const struct fring *r, unsigned lon
 	return (const void *)buf;
 }
 
+/* The events of the batch at cons (len bytes of payload, open while its
+ * thread writes into it) from r->in on, as records to put(): up to a zero
+ * header (the batch's end, or where its thread has not written yet) or
+ * one still BUSY (its thread is writing it; r->torn). A batch that wraps
+ * around the ring's end, an event running past its end, or one BUSY in a
+ * closed batch is not trace.h's: counted, and the rest of it passed over. */
+static void read_batch(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
+		       unsigned long cons, uint32_t len, bool open)
+{
+	unsigned long off = (cons & (r->size - 1)) + 8;
+	const unsigned char *p = r->data + off;
+	uint32_t at = r->in;
+
+	if (off + len > r->size) {
+		f->bad++;
+		r->in = 0;
+		return;
+	}
+	while (at + 8 <= len) {
+		uint32_t h = __atomic_load_n((const uint32_t *)(p + at), __ATOMIC_ACQUIRE);
+		uint32_t n = h & ~SAMPLE_BUSY, total = (n + 8u + 7u) & ~7u;
+
+		if (!h)
+			break;
+		if (h & SAMPLE_BUSY && open) {
+			r->torn = true;
+			break;
+		}
+		if (h & SAMPLE_BUSY || n > len || total > len - at) {
+			f->bad++;
+			at = len;
+			break;
+		}
+		read_put(f, r, c, (const void *)(p + at + 8), n);
+		at += total;
+	}
+	r->in = open ? at : 0;
+}
+
+/* Nothing new in r up to until: all it holds past what was read is the
+ * open batch at r->rd, and its thread has written nothing more into it
+ * (so the round does not run its drain program for every quiet thread). */
+bool fast_idle(const struct fring *r, unsigned long until)
+{
+	const uint32_t *hdr;
+	uint32_t h, len;
+
+	if ((long)(until - r->rd) <= 0)
+		return true;
+	if (!r->data)
+		return false;
+	hdr = (const void *)(r->data + (r->rd & (r->size - 1)));
+	h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+	len = h & ~SAMPLE_BUSY;
+	if (!(h & SAMPLE_BUSY) || hdr[1] != TRACEBPF_FAST_BATCH || r->rd + 8 + len != until ||
+	    (r->rd & (r->size - 1)) + 8 + len > r->size || r->in + 8 > len)
+		return false;
+	return !__atomic_load_n((const uint32_t *)((const unsigned char *)(hdr + 2) + r->in),
+				__ATOMIC_ACQUIRE);
+}
+
 /* The samples of r committed since the last call, up to c->until, as
  * records to put(), checked as the kernel checks them so that the two
  * count alike: a sample still BUSY stops the reading (its thread is
@@ -184,6 +246,7 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 	unsigned long cons = r->rd, prod;
 	const unsigned char *data;
 
+	r->torn = false;
 	prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
 	if ((long)(c->until - prod) < 0)
 		prod = c->until;
@@ -215,9 +278,21 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 			cons += total;
 			continue;
 		}
+		if (hdr[1] == TRACEBPF_FAST_BATCH && (h & SAMPLE_BUSY)) {
+			read_batch(f, r, c, cons, len, true);   /* its thread writes in it */
+			*lost += c->final && r->torn;   /* the one its thread was writing */
+			break;
+		}
 		if (h & SAMPLE_BUSY) {
+			r->torn = true;
 			*lost += c->final;   /* the one its thread was writing */
 			break;
+		}
+		if (hdr[1] == TRACEBPF_FAST_BATCH) {
+			read_batch(f, r, c, cons, len, false);
+			cons += total;
+			t.samples++;
+			continue;
 		}
 		s = read_sample(r, ((cons & (r->size - 1)) + 8) & (r->size - 1), len, buf);
 		if (s)

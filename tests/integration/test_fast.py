@@ -565,6 +565,24 @@ def dump_count(path, pattern):
     return int(d.stdout.strip() or 0)
 
 
+def test_events_go_in_batches_the_kernel_steps_over_once(tmp_path):
+    """A thread's events go into its ring in batches of up to 4 KiB
+    (trace.h, "Events go in batches"): the kernel's drain steps over one
+    sample per batch, and the recorder reads each event of it. 200,000
+    2-integer instants from one thread: every one in the file, on the fast
+    path, with at most one kernel sample per 40 events drained (a full
+    batch holds 84). Writing a sample per event, as before batches, makes
+    one per event."""
+    n = 200000
+    _, err, out = record_v(tmp_path, bench_prog("probe_cost"), n, "instant2")
+    m = re.search(r"fast-path drain: (\d+) events in [0-9.]+ ms \([0-9]+ events/s\), "
+                  r"(\d+) kernel samples", err)
+    assert m, err[-2000:]
+    drained, steps = int(m[1]), int(m[2])
+    assert drained >= n and 0 < steps <= drained // 40, (drained, steps)
+    assert dump_count(out, r" I .*\[fast\]$") == n
+
+
 def test_many_threads_starting_at_once_lose_nothing(tmp_path):
     """100 threads start together and each emits bursts of 200 instants
     every 20 ms for 1 s (1 M events/s in all), recorded with the defaults:

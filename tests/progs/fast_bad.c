@@ -62,7 +62,9 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[2], "far") && fast) {
 		const struct timespec ms = { 0, 1000 * 1000 };
 
-		/* the recorder has read every event first */
+		/* the recorder has read every event first (the open batch
+		 * closed, so that the kernel may step over it) */
+		tracebpf__fast_close(&tracebpf__fast_tls);
 		for (int w = 0; w < 25000 && __atomic_load_n(tracebpf__fast_tls.cons,
 							    __ATOMIC_ACQUIRE) !=
 						tracebpf__fast_tls.pos; w++)

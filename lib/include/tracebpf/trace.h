@@ -373,7 +373,17 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
  * writes the sample and clears BUSY (release). One ring per thread and per
  * executable or shared object, so there is one producer per ring. A thread
  * killed between the two releases leaves one BUSY sample: the recorder
- * counts it as lost. Samples are struct tracebpf_fast_rec.                  */
+ * counts it as lost. Samples are struct tracebpf_fast_rec.
+ *
+ * Events go in batches: one kernel sample (header {len | BUSY,
+ * TRACEBPF_FAST_BATCH}) of up to TRACEBPF__FAST_BATCH_BYTES whose payload
+ * is a run of samples as above, each committed on its own; the one after
+ * the last committed has a zero header (written before that commit; the
+ * payload's last 8 bytes are kept for it). The batch's producer position is
+ * published when it opens, and BUSY is cleared when the next event does
+ * not fit (or the ring is left). The recorder reads each committed event
+ * of an open batch from its own mapping; the kernel steps over one sample
+ * per batch. An event that fits no batch is a sample of its own.            */
 
 #define TRACEBPF_FAST_ROOT  "/sys/fs/bpf/tracebpf"  /* <pid>/ctl, <pid>/r<tid>-<key> */
 #define TRACEBPF_FAST_EVENT 1   /* tracebpf_fast_rec: an event of a site */
@@ -390,6 +400,7 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 #define TRACEBPF_FAST_NAME_NULL 2u  /* a COPY site's name was a null pointer */
 #define TRACEBPF_FAST_LIVE  0x4556494cu   /* tracebpf_fast_ctl.live: "LIVE" */
 #define TRACEBPF_FAST_BUSY  0x80000000u   /* the kernel's BPF_RINGBUF_BUSY_BIT */
+#define TRACEBPF_FAST_BATCH 0x48435442u   /* a batch's second header word: "BTCH" */
 #define TRACEBPF_FAST_HEAD  24u           /* type .. ts, site */
 
 struct tracebpf_fast_rec {
@@ -592,6 +603,8 @@ __attribute__((constructor, unused)) static void tracebpf__fork_fix_init(void)
 #define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
 #define TRACEBPF__NAME_KEPT  64u     /* bytes of a name kept for a late start */
 #define TRACEBPF__FAST_LOOK_NS 100000ull    /* a missing switch, looked for again */
+#define TRACEBPF__FAST_BATCH_BYTES 4096u    /* a batch, its header included, at most
+					     * (and a quarter of the ring) */
 
 /* One per thread and object (weak + hidden, like the semaphore). */
 struct tracebpf__fast_thread {
@@ -601,6 +614,9 @@ struct tracebpf__fast_thread {
 	unsigned long mask;                /* data bytes - 1 */
 	unsigned long pos;                 /* our producer position */
 	unsigned long cons_seen;           /* the consumer position last read */
+	uint32_t *batch;                   /* the open batch's header, or 0 */
+	uint32_t boff;                     /* its next event's offset in its payload */
+	uint32_t bend;                     /* offsets from here on are its end */
 	volatile struct tracebpf_fast_ctl *ctl;
 	unsigned long map_len;             /* of the mapping at prod */
 	uint64_t retry;                    /* next look for the process's switch, ns */
@@ -716,8 +732,19 @@ TRACEBPF__FASTFN void *tracebpf__fast_map(const char *path, uint32_t type, int r
 	return p == -1 ? 0 : TRACEBPF__RCAST(void *, p);
 }
 
+/* The open batch ends here: the kernel may step over it now. */
+TRACEBPF__INLINE void tracebpf__fast_close(struct tracebpf__fast_thread *t)
+{
+	if (t->batch)
+		__atomic_store_n(t->batch, t->bend + 8u, __ATOMIC_RELEASE);
+	t->batch = 0;
+	t->boff = 0;
+	t->bend = 0;
+}
+
 TRACEBPF__FASTFN void tracebpf__fast_unmap(struct tracebpf__fast_thread *t)
 {
+	tracebpf__fast_close(t);
 	if (t->prod) {
 		tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, t->prod),
 			      TRACEBPF__SCAST(long, t->map_len), 0, 0, 0, 0);
@@ -750,6 +777,9 @@ TRACEBPF__FASTFN void tracebpf__fast_atfork_child(void)
 	t->prod = 0;
 	t->cons = 0;
 	t->data = 0;
+	t->batch = 0;   /* in the parent's ring, not mapped here */
+	t->boff = 0;
+	t->bend = 0;
 	t->state = TRACEBPF__FAST_NONE;
 	t->retry = 0;
 	t->asked = 0;
@@ -898,6 +928,9 @@ TRACEBPF__FASTFN int tracebpf__fast_mapring(struct tracebpf__fast_thread *t, con
 	t->mask = size - 1;
 	t->pos = __atomic_load_n(t->prod, __ATOMIC_ACQUIRE);
 	t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+	t->batch = 0;
+	t->boff = 0;
+	t->bend = 0;
 	return 1;
 }
 
@@ -1134,14 +1167,13 @@ TRACEBPF__FASTFN uint32_t *tracebpf__fast_grow(struct tracebpf__fast_thread *t, 
 	return tracebpf__fast_reserve(t, len);
 }
 
-/* Room for a sample of len bytes (a multiple of 8), marked BUSY and
- * published; NULL when the ring is full (the event takes the slow path).
- * The consumer position is read again only when the last one read leaves
- * no room: the drain, which writes it after every sample, then keeps its
- * cache line, and the thread does not wait for it. The position only
- * grows, so an old one only underestimates the room. */
-TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *t,
-						  uint32_t len)
+/* Room for a sample of len bytes (a multiple of 8) of its own, marked
+ * BUSY and published; NULL when the ring is full (the event takes the slow
+ * path). The consumer position is read again only when the last one read
+ * leaves no room: the drain, which writes it, then keeps its cache line,
+ * and the thread does not wait for it. The position only grows, so an old
+ * one only underestimates the room. */
+TRACEBPF__FASTFN uint32_t *tracebpf__fast_sample(struct tracebpf__fast_thread *t, uint32_t len)
 {
 	unsigned long pos = t->pos, total = len + 8u;
 	uint32_t *hdr;
@@ -1156,6 +1188,66 @@ TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *
 	hdr[1] = 0;
 	t->pos = pos + total;
 	__atomic_store_n(t->prod, pos + total, __ATOMIC_RELEASE);
+	return hdr;
+}
+
+/* The open batch has no room for len bytes: it is closed, and the next
+ * one opened (as long as a batch may be: up to the ring's end, in the
+ * room the drain has left, a quarter of the ring at most), its first
+ * header zero; its last 8 bytes are left for the zero header that follows
+ * its last event. An event no batch would hold, now,
+ * goes in a sample of its own (or the ring grows). */
+TRACEBPF__FASTFN uint32_t *tracebpf__fast_open(struct tracebpf__fast_thread *t, uint32_t len)
+{
+	unsigned long pos, size = t->mask + 1, cap, room;
+	uint32_t *hdr;
+
+	tracebpf__fast_close(t);
+	pos = t->pos;
+	cap = size - (pos & t->mask);
+	if (cap > size / 4)
+		cap = size / 4;
+	if (cap > TRACEBPF__FAST_BATCH_BYTES)
+		cap = TRACEBPF__FAST_BATCH_BYTES;
+	room = size - (pos - t->cons_seen);
+	if (room < cap) {
+		t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+		room = size - (pos - t->cons_seen);
+		if (room < cap)
+			cap = room & ~7ul;
+	}
+	if (cap < len + 24u)   /* both headers and the end's 8 bytes */
+		return tracebpf__fast_sample(t, len);
+	hdr = TRACEBPF__RCAST(uint32_t *, t->data + (pos & t->mask));
+	hdr[0] = TRACEBPF__SCAST(uint32_t, cap - 8u) | TRACEBPF_FAST_BUSY;
+	hdr[1] = TRACEBPF_FAST_BATCH;
+	hdr[2] = 0;
+	t->batch = hdr;
+	t->boff = 0;
+	t->bend = TRACEBPF__SCAST(uint32_t, cap - 16u);
+	t->pos = pos + cap;
+	__atomic_store_n(t->prod, pos + cap, __ATOMIC_RELEASE);
+	return tracebpf__fast_reserve(t, len);
+}
+
+/* Room for a sample of len bytes (a multiple of 8) in the thread's open
+ * batch, marked BUSY, the header after it zeroed; NULL when the ring is
+ * full (the event takes the slow path). */
+TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *t,
+						  uint32_t len)
+{
+	uint32_t off = t->boff, next = off + len + 8u;
+	unsigned char *p;
+	uint32_t *hdr;
+
+	if (__builtin_expect(next > t->bend, 0))
+		return tracebpf__fast_open(t, len);
+	p = TRACEBPF__RCAST(unsigned char *, t->batch + 2);
+	hdr = TRACEBPF__RCAST(uint32_t *, p + off);
+	hdr[0] = len | TRACEBPF_FAST_BUSY;
+	hdr[1] = 0;
+	*TRACEBPF__RCAST(uint32_t *, p + next) = 0;
+	t->boff = next;
 	return hdr;
 }
 
