@@ -79,7 +79,9 @@ int tb_fast_drain(struct tb_fast_drain *d)
 		d->stop_ts = ctl->off_ts ? ctl->off_ts : ctl->ts;
 	if (!k.limit)
 		return 0;
-	d->ret = bpf_user_ringbuf_drain(ring, fast_skip, &k, 0);
+	/* no thread waits on its ring: a wakeup is an irq_work for nobody
+	 * (7% of the recorder's time draining 500 threads' rings) */
+	d->ret = bpf_user_ringbuf_drain(ring, fast_skip, &k, BPF_RB_NO_WAKEUP);
 	d->drained = k.n;
 	return 0;
 }
