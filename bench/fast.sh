@@ -26,6 +26,12 @@
 #                  host charges for a process's first touch of a page
 #                  (docs/design.md, "The fast path": microseconds a page
 #                  on a VM with shadow page tables)
+#   F lapped ring  A with `--fast-buffer-size 4M --fast-buffer-max 4M`: a
+#                  ring that may not grow, so the thread laps pages it
+#                  has touched before and the drain reads them again; when
+#                  the drain falls behind the ring fills and the overflow
+#                  takes the probes. What a thread that goes back to its
+#                  drained ring instead of a new one would pay.
 #
 # Prints each row's median with its 95% bootstrap interval
 # (bench/stats.sh), the paired ratios first hit / once mapped, first hit /
@@ -35,7 +41,8 @@
 # fast-path events, events on the slow path, each in ns per event so that
 # they add up to A's); the share of A's events that took the slow path and
 # the recorder's fast-path drain rate (record -v's lines; "n/a" when the
-# recorder does not print it), and the goal: first hit with the defaults
+# recorder does not print it), the same two for F and the paired ratio
+# F / A, and the goal: first hit with the defaults
 # <= 60 ns/event. Fails (exit 1) if a program is missing, a
 # recording or the floor fails; without LTTng-UST (see bench/lttng.sh) its
 # rows print "skipped: <reason>".
@@ -88,22 +95,33 @@ record() {  # NAME [ENV...] -- [OPTION...]
     echo "bench: WARNING: $name: $(grep '^tracebpf: recorded' "$out/r.err")" >&2
 }
 
-# The first hit's run (A), with record -v's counts: the slow path's share
-# (per cent) to $out/slow, the drain's events/s to $out/drain; and where its
-# time went, from the trace's own timestamps (bench/first_hit.py), to
+# record -v's counts of the last run: the slow path's share (per cent) to
+# $out/SLOW, the drain's events/s to $out/DRAIN.
+v_counts() {  # NAME SLOW DRAIN
+  local s r
+  s=$(sed -n 's/^tracebpf: record: [0-9]* of [0-9]* application events took the probes (the slow path, \([0-9.]*\)%).*/\1/p' \
+      "$out/r.err")
+  [ -n "$s" ] || die "$1: no slow-path count from record -v: $(grep '^tracebpf:' "$out/r.err" | tail -n 5)"
+  echo "$s" >>"$out/$2"
+  r=$(sed -n 's/^tracebpf: record: fast-path drain: [0-9]* events in [0-9.]* ms (\([0-9.]*\) events\/s).*/\1/p' \
+      "$out/r.err")
+  if [ -n "$r" ]; then echo "$r" >>"$out/$3"; fi
+}
+
+# The first hit's run (A), with record -v's counts (slow, drain); and where
+# its time went, from the trace's own timestamps (bench/first_hit.py), to
 # $out/where.
 first_hit() {
-  local s r
   record first -- -v
   "$T" dump "$out/r.tbt" | python3 bench/first_hit.py >>"$out/where" ||
     die "first hit: bench/first_hit.py found no events in the trace"
-  s=$(sed -n 's/^tracebpf: record: [0-9]* of [0-9]* application events took the probes (the slow path, \([0-9.]*\)%).*/\1/p' \
-      "$out/r.err")
-  [ -n "$s" ] || die "first hit: no slow-path count from record -v: $(grep '^tracebpf:' "$out/r.err" | tail -n 5)"
-  echo "$s" >>"$out/slow"
-  r=$(sed -n 's/^tracebpf: record: fast-path drain: [0-9]* events in [0-9.]* ms (\([0-9.]*\) events\/s).*/\1/p' \
-      "$out/r.err")
-  if [ -n "$r" ]; then echo "$r" >>"$out/drain"; fi
+  v_counts "first hit" slow drain
+}
+
+# The lapped ring's run (F), with record -v's counts (lslow, ldrain).
+lapped() {
+  record lapped -- -v --fast-buffer-size 4M --fast-buffer-max 4M
+  v_counts "lapped ring" lslow ldrain
 }
 
 # The LTTng-UST run (C): warns unless it kept all N events.
@@ -131,12 +149,15 @@ floor_run() {
     echo "bench: WARNING: floor: the ring filled: $(tail -n 1 "$out/f.out")" >&2
 }
 
-for f in first once lttng floor fresh slow drain full where; do : >"$out/$f"; done
+for f in first once lttng floor fresh slow drain full where lapped lslow ldrain; do
+  : >"$out/$f"
+done
 for _ in $(seq "$runs"); do
   first_hit
   record once PROBE_COST_FAST=1 -- --fast-buffer-size 128M
   if [ -n "$lttng" ]; then lttng_run; fi
   floor_run
+  lapped
 done
 
 # "MEDIAN (95% interval LO-HI)" of FILE
@@ -168,5 +189,10 @@ label "first hit: events on the slow path"
 echo "$(where slow) ns/event (median; $(where slows) events of $(where slow_us) us each)"
 label "first hit: fast-path drain"
 if [ -s "$out/drain" ]; then echo "$(median <"$out/drain") events/s (median)"; else echo "n/a"; fi
+label "lapped 4M ring, first hit"; echo "$(summary "$out/lapped") ns/event"
+label "lapped ring: share on the slow path"; echo "$(median <"$out/lslow") % (median)"
+label "lapped ring: fast-path drain"
+if [ -s "$out/ldrain" ]; then echo "$(median <"$out/ldrain") events/s (median)"; else echo "n/a"; fi
+label "ratio lapped ring / first hit"; ratio "$out/lapped" "$out/first"; echo
 label "goal: first hit, defaults <= $goal ns"
 echo "$(verdict "$(interval <"$out/first")" "$goal") (median $(median <"$out/first") ns/event)"
