@@ -32,6 +32,10 @@
 #                  the drain falls behind the ring fills and the overflow
 #                  takes the probes. What a thread that goes back to its
 #                  drained ring instead of a new one would pay.
+#   G long loop    A over BENCH_FAST_LONG (40,000,000) events: the thread's
+#                  rings stop growing at --fast-buffer-max (128M by
+#                  default), and it laps its last one: the defaults' cost
+#                  over a long run, with its slow-path share and drain rate.
 #
 # Prints each row's median with its 95% bootstrap interval
 # (bench/stats.sh), the paired ratios first hit / once mapped, first hit /
@@ -41,8 +45,8 @@
 # fast-path events, events on the slow path, each in ns per event so that
 # they add up to A's); the share of A's events that took the slow path and
 # the recorder's fast-path drain rate (record -v's lines; "n/a" when the
-# recorder does not print it), the same two for F and the paired ratio
-# F / A, and the goal: first hit with the defaults
+# recorder does not print it), the same two for F and G, the paired
+# ratio F / A, and the goal: first hit with the defaults
 # <= 60 ns/event. Fails (exit 1) if a program is missing, a
 # recording or the floor fails; without LTTng-UST (see bench/lttng.sh) its
 # rows print "skipped: <reason>".
@@ -54,6 +58,7 @@ B=build/bench
 T=build/tracebpf
 P=$B/probe_cost_lttng
 N=${BENCH_FAST_N:-2000000}
+LONG=${BENCH_FAST_LONG:-40000000}
 runs=${BENCH_FAST_RUNS:-7}
 subbuf=${BENCH_LTTNG_SUBBUF:-8M}
 nsubbuf=${BENCH_LTTNG_NSUBBUF:-16}
@@ -80,13 +85,13 @@ fi
 # tracebpf record; appends its ns per hit to $out/$name, fails on a
 # recorder error or a line without ns_per_hit, warns of drops.
 record() {  # NAME [ENV...] -- [OPTION...]
-  local name=$1 v
+  local name=$1 v n=${n:-$N}
   local -a envs=()
   shift
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
   rm -f "$out"/r.tbt*
-  env "${envs[@]}" "$T" record -q --no-json "$@" -o "$out/r.tbt" -- "$B/probe_cost" "$N" instant2 \
+  env "${envs[@]}" "$T" record -q --no-json "$@" -o "$out/r.tbt" -- "$B/probe_cost" "$n" instant2 \
     >"$out/r.out" 2>"$out/r.err" || die "$name: tracebpf record failed ($?): $(tail -n 5 "$out/r.err")"
   v=$(ns "$out/r.out")
   [ -n "$v" ] || die "$name: probe_cost printed no ns_per_hit: $(cat "$out/r.out"; grep -v '^libbpf' "$out/r.err" | tail -n 3)"
@@ -124,6 +129,12 @@ lapped() {
   v_counts "lapped ring" lslow ldrain
 }
 
+# The long loop's run (G), with record -v's counts (gslow, gdrain).
+long_loop() {
+  n=$LONG record long -- -v
+  v_counts "long loop" gslow gdrain
+}
+
 # The LTTng-UST run (C): warns unless it kept all N events.
 lttng_run() {
   local d c
@@ -149,7 +160,8 @@ floor_run() {
     echo "bench: WARNING: floor: the ring filled: $(tail -n 1 "$out/f.out")" >&2
 }
 
-for f in first once lttng floor fresh slow drain full where lapped lslow ldrain; do
+for f in first once lttng floor fresh slow drain full where lapped lslow ldrain \
+         long gslow gdrain; do
   : >"$out/$f"
 done
 for _ in $(seq "$runs"); do
@@ -158,6 +170,7 @@ for _ in $(seq "$runs"); do
   if [ -n "$lttng" ]; then lttng_run; fi
   floor_run
   lapped
+  long_loop
 done
 
 # "MEDIAN (95% interval LO-HI)" of FILE
@@ -194,5 +207,9 @@ label "lapped ring: share on the slow path"; echo "$(median <"$out/lslow") % (me
 label "lapped ring: fast-path drain"
 if [ -s "$out/ldrain" ]; then echo "$(median <"$out/ldrain") events/s (median)"; else echo "n/a"; fi
 label "ratio lapped ring / first hit"; ratio "$out/lapped" "$out/first"; echo
+label "long loop ($LONG), defaults"; echo "$(summary "$out/long") ns/event"
+label "long loop: share on the slow path"; echo "$(median <"$out/gslow") % (median)"
+label "long loop: fast-path drain"
+if [ -s "$out/gdrain" ]; then echo "$(median <"$out/gdrain") events/s (median)"; else echo "n/a"; fi
 label "goal: first hit, defaults <= $goal ns"
 echo "$(verdict "$(interval <"$out/first")" "$goal") (median $(median <"$out/first") ns/event)"
