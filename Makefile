@@ -221,6 +221,9 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h tests/unit/r
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 
+# test_fast_read includes the recorder's ring reader and trace.h's producer
+$(OUT)/unit/test_fast_read: user/fast_read.c lib/include/tracebpf/trace.h
+
 # ---- benchmarks ----
 $(OUT)/bench/probe_cost: bench/probe_cost.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)

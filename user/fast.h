@@ -50,6 +50,9 @@ bool tb_fast_pending(const struct tb_fast *f);
  * hold (as its rings' records go). */
 void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),
 		    void *ctx);
+/* Called with tb_fast_output's ctx between the chunks of a long reading
+ * of one ring (the recorder's own rings consumed meanwhile). */
+void tb_fast_between(struct tb_fast *f, void (*between)(void *ctx));
 /* A process traced from the start (-p, or the command before its exec):
  * its directory and a spare ring for each of its threads, made now, so
  * that each takes its ring at its first event. */

@@ -110,6 +110,7 @@ struct tb_fast {
 	struct tracebpf_cats cats;   /* the categories recorded (tb_fast_cats) */
 	int (*put)(void *ctx, void *rec, size_t size);   /* tb_fast_output */
 	void *put_ctx;
+	void (*between)(void *ctx);   /* tb_fast_between */
 };
 
 /* A process's switch set by another session that records it too: not
@@ -139,10 +140,12 @@ struct fast_cut {
 	uint64_t stop_ts;      /* events stamped from here on are dropped */
 	bool skip;             /* the filters leave the ring's thread out */
 	bool final;            /* its thread can write no more into it */
+	uint64_t max;          /* samples read at most (0: all) */
 };
 
 struct fast_taken {
 	uint64_t samples;      /* the kernel's consumer position moves past these */
+	bool more;             /* stopped at c->max: more to read */
 	bool refused;          /* and stops at a header it refuses */
 	bool corrupt;          /* nothing read: the producer position is further
 				* ahead than the ring holds */

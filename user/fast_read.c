@@ -229,7 +229,8 @@ bool fast_idle(const struct fring *r, unsigned long until)
 				__ATOMIC_ACQUIRE);
 }
 
-/* The samples of r committed since the last call, up to c->until, as
+/* The samples of r committed since the last call, up to c->until (and at
+ * most c->max of them, then t.more), as
  * records to put(), checked as the kernel checks them so that the two
  * count alike: a sample still BUSY stops the reading (its thread is
  * writing it), and is counted in *lost when c->final (its thread killed
@@ -240,7 +241,7 @@ bool fast_idle(const struct fring *r, unsigned long until)
 struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
 			    uint64_t *lost)
 {
-	struct fast_taken t = { 0, false, false, 0 };
+	struct fast_taken t = { 0, false, false, false, 0 };
 	unsigned char buf[READ_MAX + 8] __attribute__((aligned(8)));
 	const struct tb_fast_rec *s;
 	unsigned long cons = r->rd, prod;
@@ -266,9 +267,16 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 	}
 	while ((long)(prod - cons) > 0) {
 		const uint32_t *hdr = (const void *)(data + (cons & (r->size - 1)));
-		uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
-		uint32_t len = h & ~(SAMPLE_BUSY | SAMPLE_DISCARD);
-		unsigned long total = (len + 8ul + 7ul) & ~7ul;
+		uint32_t h, len;
+		unsigned long total;
+
+		if (c->max && t.samples >= c->max) {
+			t.more = true;
+			break;
+		}
+		h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+		len = h & ~(SAMPLE_BUSY | SAMPLE_DISCARD);
+		total = (len + 8ul + 7ul) & ~7ul;
 
 		if (total > prod - cons || total > r->size || len > SAMPLE_MAX) {
 			t.refused = true;   /* not a sample: nothing after it can be read */

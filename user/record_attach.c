@@ -654,6 +654,7 @@ int load_bpf(struct recorder *r)
 	if (!err)
 		err = tb_fast_start(r->fast);
 	tb_fast_output(r->fast, on_record, r);
+	tb_fast_between(r->fast, consume_rings);
 	if (err)
 		return err;
 	tb_fast_pin_stopped(bpf_map__fd(r->skel->maps.stopped));

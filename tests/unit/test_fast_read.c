@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_fast_read.c - the recorder's reading of a thread's fast-path ring
+ * (user/fast_read.c) against what trace.h writes into it, both sides the
+ * project's own code: trace.h's producer (tracebpf__fast_reserve,
+ * tracebpf__fast_commit, tracebpf__fast_close) writes into a ring held in
+ * memory, and fast_read reads it as the recorder reads a mapped one.
+ * Batches: the events of an open batch are read as they are committed, up
+ * to the zero header after the last one, and the kernel is told to step
+ * over a batch only once it is closed; an event still BUSY stops the
+ * reading (torn) and is lost only when its thread is gone; a ring with
+ * nothing new costs nothing (fast_idle). Chunks: at most c.max samples a
+ * reading, the rest in the next. And what trace.h never writes in a batch
+ * is counted as bad.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../user/fast_read.c"
+
+#define SIZE (64u << 10)
+
+static unsigned char ring_buf[SIZE] __attribute__((aligned(4096)));
+static unsigned long meta[1024];     /* the producer position at 4096 bytes */
+static unsigned long cons_pos;       /* the kernel's consumer position */
+static struct tracebpf__fast_thread w;
+static struct tb_fast fs;
+static struct fring fr;
+static uint64_t got[4096];           /* the first argument of each event read */
+static unsigned ngot;
+static const char site = 0;
+
+static int collect(void *ctx, void *rec, size_t size)
+{
+	const struct tb_rec_event *ev = rec;
+
+	(void)ctx;
+	assert_true(size >= sizeof(*ev));
+	assert_int_equal(ev->hdr.type, TB_REC_EVENT);
+	if (ngot < 4096)
+		got[ngot++] = ev->args[0];
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(ring_buf, 0xa5, sizeof(ring_buf));   /* an older lap's bytes */
+	memset(meta, 0, sizeof(meta));
+	memset(&w, 0, sizeof(w));
+	memset(&fs, 0, sizeof(fs));
+	memset(&fr, 0, sizeof(fr));
+	cons_pos = 0;
+	ngot = 0;
+	w.data = ring_buf;
+	w.prod = &meta[4096 / sizeof(long)];
+	w.cons = &cons_pos;
+	w.mask = SIZE - 1;
+	fs.put = collect;
+	fr.size = SIZE;
+	fr.data = ring_buf;
+	fr.pos = meta;
+	fr.fd = -1;
+	return 0;
+}
+
+/* An event of 40 bytes reserved; committed unless `hold`. */
+static uint32_t *event(uint64_t i, int hold)
+{
+	uint32_t *hdr = tracebpf__fast_reserve(&w, sizeof(struct tracebpf_fast_rec));
+	struct tracebpf_fast_rec *r;
+
+	assert_non_null(hdr);
+	r = tracebpf__fast_head(hdr, TRACEBPF_FAST_EVENT, sizeof(*r), &site);
+	r->args[0] = i;
+	r->args[1] = 0;
+	if (!hold)
+		tracebpf__fast_commit(hdr, sizeof(*r));
+	return hdr;
+}
+
+/* fast_read as a round calls it, then the kernel's step over the samples
+ * read (the consumer position moved past them). */
+static struct fast_taken reading(uint64_t max, bool final, uint64_t *lost)
+{
+	struct fast_cut c = { .until = *w.prod, .stop_ts = ~0ull, .final = final, .max = max };
+	struct fast_taken t = fast_read(&fs, &fr, &c, lost);
+	unsigned long p = cons_pos;
+
+	for (uint64_t n = 0; n < t.samples; n++) {
+		uint32_t len = *(uint32_t *)(ring_buf + (p & (SIZE - 1)));
+
+		p += (len + 8u + 7u) & ~7u;
+	}
+	cons_pos = p;
+	assert_int_equal(cons_pos, fr.rd);
+	return t;
+}
+
+static void test_an_open_batch_is_read_as_it_is_written(void **state)
+{
+	uint64_t lost = 0;
+	struct fast_taken t;
+	uint32_t *held;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		event(i, 0);
+	t = reading(0, false, &lost);
+	assert_int_equal(ngot, 3);
+	assert_int_equal(t.samples, 0);   /* the batch is open: the kernel waits */
+	assert_false(fr.torn);
+	assert_true(fast_idle(&fr, *w.prod));
+	held = event(3, 1);                /* reserved, not committed */
+	assert_false(fast_idle(&fr, *w.prod));
+	t = reading(0, false, &lost);
+	assert_int_equal(ngot, 3);
+	assert_true(fr.torn);
+	tracebpf__fast_commit(held, sizeof(struct tracebpf_fast_rec));
+	event(4, 0);
+	t = reading(0, false, &lost);
+	assert_int_equal(ngot, 5);
+	assert_false(fr.torn);
+	tracebpf__fast_close(&w);
+	t = reading(0, false, &lost);
+	assert_int_equal(ngot, 5);         /* nothing read twice */
+	assert_int_equal(t.samples, 1);    /* the kernel steps over the batch */
+	assert_int_equal(fr.in, 0);
+	assert_int_equal(lost, 0);
+	for (unsigned i = 0; i < ngot; i++)
+		assert_int_equal(got[i], i);
+}
+
+static void test_batches_fill_and_follow_each_other(void **state)
+{
+	uint64_t lost = 0;
+	struct fast_taken t;
+	unsigned n = 300;   /* more than three 4 KiB batches of 48-byte events */
+
+	(void)state;
+	for (unsigned i = 0; i < n; i++)
+		event(i, 0);
+	t = reading(0, false, &lost);
+	assert_int_equal(ngot, n);
+	assert_int_equal(t.samples, n / (4088 / 48));   /* the closed ones */
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(got[i], i);
+	assert_int_equal(fs.bad, 0);
+}
+
+static void test_a_killed_thread_loses_only_the_event_it_was_writing(void **state)
+{
+	uint64_t lost = 0;
+
+	(void)state;
+	event(0, 0);
+	event(1, 0);
+	reading(0, true, &lost);           /* gone: its open batch read */
+	assert_int_equal(ngot, 2);
+	assert_int_equal(lost, 0);
+	event(2, 1);                       /* and now one it was writing */
+	reading(0, true, &lost);
+	assert_int_equal(ngot, 2);
+	assert_int_equal(lost, 1);
+}
+
+static void test_a_long_reading_comes_in_chunks(void **state)
+{
+	uint64_t lost = 0;
+	struct fast_taken t;
+	unsigned n = 1000;
+
+	(void)state;
+	for (unsigned i = 0; i < n; i++)
+		event(i, 0);
+	tracebpf__fast_close(&w);
+	t = reading(4, false, &lost);
+	assert_int_equal(t.samples, 4);
+	assert_true(t.more);
+	assert_int_equal(ngot, 4 * (4088 / 48));
+	while (t.more)
+		t = reading(4, false, &lost);
+	assert_int_equal(ngot, n);
+	assert_int_equal(cons_pos, *w.prod);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(got[i], i);
+}
+
+static void test_what_trace_h_never_writes_in_a_batch_is_bad(void **state)
+{
+	uint64_t lost = 0;
+	uint32_t *hdr;
+
+	(void)state;
+	event(0, 0);
+	hdr = event(1, 0);
+	hdr[0] = 4096;                     /* an event past its batch's end */
+	tracebpf__fast_close(&w);
+	reading(0, false, &lost);
+	assert_int_equal(ngot, 1);
+	assert_int_equal(fs.bad, 1);
+	assert_int_equal(cons_pos, *w.prod);   /* and the batch passed over */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_an_open_batch_is_read_as_it_is_written, setup),
+		cmocka_unit_test_setup(test_batches_fill_and_follow_each_other, setup),
+		cmocka_unit_test_setup(test_a_killed_thread_loses_only_the_event_it_was_writing,
+				       setup),
+		cmocka_unit_test_setup(test_a_long_reading_comes_in_chunks, setup),
+		cmocka_unit_test_setup(test_what_trace_h_never_writes_in_a_batch_is_bad, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
