@@ -171,7 +171,8 @@ static int make_template(struct tb_fast *f)
 int fast_ctl_make(void)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
-	struct tracebpf_fast_ctl off = { .pid = (uint32_t)getpid() };
+	struct tracebpf_fast_ctl off = { .pid = (uint32_t)getpid(),
+					 .features = TRACEBPF_FAST_F_BATCH };
 	__u32 zero = 0;
 	int fd, err;
 

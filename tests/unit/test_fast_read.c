@@ -10,8 +10,9 @@
  * over a batch only once it is closed; an event still BUSY stops the
  * reading (torn) and is lost only when its thread is gone; a ring with
  * nothing new costs nothing (fast_idle). Chunks: at most c.max samples a
- * reading, the rest in the next. And what trace.h never writes in a batch
- * is counted as bad.
+ * reading, the rest in the next. What trace.h never writes in a batch is
+ * counted as bad. And a recorder whose switch does not say it reads
+ * batches (one older than them) gets a sample per event.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,6 +67,7 @@ static int setup(void **state)
 	fr.data = ring_buf;
 	fr.pos = meta;
 	fr.fd = -1;
+	tracebpf__fast_proc.batch = 1;   /* the recorder's switch says it reads them */
 	return 0;
 }
 
@@ -207,6 +209,23 @@ static void test_what_trace_h_never_writes_in_a_batch_is_bad(void **state)
 	assert_int_equal(cons_pos, *w.prod);   /* and the batch passed over */
 }
 
+static void test_a_recorder_that_reads_no_batches_gets_a_sample_an_event(void **state)
+{
+	uint64_t lost = 0;
+	struct fast_taken t;
+
+	(void)state;
+	tracebpf__fast_proc.batch = 0;   /* its switch has no TRACEBPF_FAST_F_BATCH */
+	for (int i = 0; i < 100; i++)
+		event(i, 0);
+	t = reading(0, false, &lost);
+	assert_int_equal(ngot, 100);
+	assert_int_equal(t.samples, 100);
+	assert_int_equal(cons_pos, *w.prod);
+	for (unsigned i = 0; i < ngot; i++)
+		assert_int_equal(got[i], i);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +235,8 @@ int main(void)
 				       setup),
 		cmocka_unit_test_setup(test_a_long_reading_comes_in_chunks, setup),
 		cmocka_unit_test_setup(test_what_trace_h_never_writes_in_a_batch_is_bad, setup),
+		cmocka_unit_test_setup(
+			test_a_recorder_that_reads_no_batches_gets_a_sample_an_event, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -383,7 +383,9 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
  * published when it opens, and BUSY is cleared when the next event does
  * not fit (or the ring is left). The recorder reads each committed event
  * of an open batch from its own mapping; the kernel steps over one sample
- * per batch. An event that fits no batch is a sample of its own.            */
+ * per batch. An event that fits no batch is a sample of its own, and so is
+ * every event when the recorder's switch does not say TRACEBPF_FAST_F_BATCH
+ * (a recorder that reads no batches).                                       */
 
 #define TRACEBPF_FAST_ROOT  "/sys/fs/bpf/tracebpf"  /* <pid>/ctl, <pid>/r<tid>-<key> */
 #define TRACEBPF_FAST_EVENT 1   /* tracebpf_fast_rec: an event of a site */
@@ -401,6 +403,7 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
 #define TRACEBPF_FAST_LIVE  0x4556494cu   /* tracebpf_fast_ctl.live: "LIVE" */
 #define TRACEBPF_FAST_BUSY  0x80000000u   /* the kernel's BPF_RINGBUF_BUSY_BIT */
 #define TRACEBPF_FAST_BATCH 0x48435442u   /* a batch's second header word: "BTCH" */
+#define TRACEBPF_FAST_F_BATCH 1u          /* tracebpf_fast_ctl.features: batches */
 #define TRACEBPF_FAST_HEAD  24u           /* type .. ts, site */
 
 struct tracebpf_fast_rec {
@@ -456,15 +459,19 @@ struct tracebpf_fast_ctl {
 	struct tracebpf_fast_claim claim[TRACEBPF_FAST_CLAIMS];     /* pool 0, by n */
 	struct tracebpf_fast_claim gclaim[TRACEBPF_FAST_GCLAIMS];   /* pool 1 */
 	struct tracebpf_cats cats;   /* the categories recorded (tracebpf/cats.h) */
+	uint32_t features;           /* TRACEBPF_FAST_F_*: what the recorder reads
+				      * (0 from a recorder older than the field) */
 };
 
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_rec) == 40, "tracebpf_fast_rec layout");
 TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF_FAST_HEAD,
 		  "tracebpf_fast_rec layout");
-TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 11944 &&
+TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 11952 &&
 		  __builtin_offsetof(struct tracebpf_fast_ctl, cats) == 7848 &&
+		  __builtin_offsetof(struct tracebpf_fast_ctl, features) == 11944 &&
 		  sizeof(struct tracebpf_fast_ctl) <= TRACEBPF_FAST_CTL_BYTES,
-		  "tracebpf_fast_ctl layout: three pages, the categories last");
+		  "tracebpf_fast_ctl layout: three pages, the categories, then the "
+		  "features (zero past an older recorder's switch, in the same pages)");
 
 #ifdef __cplusplus
 extern "C" {
@@ -637,6 +644,7 @@ struct tracebpf__fast_proc {
 	uint32_t tag;                      /* sites are written once per tag */
 	uint32_t named;                    /* the tag its name was written in */
 	volatile struct tracebpf_cats *cats;   /* in ctl, when its switch has them */
+	uint32_t batch;                    /* its recorder reads batches */
 	uint64_t cat_retry;                /* next look for a switch, for them */
 	struct tracebpf_cats cats_fork;    /* the parent's, in a child of fork
 					    * until it has its own switch */
@@ -825,6 +833,8 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 			     * judge every site's category again */
 		p->pid = TRACEBPF__SCAST(int, pid);
 		p->cats = size >= sizeof(struct tracebpf_fast_ctl) ? &c->cats : 0;
+		p->batch = size >= sizeof(struct tracebpf_fast_ctl) &&
+			   (c->features & TRACEBPF_FAST_F_BATCH);
 		__atomic_store_n(&p->ctl, c, __ATOMIC_RELEASE);
 	} else {
 		if (c)
@@ -1191,7 +1201,8 @@ TRACEBPF__FASTFN uint32_t *tracebpf__fast_sample(struct tracebpf__fast_thread *t
 	return hdr;
 }
 
-/* The open batch has no room for len bytes: it is closed, and the next
+/* The open batch has no room for len bytes (or none is open, or the
+ * recorder reads no batches: a sample of its own): it is closed, and the next
  * one opened (as long as a batch may be: up to the ring's end, in the
  * room the drain has left, a quarter of the ring at most), its first
  * header zero; its last 8 bytes are left for the zero header that follows
@@ -1203,6 +1214,8 @@ TRACEBPF__FASTFN uint32_t *tracebpf__fast_open(struct tracebpf__fast_thread *t, 
 	uint32_t *hdr;
 
 	tracebpf__fast_close(t);
+	if (!tracebpf__fast_proc.batch)
+		return tracebpf__fast_sample(t, len);
 	pos = t->pos;
 	cap = size - (pos & t->mask);
 	if (cap > size / 4)
