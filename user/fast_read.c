@@ -173,7 +173,9 @@ static const struct tb_fast_rec *read_sample(const struct fring *r, unsigned lon
  * header (the batch's end, or where its thread has not written yet) or
  * one still BUSY (its thread is writing it; r->torn). A batch that wraps
  * around the ring's end, an event running past its end, or one BUSY in a
- * closed batch is not trace.h's: counted, and the rest of it passed over. */
+ * closed batch is not trace.h's: counted once, and the rest of it passed
+ * over (a batch that wraps, when it is closed or its thread gone: an open
+ * one is met again every round). */
 static void read_batch(struct tb_fast *f, struct fring *r, const struct fast_cut *c,
 		       unsigned long cons, uint32_t len, bool open)
 {
@@ -182,7 +184,7 @@ static void read_batch(struct tb_fast *f, struct fring *r, const struct fast_cut
 	uint32_t at = r->in;
 
 	if (off + len > r->size) {
-		f->bad++;
+		f->bad += !open || c->final;
 		r->in = 0;
 		return;
 	}

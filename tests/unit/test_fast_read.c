@@ -11,7 +11,7 @@
  * reading (torn) and is lost only when its thread is gone; a ring with
  * nothing new costs nothing (fast_idle). Chunks: at most c.max samples a
  * reading, the rest in the next. What trace.h never writes in a batch is
- * counted as bad. And a recorder whose switch does not say it reads
+ * counted as bad, once. And a recorder whose switch does not say it reads
  * batches (one older than them) gets a sample per event.
  */
 #include <setjmp.h>
@@ -209,6 +209,29 @@ static void test_what_trace_h_never_writes_in_a_batch_is_bad(void **state)
 	assert_int_equal(cons_pos, *w.prod);   /* and the batch passed over */
 }
 
+static void test_a_batch_that_wraps_is_counted_once_when_closed(void **state)
+{
+	unsigned long at = SIZE - 64;   /* 64 bytes before the ring's end */
+	uint32_t *hdr = (uint32_t *)(ring_buf + at);
+	uint64_t lost = 0;
+
+	(void)state;
+	cons_pos = fr.rd = at;
+	hdr[0] = 4088u | TRACEBPF_FAST_BUSY;   /* open, 4 KiB: past the end */
+	hdr[1] = TRACEBPF_FAST_BATCH;
+	*w.prod = at + 4096;
+	reading(0, false, &lost);
+	reading(0, false, &lost);
+	assert_int_equal(fs.bad, 0);           /* still open: met again */
+	__atomic_store_n(hdr, 4088u, __ATOMIC_RELEASE);
+	reading(0, false, &lost);
+	assert_int_equal(fs.bad, 1);
+	assert_int_equal(cons_pos, at + 4096);
+	reading(0, false, &lost);
+	assert_int_equal(fs.bad, 1);
+	assert_int_equal(ngot, 0);
+}
+
 static void test_a_recorder_that_reads_no_batches_gets_a_sample_an_event(void **state)
 {
 	uint64_t lost = 0;
@@ -235,6 +258,7 @@ int main(void)
 				       setup),
 		cmocka_unit_test_setup(test_a_long_reading_comes_in_chunks, setup),
 		cmocka_unit_test_setup(test_what_trace_h_never_writes_in_a_batch_is_bad, setup),
+		cmocka_unit_test_setup(test_a_batch_that_wraps_is_counted_once_when_closed, setup),
 		cmocka_unit_test_setup(
 			test_a_recorder_that_reads_no_batches_gets_a_sample_an_event, setup),
 	};

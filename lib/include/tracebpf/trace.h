@@ -938,10 +938,7 @@ TRACEBPF__FASTFN int tracebpf__fast_mapring(struct tracebpf__fast_thread *t, con
 	t->mask = size - 1;
 	t->pos = __atomic_load_n(t->prod, __ATOMIC_ACQUIRE);
 	t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
-	t->batch = 0;
-	t->boff = 0;
-	t->bend = 0;
-	return 1;
+	return 1;   /* no batch is open: the thread had no ring, or closed it */
 }
 
 /* Takes the next spare of pool `pool` (1: only one bigger than t's ring):
@@ -1201,13 +1198,13 @@ TRACEBPF__FASTFN uint32_t *tracebpf__fast_sample(struct tracebpf__fast_thread *t
 	return hdr;
 }
 
-/* The open batch has no room for len bytes (or none is open, or the
- * recorder reads no batches: a sample of its own): it is closed, and the next
- * one opened (as long as a batch may be: up to the ring's end, in the
- * room the drain has left, a quarter of the ring at most), its first
- * header zero; its last 8 bytes are left for the zero header that follows
- * its last event. An event no batch would hold, now,
- * goes in a sample of its own (or the ring grows). */
+/* The open batch has no room for len bytes, or none is open: it is
+ * closed, and the next one opened (as long as a batch may be: up to the
+ * ring's end, in the room the drain has left, a quarter of the ring at
+ * most), its first header zero; its last 8 bytes are left for the zero
+ * header that follows its last event. An event no batch would hold now,
+ * and every event when the recorder reads no batches, goes in a sample of
+ * its own (or the ring grows). */
 TRACEBPF__FASTFN uint32_t *tracebpf__fast_open(struct tracebpf__fast_thread *t, uint32_t len)
 {
 	unsigned long pos, size = t->mask + 1, cap, room;
