@@ -7,8 +7,8 @@
 #   A first hit    `tracebpf record -q --no-json -v -o X -- probe_cost N
 #                  instant2`: the defaults (-v only adds the counts below),
 #                  timed in a fresh thread from its first hit, so its
-#                  events before its ring is mapped and while the ring is
-#                  full take the probes (the slow path)
+#                  events before its ring is mapped and while the ring
+#                  stays full past its wait take the probes (the slow path)
 #   B once mapped  the same with PROBE_COST_FAST=1 (the thread warms up
 #                  until its ring is mapped) and --fast-buffer-size 128M
 #                  (a ring that holds the whole loop), as bench/lttng.sh's

@@ -36,7 +36,10 @@ int tb_ring_req(struct pt_regs *ctx)
 		return 0;
 	fill_hdr(&rec->hdr, TB_RING_FAST_REQ, sizeof(*rec), cpu, bpf_ktime_get_ns(), pid_tgid);
 	rec->key = ctx->di;
-	bpf_ringbuf_submit(rec, wake_soon(rec->hdr.ts));
+	/* "drain now" (bit 0) from a thread waiting on its full ring, at most
+	 * once a millisecond per thread: a wakeup wake_soon drops here could
+	 * leave it waiting for the recorder's timer */
+	bpf_ringbuf_submit(rec, (rec->key & 1) ? BPF_RB_FORCE_WAKEUP : wake_soon(rec->hdr.ts));
 	return 0;
 }
 

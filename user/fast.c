@@ -168,11 +168,12 @@ static int make_template(struct tb_fast *f)
 
 /* A process's switch: made off, LIVE once the process is this session's
  * alone (get_proc), off again when the session ends. */
-int fast_ctl_make(void)
+int fast_ctl_make(uint32_t wait_us)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
 	struct tracebpf_fast_ctl off = { .pid = (uint32_t)getpid(),
-					 .features = TRACEBPF_FAST_F_BATCH };
+					 .features = TRACEBPF_FAST_F_BATCH,
+					 .wait_us = wait_us };
 	__u32 zero = 0;
 	int fd, err;
 
@@ -548,6 +549,10 @@ static void fast_corrupt(struct tb_fast *f, struct fring *r)
  * probes: the long loop of bench/fast.sh lost 66,588-212,434 of 40 M
  * events in 3 runs of 7 that way. */
 #define READ_CHUNK 2048u
+/* And bytes: a thread whose ring is full waits for the position to move
+ * (trace.h, tracebpf__fast_wait), so it moves every 256 KiB, about 5,000
+ * events. Moving it is one BPF_PROG_TEST_RUN. */
+#define READ_CHUNK_BYTES (256u << 10)
 
 /* The consumer position moved past t's samples (and the one the kernel
  * refuses, which it reports). The kernel finding fewer samples than were
@@ -580,7 +585,7 @@ static int drain_move(struct tb_fast *f, __u32 slot, const struct fring *r,
  * them. */
 static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned long until)
 {
-	struct fast_cut c = { .until = until, .max = READ_CHUNK };
+	struct fast_cut c = { .until = until, .max = READ_CHUNK, .max_bytes = READ_CHUNK_BYTES };
 	struct tb_fast_drain d;
 	struct fast_taken t;
 	uint64_t lost = 0;
@@ -893,6 +898,7 @@ void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st)
 	st->bad = f->bad;
 	st->drained = f->drained;
 	st->steps = f->steps;
+	st->wakes = f->wakes;
 	st->drain_ns = f->drain_ns;
 	st->made = f->made;
 	st->grown = f->grown;

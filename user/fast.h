@@ -30,6 +30,7 @@ struct tb_fast_opts {
 	size_t ring_size;      /* --fast-buffer-size, a power of 2 */
 	size_t ring_max;       /* --fast-buffer-max: a full ring grows to this */
 	unsigned max_rings;    /* --max-fast-rings */
+	uint32_t wait_us;      /* --fast-wait: a full ring's wait for the drain */
 	bool off;              /* --no-fast-path: each process gets its switch
 				* (its categories, so that the sites of a
 				* category off skip their probes), no rings */
@@ -103,6 +104,8 @@ struct tb_fast_stats {
 	uint64_t drain_ns;   /* time in the drain (the recorder's thread) */
 	uint64_t made;       /* rings made */
 	uint64_t grown;      /* of them, bigger rings for threads whose ring filled */
+	uint64_t wakes;      /* "drain now" requests of threads waiting on a
+			      * full ring (at most one a millisecond each) */
 	uint64_t bad;        /* samples that were not a record (a process that
 			      * wrote its ring by other means than trace.h) */
 };

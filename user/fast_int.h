@@ -102,7 +102,7 @@ struct tb_fast {
 	unsigned fill;             /* tb_fast_fill's */
 	struct lost *lost_v;       /* not yet marked in the trace */
 	size_t nlost;
-	uint64_t drained, steps, drain_ns, made, grown;   /* tb_fast_stats */
+	uint64_t drained, steps, drain_ns, made, grown, wakes;   /* tb_fast_stats */
 	uint64_t bad;          /* samples that were not a record */
 	bool said_full, said_err;
 	bool broken;           /* the drain cannot run: every process on its probes */
@@ -124,7 +124,7 @@ struct tb_fast {
 /* fast.c */
 bool fast_pid_alive(long pid);
 void fast_remove_dir(const char *dir, bool off);
-int fast_ctl_make(void);
+int fast_ctl_make(uint32_t wait_us);
 void fast_ctl_set(int fd, uint32_t live);
 long fast_other_session(void);
 void fast_say_other(long other);
@@ -141,6 +141,7 @@ struct fast_cut {
 	bool skip;             /* the filters leave the ring's thread out */
 	bool final;            /* its thread can write no more into it */
 	uint64_t max;          /* samples read at most (0: all) */
+	uint64_t max_bytes;    /* and bytes, at least a whole sample (0: all) */
 };
 
 struct fast_taken {

@@ -37,7 +37,7 @@
 #define SPARES_AHEAD 4u
 /* The bigger ring made ahead for a target's first thread that fills its
  * ring (it grows again from there). */
-#define TARGET_GROWN (64ull << 20)
+#define TARGET_GROWN (4ull << 20)
 /* A grown ring holds this long of its thread's writing. */
 #define GROW_HOLD_MS 100u
 /* Grown rings, all together, at most (a thread's ring grows to
@@ -351,10 +351,8 @@ static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
 	r->path[0] = 0;
 	if (!pool && p->waiting)
 		p->waiting--;
-	if (pool) {
+	if (pool)
 		retire_old(f, r);
-		r->hot = true;   /* it filled one: the next size is made ahead */
-	}
 	snprintf(task, sizeof(task), "/proc/%u/task/%u", r->pid, r->tid);
 	if (access(task, F_OK)) {
 		r->dead = f->round;
@@ -498,7 +496,7 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 	p->gid = gid;
 	snprintf(p->dir, sizeof(p->dir), "%s/%u", f->sess, pid);
 	snprintf(path, sizeof(path), "%s/ctl", p->dir);
-	p->ctl_fd = fast_ctl_make();
+	p->ctl_fd = fast_ctl_make(f->o.wait_us);
 	err = p->ctl_fd < 0 ? p->ctl_fd : 0;
 	if (!err) {
 		p->c = mmap(NULL, TRACEBPF_FAST_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -604,8 +602,15 @@ void tb_fast_target(struct tb_fast *f, uint32_t pid)
 	make_planned(f);
 }
 
+/* A request with the key's bit 0 set is a thread that waits for its full
+ * ring to be drained (tracebpf_fast_ctl.wait_us): it woke the recorder,
+ * whose round drains it; nothing more. */
 void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q)
 {
+	if (f && (q->key & 1)) {
+		f->wakes++;
+		return;
+	}
 	if (!f || room_for((void **)&f->reqs, &f->creqs, f->nreqs, sizeof(*f->reqs)))
 		return;   /* the thread asks again */
 	f->reqs[f->nreqs++] = (struct req){ q->hdr.pid, q->hdr.tid, q->key };
@@ -657,9 +662,13 @@ static void serve_request(struct tb_fast *f, const struct req *q)
 	p->asked++;
 }
 
-/* A bigger spare for each process one of whose rings was half full or
- * more when drained, or full, or just grown: one at a time per process,
- * of grown_size, while the grown rings together stay under GROWN_MAX. */
+/* A bigger spare for each process one of whose threads asked for one
+ * (its ring was full, and its wait for the drain ran out: trace.h,
+ * tracebpf__fast_grow), or whose ring just grown: one at a time per
+ * process, of grown_size, while the grown rings together stay under
+ * GROWN_MAX. A ring the drain keeps up with, however full, does not grow:
+ * on a host where a new page costs microseconds, its thread waits less
+ * for the drain than it would write into new pages. */
 static void grow(struct tb_fast *f)
 {
 	uint64_t grown = 0;
@@ -672,7 +681,7 @@ static void grow(struct tb_fast *f)
 		struct fproc *p;
 		uint64_t size;
 
-		if (r->fd < 0 || r->spare || r->dead || r->retired || (r->fill < 500 && !r->hot))
+		if (r->fd < 0 || r->spare || r->dead || r->retired || !r->hot)
 			continue;
 		size = grown_size(f, r);
 		if (size <= r->size || grown + size > GROWN_MAX)

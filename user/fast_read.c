@@ -232,7 +232,7 @@ bool fast_idle(const struct fring *r, unsigned long until)
 }
 
 /* The samples of r committed since the last call, up to c->until (and at
- * most c->max of them, then t.more), as
+ * most c->max of them or the first past c->max_bytes, then t.more), as
  * records to put(), checked as the kernel checks them so that the two
  * count alike: a sample still BUSY stops the reading (its thread is
  * writing it), and is counted in *lost when c->final (its thread killed
@@ -272,7 +272,8 @@ struct fast_taken fast_read(struct tb_fast *f, struct fring *r, const struct fas
 		uint32_t h, len;
 		unsigned long total;
 
-		if (c->max && t.samples >= c->max) {
+		if ((c->max && t.samples >= c->max) ||
+		    (c->max_bytes && cons - r->rd >= c->max_bytes)) {
 			t.more = true;
 			break;
 		}

@@ -37,7 +37,7 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME,
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_FAST_WAIT, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME,
        OPT_SESSION, OPT_TID, OPT_CATS, OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP, OPT_USDT,
        OPT_USDT_SLICE, OPT_USDT_ASYNC, OPT_USDT_ARGS, OPT_USDT_COUNTER, OPT_USDT_ENABLE };
 
@@ -80,8 +80,12 @@ static const struct argp_option record_options[] = {
 						       "first, a power of two (default 64K); a full "
 						       "one sends events to the probes until it grows", 0 },
 	{ "fast-buffer-max", OPT_FAST_MAX, "SIZE", 0, "A thread whose fast-path ring fills gets "
-						      "a bigger one, up to SIZE (default 128M; the "
+						      "a bigger one, up to SIZE (default 4M; the "
 						      "--fast-buffer-size: never)", 0 },
+	{ "fast-wait", OPT_FAST_WAIT, "US", 0, "A thread whose fast-path ring is full waits up "
+					       "to US microseconds for the drain to leave room "
+					       "before it grows or takes the probes (default "
+					       "1000; 0: never waits)", 0 },
 	{ "max-fast-rings", OPT_FAST_RINGS, "N", 0, "At most N fast-path rings at once (default "
 						    "1024); other threads take the probes", 0 },
 	{ "flush-interval", OPT_FLUSH, "MS", 0, "Drain the rings and append to the file every MS "
@@ -467,6 +471,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				   "e.g. 16M", arg);
 		break;
 	}
+	case OPT_FAST_WAIT:
+		o->fast_wait_us = (uint32_t)tb_io_arg_range(state, arg, 0, 1000000, "fast-path wait",
+							    "us");
+		break;
 	case OPT_MAX_PROCS:
 		o->max_procs = tb_io_arg_range(state, arg, 1, 1 << 22, "--max-processes", NULL);
 		break;
@@ -549,7 +557,8 @@ static int cmd_record(int argc, char **argv, char *cmdline)
 		.max_procs = 16384,
 		.memdump_ms = 1000,
 		.fast_buffer_size = 64 << 10,
-		.fast_buffer_max = 128 << 20,
+		.fast_buffer_max = 4 << 20,
+		.fast_wait_us = 1000,
 		.max_fast_rings = 1024,
 	};
 

@@ -544,6 +544,7 @@ static int load_record_bpf(struct recorder *r)
 	if (!err)
 		err = tb_fast_prepare(&r->fast, r->skel, &(struct tb_fast_opts){
 			.ring_size = o->fast_buffer_size, .max_rings = o->max_fast_rings,
+			.wait_us = o->fast_wait_us,
 			.ring_max = o->fast_buffer_max > o->fast_buffer_size ?
 				    o->fast_buffer_max : o->fast_buffer_size,
 			.off = o->no_fast_path });

@@ -355,11 +355,11 @@ void report(struct recorder *r)
 		tb_fast_stats(r->fast, &st);
 		fprintf(stderr, "tracebpf: record: fast-path drain: %llu events in %.1f ms "
 				"(%.0f events/s), %llu kernel samples; %llu rings made, %llu of "
-				"them grown\n",
+				"them grown; %llu requests to drain a full ring\n",
 			(unsigned long long)st.drained, st.drain_ns / 1e6,
 			st.drain_ns ? st.drained * 1e9 / st.drain_ns : 0.0,
 			(unsigned long long)st.steps, (unsigned long long)st.made,
-			(unsigned long long)st.grown);
+			(unsigned long long)st.grown, (unsigned long long)st.wakes);
 	}
 	fast_bad_said(r);
 	if (r->o->verbose)

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #ifndef TRACEBPF_VERSION
@@ -61,6 +62,7 @@ struct tb_record_opts {
 	bool no_fast_path;               /* --no-fast-path */
 	size_t fast_buffer_size;         /* --fast-buffer-size, per thread */
 	size_t fast_buffer_max;          /* --fast-buffer-max */
+	uint32_t fast_wait_us;           /* --fast-wait */
 	unsigned max_fast_rings;         /* --max-fast-rings */
 	struct tb_usdt_opt usdt[TB_MAX_USDT_OPTS];   /* --usdt, --usdt-slice, ... in order */
 	int nusdt;

@@ -532,15 +532,36 @@ def test_fresh_thread_goes_fast_from_its_first_event(tmp_path):
 
 
 def test_full_rings_take_the_probes_and_the_slow_share_is_counted(tmp_path):
-    """4 KiB rings that may not grow: a thread's burst overflows its ring,
-    the overflow takes the probes, and record -v's counts of both paths are
+    """4 KiB rings that may not grow, whose threads do not wait for the
+    drain (--fast-wait 0): a thread's burst overflows its ring, the
+    overflow takes the probes, and record -v's counts of both paths are
     the file's own."""
     _, _, events, (slow, total, fast) = record_fast_seq(
-        tmp_path, "--fast-buffer-size", "4K", "--fast-buffer-max", "4K", n=20000)
+        tmp_path, "--fast-buffer-size", "4K", "--fast-buffer-max", "4K", "--fast-wait", "0",
+        n=20000)
     assert len([l for l in events if " I test:seq " in l]) == 2 * 20000
     fast_in_file = sum(l.endswith(" [fast]") for l in events)
     assert (total, fast, slow) == (len(events), fast_in_file, len(events) - fast_in_file)
     assert slow > 0 and fast > 0, (slow, fast)
+
+
+def test_a_full_ring_waits_for_the_drain_instead_of_the_probes(tmp_path):
+    """The same 4 KiB rings, with a wait long enough for any drain
+    (--fast-wait 1000000: a second): a thread whose ring is full asks the
+    recorder to drain it and waits for room (trace.h,
+    tracebpf__fast_wait), so every event of its burst is on the fast path,
+    and record -v counts its requests. With --fast-wait 0 above, its
+    overflow takes the probes."""
+    n = 20000
+    _, err, events, (slow, total, fast) = record_fast_seq(
+        tmp_path, "--fast-buffer-size", "4K", "--fast-buffer-max", "4K", "--fast-wait",
+        "1000000", n=n)
+    seq = [l for l in events if " I test:seq " in l]
+    assert len(seq) == 2 * n
+    assert (slow, fast) == (0, total) and all(l.endswith(" [fast]") for l in events), \
+        (slow, total, [l for l in events if not l.endswith(" [fast]")][:3])
+    asked = int(re.search(r"(\d+) requests to drain a full ring", err).group(1))
+    assert asked >= 1, err[-2000:]
 
 
 def bench_prog(name):
@@ -572,9 +593,12 @@ def test_events_go_in_batches_the_kernel_steps_over_once(tmp_path):
     2-integer instants from one thread: every one in the file, on the fast
     path, with at most one kernel sample per 40 events drained (a full
     batch holds 84). Writing a sample per event, as before batches, makes
-    one per event."""
+    one per event. (A full ring waits up to a second for the drain here:
+    with the default millisecond, a recorder still busy with its start
+    can send a few events to the probes.)"""
     n = 200000
-    _, err, out = record_v(tmp_path, bench_prog("probe_cost"), n, "instant2")
+    _, err, out = record_v(tmp_path, bench_prog("probe_cost"), n, "instant2",
+                           opts=("--fast-wait", "1000000"))
     m = re.search(r"fast-path drain: (\d+) events in [0-9.]+ ms \([0-9]+ events/s\), "
                   r"(\d+) kernel samples", err)
     assert m, err[-2000:]
@@ -644,13 +668,15 @@ def test_each_new_thread_has_a_spare_before_its_first_event(tmp_path):
 
 def test_a_thread_writing_faster_than_the_drain_gets_a_bigger_ring(tmp_path):
     """A tight loop of 2 M instants from a fresh thread (about 80 MB, faster
-    than the recorder drains): its first ring fills in a millisecond, the
-    thread takes the bigger one the recorder made ahead for the command,
-    and the recorder makes the next size as soon as it is taken. Every
+    than the recorder drains) whose full ring does not wait for the drain
+    (--fast-wait 0, as when a wait runs out): its first ring fills in a
+    millisecond, and the thread takes the bigger one the recorder made
+    ahead for the command (and asks for bigger ones as those fill). Every
     event is in the file, the full rings were drained and closed without
     loss, and record -v says rings grew."""
     n = 2000000
-    _, stderr, out = record_v(tmp_path, bench_prog("probe_cost"), n, "instant2")
+    _, stderr, out = record_v(tmp_path, bench_prog("probe_cost"), n, "instant2",
+                              opts=("--fast-wait", "0"))
     grown = int(re.search(r"rings made, (\d+) of them grown", stderr).group(1))
     assert grown >= 1, stderr[-2000:]
     assert re.search(r"recorded \d+ records in [\d.]+ s, 0 dropped", stderr), stderr[-2000:]

@@ -12,8 +12,13 @@
  * nothing new costs nothing (fast_idle). Chunks: at most c.max samples a
  * reading, the rest in the next. What trace.h never writes in a batch is
  * counted as bad, once. And a recorder whose switch does not say it reads
- * batches (one older than them) gets a sample per event.
+ * batches (one older than them) gets a sample per event. A full ring: its
+ * thread waits for the drain up to the switch's wait (another thread of
+ * the test drains), a wait that runs out is not made again until the
+ * drain moves, and a switch with no wait sends the event to the probe at
+ * once.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +40,7 @@ static struct fring fr;
 static uint64_t got[4096];           /* the first argument of each event read */
 static unsigned ngot;
 static const char site = 0;
+static struct tracebpf_fast_ctl ctl;   /* no bigger spare: pool 1 empty */
 
 static int collect(void *ctx, void *rec, size_t size)
 {
@@ -68,6 +74,9 @@ static int setup(void **state)
 	fr.pos = meta;
 	fr.fd = -1;
 	tracebpf__fast_proc.batch = 1;   /* the recorder's switch says it reads them */
+	tracebpf__fast_proc.wait_ns = 0;
+	memset(&ctl, 0, sizeof(ctl));
+	w.ctl = &ctl;
 	return 0;
 }
 
@@ -249,6 +258,79 @@ static void test_a_recorder_that_reads_no_batches_gets_a_sample_an_event(void **
 		assert_int_equal(got[i], i);
 }
 
+/* Events until the ring has no room (the switch's wait is 0 here): how
+ * many went in. */
+static unsigned fill_ring(void)
+{
+	unsigned n = 0;
+	uint32_t *hdr;
+
+	while ((hdr = tracebpf__fast_reserve(&w, sizeof(struct tracebpf_fast_rec)))) {
+		struct tracebpf_fast_rec *r;
+
+		r = tracebpf__fast_head(hdr, TRACEBPF_FAST_EVENT, sizeof(*r), &site);
+		r->args[0] = n++;
+		r->args[1] = 0;
+		tracebpf__fast_commit(hdr, sizeof(*r));
+	}
+	return n;
+}
+
+static int writer_done;   /* the writer's reserve returned */
+
+/* The drain, in another thread: once the writer has started its wait (it
+ * asked for a drain: w.woke set), what the ring holds is read; nothing if
+ * the writer returned without waiting. */
+static void *drain_when_asked(void *arg)
+{
+	uint64_t lost = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&w.woke, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&writer_done, __ATOMIC_ACQUIRE))
+			return NULL;
+	reading(0, false, &lost);
+	return NULL;
+}
+
+static void test_a_full_ring_waits_for_the_drain(void **state)
+{
+	unsigned n = fill_ring();
+	pthread_t th;
+	uint32_t *hdr;
+
+	(void)state;
+	assert_true(n > 1000);   /* 64 KiB of 48-byte events, less the batch headers */
+	assert_int_equal(w.woke, 0);   /* no wait without the switch's */
+	tracebpf__fast_proc.wait_ns = 60ull * 1000000000u;   /* the drain comes first */
+	assert_int_equal(pthread_create(&th, NULL, drain_when_asked, NULL), 0);
+	writer_done = 0;
+	hdr = tracebpf__fast_reserve(&w, sizeof(struct tracebpf_fast_rec));
+	__atomic_store_n(&writer_done, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_non_null(hdr);   /* it waited: the event is on the fast path */
+	assert_int_not_equal(w.woke, 0);
+	assert_int_equal(w.stalled, 0);
+	assert_int_equal(ngot, n);
+}
+
+static void test_a_wait_that_runs_out_is_not_made_again_until_the_drain_moves(void **state)
+{
+	uint64_t lost = 0;
+	unsigned n = fill_ring();
+
+	(void)state;
+	tracebpf__fast_proc.wait_ns = 1000000;   /* 1 ms, and nothing drains */
+	assert_null(tracebpf__fast_reserve(&w, sizeof(struct tracebpf_fast_rec)));
+	assert_int_equal(w.stalled, cons_pos + 1);
+	w.woke = 0;
+	assert_null(tracebpf__fast_reserve(&w, sizeof(struct tracebpf_fast_rec)));
+	assert_int_equal(w.woke, 0);   /* no second wait, no second request */
+	reading(0, false, &lost);
+	assert_int_equal(ngot, n);
+	assert_non_null(tracebpf__fast_reserve(&w, sizeof(struct tracebpf_fast_rec)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +343,9 @@ int main(void)
 		cmocka_unit_test_setup(test_a_batch_that_wraps_is_counted_once_when_closed, setup),
 		cmocka_unit_test_setup(
 			test_a_recorder_that_reads_no_batches_gets_a_sample_an_event, setup),
+		cmocka_unit_test_setup(test_a_full_ring_waits_for_the_drain, setup),
+		cmocka_unit_test_setup(
+			test_a_wait_that_runs_out_is_not_made_again_until_the_drain_moves, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -361,7 +361,8 @@ tracebpf__hit_id(const void *site, unsigned size, uint64_t id, const char *nm,
  * ring buffer of the calling thread that the recorder's BPF maps own (a
  * BPF_MAP_TYPE_USER_RINGBUF pinned in bpffs for this process's user), and
  * does not trap. A site takes the USDT probe above (the slow path) instead:
- * while its thread has no ring yet, when the ring is full, inside a signal
+ * while its thread has no ring yet, when the ring stays full past the
+ * thread's wait for the drain (tracebpf__fast_wait), inside a signal
  * handler that interrupted an event of the same thread, and whenever no
  * tracebpf recorder
  * offers a ring (other tools such as bpftrace then see every hit). Define
@@ -461,6 +462,9 @@ struct tracebpf_fast_ctl {
 	struct tracebpf_cats cats;   /* the categories recorded (tracebpf/cats.h) */
 	uint32_t features;           /* TRACEBPF_FAST_F_*: what the recorder reads
 				      * (0 from a recorder older than the field) */
+	uint32_t wait_us;            /* how long a thread whose ring is full waits
+				      * for the drain (tracebpf__fast_wait; 0:
+				      * not at all, as with an older recorder) */
 };
 
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_rec) == 40, "tracebpf_fast_rec layout");
@@ -469,9 +473,11 @@ TRACEBPF__SASSERT(__builtin_offsetof(struct tracebpf_fast_rec, args) == TRACEBPF
 TRACEBPF__SASSERT(sizeof(struct tracebpf_fast_ctl) == 11952 &&
 		  __builtin_offsetof(struct tracebpf_fast_ctl, cats) == 7848 &&
 		  __builtin_offsetof(struct tracebpf_fast_ctl, features) == 11944 &&
+		  __builtin_offsetof(struct tracebpf_fast_ctl, wait_us) == 11948 &&
 		  sizeof(struct tracebpf_fast_ctl) <= TRACEBPF_FAST_CTL_BYTES,
 		  "tracebpf_fast_ctl layout: three pages, the categories, then the "
-		  "features (zero past an older recorder's switch, in the same pages)");
+		  "features and the wait (zero past an older recorder's switch, in "
+		  "the same pages)");
 
 #ifdef __cplusplus
 extern "C" {
@@ -610,6 +616,7 @@ __attribute__((constructor, unused)) static void tracebpf__fork_fix_init(void)
 #define TRACEBPF__FAST_SEEN  1024u   /* sites whose descriptor was written */
 #define TRACEBPF__NAME_KEPT  64u     /* bytes of a name kept for a late start */
 #define TRACEBPF__FAST_LOOK_NS 100000ull    /* a missing switch, looked for again */
+#define TRACEBPF__FAST_WAKE_NS 1000000ull   /* a thread's "drain now", at most once per */
 #define TRACEBPF__FAST_BATCH_BYTES 4096u    /* a batch, its header included, at most
 					     * (and a quarter of the ring) */
 
@@ -621,6 +628,8 @@ struct tracebpf__fast_thread {
 	unsigned long mask;                /* data bytes - 1 */
 	unsigned long pos;                 /* our producer position */
 	unsigned long cons_seen;           /* the consumer position last read */
+	unsigned long stalled;             /* + 1: the consumer position when a wait
+					    * for the drain ran out (0: none) */
 	uint32_t *batch;                   /* the open batch's header, or 0 */
 	uint32_t boff;                     /* its next event's offset in its payload */
 	uint32_t bend;                     /* offsets from here on are its end */
@@ -628,6 +637,7 @@ struct tracebpf__fast_thread {
 	unsigned long map_len;             /* of the mapping at prod */
 	uint64_t retry;                    /* next look for the process's switch, ns */
 	uint64_t asked;                    /* next request to the recorder, ns */
+	uint64_t woke;                     /* next "drain now" to it, ns */
 	uint32_t state;                    /* TRACEBPF__FAST_* */
 	uint32_t busy;                     /* in a write (signal handlers) */
 	uint32_t dtor;                     /* thread-exit unmap registered */
@@ -645,6 +655,8 @@ struct tracebpf__fast_proc {
 	uint32_t named;                    /* the tag its name was written in */
 	volatile struct tracebpf_cats *cats;   /* in ctl, when its switch has them */
 	uint32_t batch;                    /* its recorder reads batches */
+	uint64_t wait_ns;                  /* a full ring's wait for the drain, at
+					    * most (its switch's wait_us) */
 	uint64_t cat_retry;                /* next look for a switch, for them */
 	struct tracebpf_cats cats_fork;    /* the parent's, in a child of fork
 					    * until it has its own switch */
@@ -835,6 +847,8 @@ TRACEBPF__FASTFN volatile struct tracebpf_fast_ctl *tracebpf__fast_ctl(long pid)
 		p->cats = size >= sizeof(struct tracebpf_fast_ctl) ? &c->cats : 0;
 		p->batch = size >= sizeof(struct tracebpf_fast_ctl) &&
 			   (c->features & TRACEBPF_FAST_F_BATCH);
+		p->wait_ns = size >= sizeof(struct tracebpf_fast_ctl) ?
+			     TRACEBPF__SCAST(uint64_t, c->wait_us) * 1000u : 0;
 		__atomic_store_n(&p->ctl, c, __ATOMIC_RELEASE);
 	} else {
 		if (c)
@@ -889,16 +903,20 @@ __attribute__((constructor, unused)) static void tracebpf__fast_init(void)
 }
 
 /* Asks the recorder for this thread's ring: the `tracebpf:ring` probe,
- * whose argument names the object (its semaphore's address). */
-TRACEBPF__INLINE void tracebpf__fast_request(void)
+ * whose argument names the object (its semaphore's address, bit 0 set
+ * for "drain it now", TRACEBPF_FAST_F_WAKE). */
+TRACEBPF__INLINE void tracebpf__fast_request_key(uintptr_t key)
 {
-	const void *key = &tracebpf_event_semaphore;
-
 	__asm__ __volatile__(TRACEBPF__ASM_NOP
 			     TRACEBPF__ASM_NOTE_("ring", "8@%[key]") TRACEBPF__ASM_BASE
 			     :
 			     : [key] "D"(key)
 			     : "memory");
+}
+
+TRACEBPF__INLINE void tracebpf__fast_request(void)
+{
+	tracebpf__fast_request_key(TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore));
 }
 
 /* "<root>/<pid>/<c><n>": spare n of a pool ('f' pool 0, 'g' pool 1). */
@@ -938,6 +956,7 @@ TRACEBPF__FASTFN int tracebpf__fast_mapring(struct tracebpf__fast_thread *t, con
 	t->mask = size - 1;
 	t->pos = __atomic_load_n(t->prod, __ATOMIC_ACQUIRE);
 	t->cons_seen = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+	t->stalled = 0;
 	return 1;   /* no batch is open: the thread had no ring, or closed it */
 }
 
@@ -1153,15 +1172,63 @@ TRACEBPF__FASTFN int tracebpf__fast_setup(struct tracebpf__fast_thread *t)
 TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *t,
 						  uint32_t len);
 
-/* t's ring is full: a bigger spare, if the recorder made one, becomes its
- * ring (the full one is left to the drain), and the sample goes there.
- * NULL when there is none (the event takes the probe, and the recorder is
- * asked for one). */
+/* t's ring has no room for a sample of len bytes: the thread waits for the
+ * drain to leave room for a batch (or that sample), up to its switch's
+ * wait_us from now, after asking the recorder to drain now (the
+ * `tracebpf:ring` probe with the key's bit 0 set, at most once per
+ * TRACEBPF__FAST_WAKE_NS). The drain moves the consumer position every 256 KiB it reads,
+ * while the probe costs a microsecond or two an event: waiting for room
+ * costs the thread less than sending the events the drain frees room for
+ * to the probes, and less than new pages would on a host where they are
+ * dear. A wait that runs out is not made again until the position has
+ * moved, so a recorder that is not draining costs one wait, not one per
+ * event. 1 when there is room. */
+TRACEBPF__FASTFN int tracebpf__fast_wait(struct tracebpf__fast_thread *t, uint32_t len,
+					 uint64_t now)
+{
+	unsigned long size = t->mask + 1, want = size / 4, cons;
+	uint64_t wait = tracebpf__fast_proc.wait_ns, end = now + wait;
+	unsigned i;
+
+	if (want > TRACEBPF__FAST_BATCH_BYTES)
+		want = TRACEBPF__FAST_BATCH_BYTES;
+	if (want < len + 24u)
+		want = len + 24u;
+	if (want > size)
+		want = len + 8u;
+	cons = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+	if (!wait || t->stalled == cons + 1)
+		return 0;
+	if (now >= t->woke) {
+		t->woke = now + TRACEBPF__FAST_WAKE_NS;
+		tracebpf__fast_request_key(TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore) | 1u);
+	}
+	for (i = 1; size - (t->pos - cons) < want; i++) {
+		__builtin_ia32_pause();
+		if (!(i & 255) && tracebpf__now() >= end) {
+			t->stalled = cons + 1;
+			return 0;
+		}
+		cons = __atomic_load_n(t->cons, __ATOMIC_ACQUIRE);
+	}
+	t->cons_seen = cons;
+	t->stalled = 0;
+	return 1;
+}
+
+/* t's ring is full: the thread waits for the drain (tracebpf__fast_wait).
+ * If that runs out, a bigger spare, if the recorder made one, becomes its
+ * ring (the full one is left to the drain), and the sample goes there; else
+ * NULL (the event takes the probe, and the recorder is asked for a bigger
+ * ring). A ring grows for a drain that stalled, not for one that is slower
+ * than the thread: new pages cost more than waiting for old ones. */
 TRACEBPF__FASTFN uint32_t *tracebpf__fast_grow(struct tracebpf__fast_thread *t, uint32_t len)
 {
 	volatile struct tracebpf_fast_ctl *c = t->ctl;
 	struct tracebpf__fast_thread old = *t;
 
+	if (tracebpf__fast_wait(t, len, tracebpf__now()))
+		return tracebpf__fast_reserve(t, len);
 	if (__atomic_load_n(&c->pool[1].made, __ATOMIC_ACQUIRE) <= c->pool[1].taken ||
 	    !tracebpf__fast_claim(t, c, tracebpf__fast_proc.pid, 1)) {
 		tracebpf__fast_ask(t, tracebpf__now());
