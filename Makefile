@@ -47,6 +47,10 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 # libtracebpf (lib/): the reader side (trace file, time order, model,
 # Chrome JSON and ftrace text) never links libbpf.
 LIB_SRCS  := $(wildcard lib/*.c)
+# The client header and the headers it includes (the recorder shares
+# site.h, cats.h and fast_ring.h): whatever is built with trace.h depends
+# on all of them.
+CLIENT_HDRS := $(wildcard lib/include/tracebpf/*.h)
 LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h lib/include/tracebpf/cats.h \
              lib/tbrecords.h
 # What the unit tests, the fuzz target and the model bench build from source.
@@ -115,7 +119,7 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c user/*.h $(LIB_HDRS) bpf/*.h $(SKELS) | $(OUT)/user
+$(OUT)/user/%.o: user/%.c user/*.h $(LIB_HDRS) $(CLIENT_HDRS) bpf/*.h $(SKELS) | $(OUT)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
@@ -144,23 +148,23 @@ $(OUT)/tracebpf: $(LOAD_OBJS) $(CLI_OBJS) $(OUT)/libtracebpf.a
 	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LDLIBS) -o $@
 
 # ---- instrumented programs ----
-$(OUT)/demo: examples/demo.c lib/include/tracebpf/trace.h | $(OUT)
+$(OUT)/demo: examples/demo.c $(CLIENT_HDRS) | $(OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
-$(OUT)/progs/libtbtest.so: tests/progs/libtbtest.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/libtbtest.so: tests/progs/libtbtest.c $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUT)/progs/libtbdl.so: tests/progs/libtbdl.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/libtbdl.so: tests/progs/libtbdl.c $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUT)/progs/libchaosdl.so: tests/progs/libchaosdl.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/libchaosdl.so: tests/progs/libchaosdl.c $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-$(OUT)/progs/%: tests/progs/%.cc lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/%: tests/progs/%.cc $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -Ilib/include -pthread $< -o $@
 
@@ -176,7 +180,7 @@ $(OUT)/gen/many_sites.c $(OUT)/gen/libmany_sites.c &: tests/progs/gen_many_sites
 	$(call msg,GEN,$(OUT)/gen/many_sites.c)
 	$(Q)python3 $< $(MANY_SITES) $(OUT)/gen
 
-$(OUT)/progs/libmany_sites.so: $(OUT)/gen/libmany_sites.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/libmany_sites.so: $(OUT)/gen/libmany_sites.c $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
@@ -204,15 +208,15 @@ $(OUT)/progs/sdt_exec: tests/progs/sdt_exec.c | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(SDT_CFLAGS) $< -o $@
 
-$(OUT)/progs/phases_slow: tests/progs/phases.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/phases_slow: tests/progs/phases.c $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_NO_FAST_PATH $< -o $@
 
-$(OUT)/progs/redzone: tests/progs/redzone.c lib/include/tracebpf/trace.h | $(OUT)/progs
+$(OUT)/progs/redzone: tests/progs/redzone.c $(CLIENT_HDRS) | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -O2 $< -o $@
 
-$(OUT)/progs/%: tests/progs/%.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/progs
+$(OUT)/progs/%: tests/progs/%.c $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/progs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
@@ -222,14 +226,14 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h tests/unit/r
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 
 # test_fast_read includes the recorder's ring reader and trace.h's producer
-$(OUT)/unit/test_fast_read: user/fast_read.c lib/include/tracebpf/trace.h
+$(OUT)/unit/test_fast_read: user/fast_read.c $(CLIENT_HDRS)
 
 # ---- benchmarks ----
-$(OUT)/bench/probe_cost: bench/probe_cost.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/probe_cost: bench/probe_cost.c bench/threads.h $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
-$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/probe_cost_nop1: bench/probe_cost.c bench/threads.h $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -DTRACEBPF_PROBE_NOP1 $< -o $@
 
@@ -251,21 +255,21 @@ $(OUT)/bench/model_cost: bench/model_cost.c $(CORE_SRCS) $(LIB_HDRS) user/*.h | 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
-$(OUT)/bench/rate: bench/rate.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/rate: bench/rate.c $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 # The fast path's protocol alone, in a plain shared mapping (its floor).
-$(OUT)/bench/fast_floor: bench/fast_floor.c bench/threads.h lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/fast_floor: bench/fast_floor.c bench/threads.h $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 # Many threads' bursts (bench/burst.sh builds its LTTng-UST twin).
-$(OUT)/bench/burst: bench/burst.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/burst: bench/burst.c $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
-$(OUT)/bench/forks: bench/forks.c lib/include/tracebpf/trace.h tests/progs/now_ns.h | $(OUT)/bench
+$(OUT)/bench/forks: bench/forks.c $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 

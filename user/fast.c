@@ -31,7 +31,7 @@
 #include "fast_int.h"
 #include "rings.h"
 #include "tbfile.h"
-#include "tracebpf/trace.h"
+#include "tracebpf/fast_ring.h"
 
 _Static_assert(sizeof(struct tb_fast_rec) == sizeof(struct tracebpf_fast_rec), "fast rec");
 _Static_assert(offsetof(struct tb_fast_rec, ts) == offsetof(struct tracebpf_fast_rec, ts),

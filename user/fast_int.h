@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "fast.h"
-#include "tracebpf/trace.h"
+#include "tracebpf/fast_ring.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
 

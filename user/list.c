@@ -52,10 +52,12 @@ struct list_args {
 };
 
 /* The header's own sites (tracebpf__fast_names writes the kept thread
- * and process names again through them): not the program's. */
+ * and process names again through them): not the program's. They are in
+ * tracebpf/fast_producer.h, or in trace.h in programs built before it. */
 static bool header_own(const struct site *s)
 {
-	return s->file && !strcmp(s->file, "trace.h") && !strcmp(s->cat, "__metadata");
+	return s->file && (!strcmp(s->file, "fast_producer.h") || !strcmp(s->file, "trace.h")) &&
+	       !strcmp(s->cat, "__metadata");
 }
 
 /* The descriptor at p (at most avail bytes), if the parser takes it. */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tracebpf/trace.h"   /* the producer */
 #include "../../user/fast_read.c"
 
 #define SIZE (64u << 10)
