@@ -585,7 +585,8 @@ static int drain_move(struct tb_fast *f, __u32 slot, const struct fring *r,
  * them. */
 static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned long until)
 {
-	struct fast_cut c = { .until = until, .max = READ_CHUNK, .max_bytes = READ_CHUNK_BYTES };
+	struct fast_cut c = { .until = until, .max = READ_CHUNK, .max_bytes = READ_CHUNK_BYTES,
+			      .live = f->ctl };
 	struct tb_fast_drain d;
 	struct fast_taken t;
 	uint64_t lost = 0;
@@ -684,7 +685,7 @@ static void drain_broken(struct tb_fast *f, int err)
 	}
 	for (__u32 i = 0; i < f->o.max_rings; i++) {
 		struct fring *r = &f->rings[i];
-		struct fast_cut c = { .stop_ts = ~0ull };
+		struct fast_cut c = { .stop_ts = ~0ull, .live = f->ctl };
 		uint64_t n = 0;
 
 		if (r->fd < 0 || r->spare)
@@ -879,6 +880,12 @@ void tb_fast_between(struct tb_fast *f, void (*between)(void *ctx))
 {
 	if (f)
 		f->between = between;
+}
+
+void tb_fast_ctl_state(struct tb_fast *f, const struct tb_ctl *state)
+{
+	if (f)
+		f->ctl = state;
 }
 
 void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t size),

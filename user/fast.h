@@ -54,6 +54,10 @@ void tb_fast_output(struct tb_fast *f, int (*put)(void *ctx, void *rec, size_t s
 /* Called with tb_fast_output's ctx between the chunks of a long reading
  * of one ring (the recorder's own rings consumed meanwhile). */
 void tb_fast_between(struct tb_fast *f, void (*between)(void *ctx));
+/* The control map's STATE entry (ctl.h, mapped): each sample is checked
+ * against the stop as it is when read, not only as the round found it. */
+struct tb_ctl;
+void tb_fast_ctl_state(struct tb_fast *f, const struct tb_ctl *state);
 /* A process traced from the start (-p, or the command before its exec):
  * its directory and a spare ring for each of its threads, made now, so
  * that each takes its ring at its first event. */

@@ -111,6 +111,7 @@ struct tb_fast {
 	int (*put)(void *ctx, void *rec, size_t size);   /* tb_fast_output */
 	void *put_ctx;
 	void (*between)(void *ctx);   /* tb_fast_between */
+	const struct tb_ctl *ctl;     /* tb_fast_ctl_state: the stop as it is now */
 };
 
 /* A process's switch set by another session that records it too: not
@@ -142,6 +143,8 @@ struct fast_cut {
 	bool final;            /* its thread can write no more into it */
 	uint64_t max;          /* samples read at most (0: all) */
 	uint64_t max_bytes;    /* and bytes, at least a whole sample (0: all) */
+	const struct tb_ctl *live;   /* the stop as it is when a sample is read
+				      * (NULL: stop_ts only) */
 };
 
 struct fast_taken {

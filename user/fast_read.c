@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <linux/types.h>
 
+#include "../bpf/ctl.h"
 #include "tbrecords.h"
 #include "fast_int.h"
 #include "tracebpf/site.h"
@@ -133,6 +134,25 @@ static const unsigned char *ring_data(struct fring *r)
 	return r->data;
 }
 
+/* Whether an event stamped at ts was stamped after a ctl stop: the stop
+ * the round found (c->stop_ts), or one made since, as the control map
+ * says now. A stop sets off_ts before off (ctl.c), and only the recorder,
+ * in this thread, clears off: an event stamped after a stop is read after
+ * it, so it is seen however the reading and the stop interleave (a round
+ * that found no stop and then read an open batch's events written after
+ * one, while the recorder was frozen, kept them). */
+static bool fast_stopped(const struct fast_cut *c, uint64_t ts)
+{
+	uint64_t off_ts;
+
+	if (ts >= c->stop_ts)
+		return true;
+	if (!c->live || !__atomic_load_n(&c->live->off, __ATOMIC_ACQUIRE))
+		return false;
+	off_ts = __atomic_load_n(&c->live->off_ts, __ATOMIC_RELAXED);
+	return ts >= (off_ts ? off_ts : c->live->ts);
+}
+
 /* One sample's record to put(), unless the filters leave its thread out
  * or it was stamped after a ctl stop (a descriptor always goes). */
 static void read_put(struct tb_fast *f, const struct fring *r, const struct fast_cut *c,
@@ -142,7 +162,7 @@ static void read_put(struct tb_fast *f, const struct fring *r, const struct fast
 	size_t n;
 
 	f->drained++;
-	if (s->type != TB_FAST_SITE && (c->skip || (len >= sizeof(*s) && s->ts >= c->stop_ts)))
+	if (s->type != TB_FAST_SITE && (c->skip || (len >= sizeof(*s) && fast_stopped(c, s->ts))))
 		return;
 	n = len >= sizeof(*s) || s->type == TB_FAST_SITE ? read_one(buf, s, len, r) : 0;
 	if (!n)

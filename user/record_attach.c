@@ -666,6 +666,8 @@ int load_bpf(struct recorder *r)
 		err = tb_ctl_filters(&r->ctl, bpf_map__fd(r->skel->maps.tb_tids),
 				     bpf_map__fd(r->skel->maps.tb_pids),
 				     o->ntids ? TB_FILTER_TID : 0);
+	if (!err)
+		tb_fast_ctl_state(r->fast, &r->ctl.map[TB_CTL_STATE]);
 	if (err) {
 		ERR("failed to map the control map (for tracebpf ctl): %s", strerror(-err));
 		fprintf(stderr, "tracebpf: hint: the kernel must allow mmap of BPF arrays "

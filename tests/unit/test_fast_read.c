@@ -16,7 +16,8 @@
  * thread waits for the drain up to the switch's wait (another thread of
  * the test drains), a wait that runs out is not made again until the
  * drain moves, and a switch with no wait sends the event to the probe at
- * once.
+ * once. A ctl stop made while a round reads: what was stamped after it is
+ * dropped.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -42,6 +43,7 @@ static uint64_t got[4096];           /* the first argument of each event read */
 static unsigned ngot;
 static const char site = 0;
 static struct tracebpf_fast_ctl ctl;   /* no bigger spare: pool 1 empty */
+static const struct tb_ctl *live;      /* the control map's STATE, or NULL */
 
 static int collect(void *ctx, void *rec, size_t size)
 {
@@ -78,6 +80,7 @@ static int setup(void **state)
 	tracebpf__fast_proc.wait_ns = 0;
 	memset(&ctl, 0, sizeof(ctl));
 	w.ctl = &ctl;
+	live = NULL;
 	return 0;
 }
 
@@ -100,7 +103,8 @@ static uint32_t *event(uint64_t i, int hold)
  * read (the consumer position moved past them). */
 static struct fast_taken reading(uint64_t max, bool final, uint64_t *lost)
 {
-	struct fast_cut c = { .until = *w.prod, .stop_ts = ~0ull, .final = final, .max = max };
+	struct fast_cut c = { .until = *w.prod, .stop_ts = ~0ull, .final = final, .max = max,
+			      .live = live };
 	struct fast_taken t = fast_read(&fs, &fr, &c, lost);
 	unsigned long p = cons_pos;
 
@@ -146,6 +150,36 @@ static void test_an_open_batch_is_read_as_it_is_written(void **state)
 	assert_int_equal(lost, 0);
 	for (unsigned i = 0; i < ngot; i++)
 		assert_int_equal(got[i], i);
+}
+
+/* A ctl stop made after the round asked the kernel for the stop (so its
+ * cut says none) and before it read an open batch: the events stamped
+ * after the stop are dropped, those before it kept. A recorder frozen
+ * between the two kept them. */
+static void test_events_stamped_after_a_stop_made_while_reading_are_dropped(void **state)
+{
+	struct tb_ctl st;
+	uint64_t lost = 0;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	live = &st;
+	event(0, 0);
+	reading(0, false, &lost);
+	event(1, 0);
+	st.off_ts = tracebpf__now();   /* ctl stop: off_ts, then off */
+	st.off = 1;
+	event(2, 0);
+	event(3, 0);
+	reading(0, false, &lost);
+	assert_int_equal(ngot, 2);
+	assert_int_equal(got[0], 0);
+	assert_int_equal(got[1], 1);
+	st.off = 0;                     /* the recorder started again */
+	event(4, 0);
+	reading(0, false, &lost);
+	assert_int_equal(ngot, 3);
+	assert_int_equal(got[2], 4);
 }
 
 static void test_batches_fill_and_follow_each_other(void **state)
@@ -337,6 +371,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_an_open_batch_is_read_as_it_is_written, setup),
 		cmocka_unit_test_setup(test_batches_fill_and_follow_each_other, setup),
+		cmocka_unit_test_setup(
+			test_events_stamped_after_a_stop_made_while_reading_are_dropped, setup),
 		cmocka_unit_test_setup(test_a_killed_thread_loses_only_the_event_it_was_writing,
 				       setup),
 		cmocka_unit_test_setup(test_a_long_reading_comes_in_chunks, setup),
