@@ -625,7 +625,10 @@ def test_pid_of_a_thread(tmp_path):
     t = load(out, consumer=False)
     between = [s for s in switches(t)
                if {int(s["prev_pid"]), int(s["next_pid"])} == {tids["ping"], tids["pong"]}]
-    assert len(between) >= 100, len(between)
+    # the bug kept none; how many 0.3 s hold depends on what else runs (at
+    # least 100 alone, 38 once beside make test's other tests), so the
+    # count is not held to a rate
+    assert between, "no switch between ping and pong was kept"
 
 
 def test_missing_tracepoint(tmp_path):
