@@ -33,7 +33,7 @@
 #                  takes the probes. What a thread that goes back to its
 #                  drained ring instead of a new one would pay.
 #   G long loop    A over BENCH_FAST_LONG (40,000,000) events: the thread's
-#                  rings stop growing at --fast-buffer-max (128M by
+#                  rings stop growing at --fast-buffer-max (4M by
 #                  default), and it laps its last one: the defaults' cost
 #                  over a long run, with its slow-path share and drain rate.
 #

@@ -550,8 +550,8 @@ static void fast_corrupt(struct tb_fast *f, struct fring *r)
  * events in 3 runs of 7 that way. */
 #define READ_CHUNK 2048u
 /* And bytes: a thread whose ring is full waits for the position to move
- * (trace.h, tracebpf__fast_wait), so it moves every 256 KiB, about 5,000
- * events. Moving it is one BPF_PROG_TEST_RUN. */
+ * (tracebpf/fast_producer.h, tracebpf__fast_wait), so it moves every
+ * 256 KiB, about 5,000 events. Moving it is one BPF_PROG_TEST_RUN. */
 #define READ_CHUNK_BYTES (256u << 10)
 
 /* The consumer position moved past t's samples (and the one the kernel
@@ -580,8 +580,8 @@ static int drain_move(struct tb_fast *f, __u32 slot, const struct fring *r,
 /* One ring read into the recorder's records, up to `until` (its producer
  * position when the round began: a thread writing faster than the drain
  * would otherwise hold the round forever; what it wrote since is stamped
- * after the cut), READ_CHUNK samples at a time, its consumer position
- * moved past each chunk, and the recorder's rings consumed between
+ * after the cut), READ_CHUNK samples or READ_CHUNK_BYTES at a time, its
+ * consumer position moved past each chunk, and the recorder's rings consumed between
  * them. */
 static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned long until)
 {

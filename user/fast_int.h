@@ -34,7 +34,8 @@ struct fring {
 	bool torn;             /* the last reading stopped at a sample still BUSY */
 	const unsigned char *data;   /* mapped read-only, once read */
 	bool spare, retired;
-	bool hot;              /* its thread asked (full), or took a grown one */
+	bool hot;              /* its thread asked for a bigger one (its wait
+				* for the drain ran out on it full) */
 	bool corrupt;          /* its producer position is past what it holds:
 				* read no more (fast_corrupt) */
 	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */

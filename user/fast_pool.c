@@ -35,8 +35,8 @@
 
 /* Spares of a process kept ahead of its threads' claims, at least. */
 #define SPARES_AHEAD 4u
-/* The bigger ring made ahead for a target's first thread that fills its
- * ring (it grows again from there). */
+/* The bigger ring made ahead for a target's first thread whose wait for
+ * the drain runs out on a full ring (it grows again from there). */
 #define TARGET_GROWN (4ull << 20)
 /* A grown ring holds this long of its thread's writing. */
 #define GROW_HOLD_MS 100u
@@ -663,8 +663,8 @@ static void serve_request(struct tb_fast *f, const struct req *q)
 }
 
 /* A bigger spare for each process one of whose threads asked for one
- * (its ring was full, and its wait for the drain ran out: trace.h,
- * tracebpf__fast_grow), or whose ring just grown: one at a time per
+ * (its ring was full, and its wait for the drain ran out:
+ * tracebpf/fast_producer.h, tracebpf__fast_grow): one at a time per
  * process, of grown_size, while the grown rings together stay under
  * GROWN_MAX. A ring the drain keeps up with, however full, does not grow:
  * on a host where a new page costs microseconds, its thread waits less

@@ -37,7 +37,8 @@ static const char top_doc[] =
 /* ---- record ---- */
 enum { OPT_BTF = 1000, OPT_FLUSH, OPT_NO_JSON, OPT_SERVE, OPT_SERVE_LAG, OPT_NO_SCHED,
        OPT_SCHED, OPT_SCHED_EVENTS, OPT_KBUF, OPT_PAUSED, OPT_MAX_PROCS, OPT_FAST,
-       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_FAST_WAIT, OPT_KEEP, OPT_REALTIME, OPT_NO_REALTIME,
+       OPT_FAST_BUF, OPT_FAST_RINGS, OPT_FAST_MAX, OPT_FAST_WAIT, OPT_KEEP, OPT_REALTIME,
+       OPT_NO_REALTIME,
        OPT_SESSION, OPT_TID, OPT_CATS, OPT_XCATS, OPT_NO_MEMORY, OPT_MEMDUMP, OPT_USDT,
        OPT_USDT_SLICE, OPT_USDT_ASYNC, OPT_USDT_ARGS, OPT_USDT_COUNTER, OPT_USDT_ENABLE };
 
@@ -78,10 +79,12 @@ static const struct argp_option record_options[] = {
 						 "record page's FAST PATH)", 0 },
 	{ "fast-buffer-size", OPT_FAST_BUF, "SIZE", 0, "Fast-path ring buffer of each thread at "
 						       "first, a power of two (default 64K); a full "
-						       "one sends events to the probes until it grows", 0 },
-	{ "fast-buffer-max", OPT_FAST_MAX, "SIZE", 0, "A thread whose fast-path ring fills gets "
-						      "a bigger one, up to SIZE (default 4M; the "
-						      "--fast-buffer-size: never)", 0 },
+						       "one waits for the drain (--fast-wait), then "
+						       "grows or sends events to the probes", 0 },
+	{ "fast-buffer-max", OPT_FAST_MAX, "SIZE", 0, "A thread whose fast-path ring stays full "
+						      "past its wait gets a bigger one, up to SIZE "
+						      "(default 4M; the --fast-buffer-size: never)",
+	  0 },
 	{ "fast-wait", OPT_FAST_WAIT, "US", 0, "A thread whose fast-path ring is full waits up "
 					       "to US microseconds for the drain to leave room "
 					       "before it grows or takes the probes (default "

@@ -666,6 +666,17 @@ def test_each_new_thread_has_a_spare_before_its_first_event(tmp_path):
     assert dump_count(out, r" I test:held t=[0-9]+ \[fast\]$") == threads
 
 
+@pytest.mark.parametrize("us", ["-1", "1000001", "1ms", ""])
+def test_bad_fast_wait(tmp_path, us):
+    """--fast-wait outside 0..1,000,000 us: a usage error that names the
+    option and the range, and no file."""
+    p = subprocess.run([TRACEBPF, "record", "--fast-wait", us, "-o", str(tmp_path / "x.json"),
+                        "--", "true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 64, p.stderr
+    assert f"invalid fast-path wait '{us}': give 0 to 1000000 us" in p.stderr, p.stderr
+    assert not (tmp_path / "x.tbt").exists()
+
+
 def test_a_thread_writing_faster_than_the_drain_gets_a_bigger_ring(tmp_path):
     """A tight loop of 2 M instants from a fresh thread (about 80 MB, faster
     than the recorder drains) whose full ring does not wait for the drain

@@ -580,11 +580,12 @@ TRACEBPF__INLINE uint32_t *tracebpf__fast_reserve(struct tracebpf__fast_thread *
  * drain to leave room for a batch (or that sample), up to its switch's
  * wait_us from now, after asking the recorder to drain now (the
  * `tracebpf:ring` probe with the key's bit 0 set, at most once per
- * TRACEBPF__FAST_WAKE_NS). The drain moves the consumer position every 256 KiB it reads,
- * while the probe costs a microsecond or two an event: waiting for room
- * costs the thread less than sending the events the drain frees room for
- * to the probes, and less than new pages would on a host where they are
- * dear. A wait that runs out is not made again until the position has
+ * TRACEBPF__FAST_WAKE_NS). The drain moves the consumer position every
+ * 256 KiB it reads, while the probe costs a microsecond or two an event:
+ * waiting for room
+ * costs the thread less than sending the events the drain frees room
+ * for to the probes, and less than new pages would on a host where they
+ * are dear. A wait that runs out is not made again until the position has
  * moved, so a recorder that is not draining costs one wait, not one per
  * event. 1 when there is room. */
 TRACEBPF__FASTFN int tracebpf__fast_wait(struct tracebpf__fast_thread *t, uint32_t len,
@@ -629,19 +630,27 @@ TRACEBPF__FASTFN int tracebpf__fast_wait(struct tracebpf__fast_thread *t, uint32
 TRACEBPF__FASTFN uint32_t *tracebpf__fast_grow(struct tracebpf__fast_thread *t, uint32_t len)
 {
 	volatile struct tracebpf_fast_ctl *c = t->ctl;
-	struct tracebpf__fast_thread old = *t;
+	uintptr_t key = TRACEBPF__RCAST(uintptr_t, &tracebpf_event_semaphore);
+	unsigned long *prod, map_len;
+	const unsigned long *cons;
 
 	if (tracebpf__fast_wait(t, len, tracebpf__now()))
 		return tracebpf__fast_reserve(t, len);
+	prod = t->prod;
+	cons = t->cons;
+	map_len = t->map_len;
 	if (__atomic_load_n(&c->pool[1].made, __ATOMIC_ACQUIRE) <= c->pool[1].taken ||
 	    !tracebpf__fast_claim(t, c, tracebpf__fast_proc.pid, 1)) {
 		tracebpf__fast_ask(t, tracebpf__now());
 		return 0;
 	}
-	tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, old.prod),
-		      TRACEBPF__SCAST(long, old.map_len), 0, 0, 0, 0);
-	tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, old.cons), 4096, 0, 0, 0, 0);
-	tracebpf__fast_request();   /* wakes the recorder: it makes the next size now */
+	tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, prod),
+		      TRACEBPF__SCAST(long, map_len), 0, 0, 0, 0);
+	tracebpf__sys(TRACEBPF__SYS_MUNMAP, TRACEBPF__RCAST(long, cons), 4096, 0, 0, 0, 0);
+	/* wakes the recorder, to drain the full ring it left; a recorder whose
+	 * threads wait takes that as "drain now" (bit 0), not as a request for
+	 * the next size, which only a wait that runs out on this ring makes */
+	tracebpf__fast_request_key(tracebpf__fast_proc.wait_ns ? key | 1u : key);
 	return tracebpf__fast_reserve(t, len);
 }
 
