@@ -85,15 +85,18 @@ static size_t read_event_x(unsigned char *buf, const struct tb_fast_rec *f, size
 	return TB_REC_ALIGN(off + n);
 }
 
-/* One sample as the record the drain makes of it; 0 for a bad one. */
-static size_t read_one(unsigned char *buf, const struct tb_fast_rec *f, size_t len,
-			  const struct fring *r)
+/* One sample of `type` as the record the drain makes of it; 0 for a bad
+ * one. f is in the ring (which its thread may write while it is read)
+ * only for a plain event, whose fields are each read once; any other is
+ * a copy (read_put), since the lengths in it are checked, then used. */
+static size_t read_one(unsigned char *buf, uint16_t type, const struct tb_fast_rec *f,
+		       size_t len, const struct fring *r)
 {
 	const struct tracebpf_site *us = (const void *)f->args;
 	struct tb_rec_event *ev = (void *)buf;
 	struct tb_rec_site *site = (void *)buf;
 
-	if (f->type == TB_FAST_EVENT && len == sizeof(*f)) {
+	if (type == TB_FAST_EVENT && len == sizeof(*f)) {
 		memset(ev, 0, sizeof(*ev));
 		read_hdr(&ev->hdr, TB_REC_EVENT, sizeof(*ev), f, r);
 		ev->site = f->site;
@@ -102,9 +105,9 @@ static size_t read_one(unsigned char *buf, const struct tb_fast_rec *f, size_t l
 		ev->flags = TB_EVF_FAST;
 		return sizeof(*ev);
 	}
-	if (f->type == TB_FAST_EVENT_STR || f->type == TB_FAST_EVENT_ID)
-		return read_event_x(buf, f, len, r, f->type == TB_FAST_EVENT_ID);
-	if (f->type != TB_FAST_SITE || len < TB_FAST_HEAD + sizeof(*us) ||
+	if (type == TB_FAST_EVENT_STR || type == TB_FAST_EVENT_ID)
+		return read_event_x(buf, f, len, r, type == TB_FAST_EVENT_ID);
+	if (type != TB_FAST_SITE || len < TB_FAST_HEAD + sizeof(*us) ||
 	    us->magic != TRACEBPF_SITE_MAGIC || us->size < sizeof(*us) ||
 	    us->size > len - TB_FAST_HEAD || us->size > TB_SITE_MAX)
 		return 0;
@@ -154,17 +157,30 @@ static bool fast_stopped(const struct fast_cut *c, uint64_t ts)
 }
 
 /* One sample's record to put(), unless the filters leave its thread out
- * or it was stamped after a ctl stop (a descriptor always goes). */
+ * or it was stamped after a ctl stop (a descriptor always goes). Its type
+ * is read once, and any sample but a plain event is copied out of the
+ * ring first: its thread may rewrite it while it is read, and a length
+ * checked in the ring and then used could be another by then. */
 static void read_put(struct tb_fast *f, const struct fring *r, const struct fast_cut *c,
 		     const struct tb_fast_rec *s, size_t len)
 {
+	uint64_t copy[READ_MAX / 8 + 1];
 	unsigned char buf[READ_MAX + 8];
+	uint16_t type = __atomic_load_n(&s->type, __ATOMIC_RELAXED);
 	size_t n;
 
 	f->drained++;
-	if (s->type != TB_FAST_SITE && (c->skip || (len >= sizeof(*s) && fast_stopped(c, s->ts))))
+	if (type != TB_FAST_EVENT) {
+		if (len > sizeof(copy)) {
+			f->bad++;   /* longer than any record: no event */
+			return;
+		}
+		memcpy(copy, s, len);
+		s = (const void *)copy;
+	}
+	if (type != TB_FAST_SITE && (c->skip || (len >= sizeof(*s) && fast_stopped(c, s->ts))))
 		return;
-	n = len >= sizeof(*s) || s->type == TB_FAST_SITE ? read_one(buf, s, len, r) : 0;
+	n = len >= sizeof(*s) || type == TB_FAST_SITE ? read_one(buf, type, s, len, r) : 0;
 	if (!n)
 		f->bad++;
 	else if (f->put)
