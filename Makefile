@@ -58,7 +58,7 @@ CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
              user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
              user/convert_cmd.c user/filter_args.c
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
-             user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_pool.c user/fast_read.c user/probes.c user/main.c user/sched.c user/rings.c \
+             user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_dir.c user/fast_pool.c user/fast_read.c user/probes.c user/main.c user/sched.c user/rings.c \
              user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
              user/ctl_status.c user/list.c user/cats.c user/record_usdt.c user/usdt.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
@@ -75,7 +75,7 @@ PROGS := mt_events seq_until_killed quiet_thread fork_child loop_events \
          dlopen_user thread_churn pid_reuse pingpong writer deny_bpf_cmd phases \
          other_regs nested_loop fast_seq fast_open fast_bad numbered_nest chaos_app site_order \
          report_nest filter_events held_threads late_names fork_cats touch_mem memdump \
-         leader_exits fast_window fork_churn
+         leader_exits fast_window fork_churn fast_evil
 PROG_BINS := $(addprefix $(OUT)/progs/,$(PROGS)) $(OUT)/progs/redzone $(OUT)/progs/phases_slow \
              $(OUT)/progs/libtbtest.so $(OUT)/progs/libtbdl.so $(OUT)/progs/libchaosdl.so \
              $(OUT)/progs/cxx_unwind \
@@ -227,6 +227,11 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h tests/unit/r
 
 # test_fast_read includes the recorder's ring reader and trace.h's producer
 $(OUT)/unit/test_fast_read: user/fast_read.c $(CLIENT_HDRS)
+
+# test_fast_dir includes the fast path's directories (libbpf for the pins)
+$(OUT)/unit/test_fast_dir: tests/unit/test_fast_dir.c tests/unit/tmpdir.h user/fast_dir.c user/*.h | $(OUT)/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< -lcmocka -lbpf -o $@
 
 # ---- benchmarks ----
 $(OUT)/bench/probe_cost: bench/probe_cost.c bench/threads.h $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/bench

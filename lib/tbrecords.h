@@ -177,6 +177,11 @@ struct tb_ring_req {
 	__u64 key;     /* the object: its semaphore's address */
 };
 
+/* Requests of one process a millisecond that the kernel side passes on;
+ * the rest of that millisecond's are left out and counted (req_limited):
+ * a process may make as many as it likes (bpf/fast.bpf.h). */
+#define TB_FAST_REQ_PER_MS 256u
+
 /* The context of one run of tb_fast_drain (BPF_PROG_TEST_RUN): in, then
  * out. */
 struct tb_fast_drain {

@@ -52,7 +52,6 @@ _Static_assert(TB_FAST_EVENT == TRACEBPF_FAST_EVENT && TB_FAST_SITE == TRACEBPF_
 	       "fast rec types");
 
 #define BPF_FS "/sys/fs/bpf"
-#define BPF_FS_MAGIC_ 0xcafe4a11
 
 static void ctl_dead(int fd);
 
@@ -61,102 +60,57 @@ bool fast_pid_alive(long pid)
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
-/* bpffs at /sys/fs/bpf, mounted when missing (as bpftool does). */
-static int need_bpffs(void)
+/* The entries of TRACEBPF_FAST_ROOT (opened as root_fd), or NULL. */
+static DIR *root_entries(int root_fd)
 {
-	struct statfs sf;
+	int fd = dup(root_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
-	if (!statfs(BPF_FS, &sf) && sf.f_type == BPF_FS_MAGIC_)
-		return 0;
-	if (mount("bpf", BPF_FS, "bpf", 0, NULL))
-		return -errno;
-	fprintf(stderr, "tracebpf: record: mounted the BPF filesystem on %s (for the fast "
-			"path)\n", BPF_FS);
-	return 0;
-}
-
-static int mkdir_mode(const char *path, mode_t mode)
-{
-	if (mkdir(path, mode) && errno != EEXIST)
-		return -errno;
-	return chmod(path, mode) ? -errno : 0;
-}
-
-
-/* Switches a left-behind session off (its processes stop writing) and
- * removes its pins. */
-void fast_remove_dir(const char *dir, bool off)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[PATH_MAX];
-
-	while (d && (e = readdir(d))) {
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (e->d_type == DT_DIR) {
-			fast_remove_dir(path, off);
-			continue;
-		}
-		if (off && !strcmp(e->d_name, "ctl") && (fd = bpf_obj_get(path)) >= 0) {
-			ctl_dead(fd);
-			close(fd);
-		}
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
 }
 
 /* Links into nothing (a process's link after its session is gone). */
-static void sweep_links(DIR *d)
+static void sweep_links(int root_fd)
 {
+	DIR *d = root_entries(root_fd);
 	struct dirent *e;
-	char path[PATH_MAX];
 	struct stat st;
 
-	while ((e = readdir(d))) {
-		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
-		if (e->d_type == DT_LNK && stat(path, &st))
-			unlink(path);
-	}
+	while (d && (e = readdir(d)))
+		if (!fstatat(root_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode) &&
+		    fstatat(root_fd, e->d_name, &st, 0))
+			unlinkat(root_fd, e->d_name, 0);
+	if (d)
+		closedir(d);
 }
 
 /* Sessions whose recorder is gone, and links into nothing. */
-static void sweep(void)
+static void sweep(int root_fd)
 {
-	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	DIR *d = root_entries(root_fd);
 	struct dirent *e;
-	char path[PATH_MAX];
 
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
-		if (e->d_name[0] == 's' && e->d_type == DT_DIR && !fast_pid_alive(atol(e->d_name + 1)))
-			fast_remove_dir(path, true);
-	}
-	rewinddir(d);
-	sweep_links(d);
-	closedir(d);
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] == 's' && !fast_pid_alive(atol(e->d_name + 1)))
+			fast_dir_remove(root_fd, e->d_name, true);
+	if (d)
+		closedir(d);
+	sweep_links(root_fd);
 }
 
 void tb_fast_sweep_recorder(pid_t recorder)
 {
-	char path[PATH_MAX];
-	DIR *d;
+	int root_fd = fast_dir_open(AT_FDCWD, TRACEBPF_FAST_ROOT);
+	char name[32];
 
-	snprintf(path, sizeof(path), "%s/s%d", TRACEBPF_FAST_ROOT, (int)recorder);
-	fast_remove_dir(path, true);
-	d = opendir(TRACEBPF_FAST_ROOT);
-	if (d) {
-		sweep_links(d);
-		closedir(d);
-	}
+	if (root_fd < 0)
+		return;
+	snprintf(name, sizeof(name), "s%d", (int)recorder);
+	fast_dir_remove(root_fd, name, true);
+	sweep_links(root_fd);
+	close(root_fd);
 }
 
 static int make_template(struct tb_fast *f)
@@ -278,6 +232,7 @@ static void share_others(void)
 /* This session's directory. It is made with the fast path off too: it
  * tells other sessions that one more recorder runs (get_proc). */
 static char announced[64];
+static int root_fd = -1, sess_fd = -1;   /* TRACEBPF_FAST_ROOT, announced */
 static bool other_seen;   /* and said so */
 
 bool fast_other_seen(void)
@@ -303,23 +258,20 @@ void fast_say_other(long other)
  * fast path of one session while another records it. */
 static int announce(void)
 {
+	char name[32];
 	long other;
-	int err;
+	int fd;
 
-	err = need_bpffs();
-	if (err)
-		return err;
-	err = mkdir_mode(TRACEBPF_FAST_ROOT, 0711);
-	if (err)
-		return err;
-	sweep();
-	snprintf(announced, sizeof(announced), "%s/s%d", TRACEBPF_FAST_ROOT, (int)getpid());
-	fast_remove_dir(announced, false);   /* a pid of ours reused: nothing lives there */
-	err = mkdir_mode(announced, 0711);
-	if (err) {
-		announced[0] = 0;
-		return err;
-	}
+	if (root_fd < 0 && (root_fd = fast_dir_root()) < 0)
+		return root_fd;
+	sweep(root_fd);
+	snprintf(name, sizeof(name), "s%d", (int)getpid());
+	fast_dir_remove(root_fd, name, false);   /* a pid of ours reused: nothing lives there */
+	fd = fast_dir_make(root_fd, name, 0711, name);
+	if (fd < 0)
+		return fd;
+	sess_fd = fd;
+	snprintf(announced, sizeof(announced), "%s/%s", TRACEBPF_FAST_ROOT, name);
 	share_others();
 	other = fast_other_session();
 	fast_say_other(other);
@@ -328,15 +280,12 @@ static int announce(void)
 
 void tb_fast_pin_stopped(int fd)
 {
-	char path[PATH_MAX];
-
 	if (!announced[0])
 		return;
-	snprintf(path, sizeof(path), "%s/stopped", announced);
-	if (bpf_obj_pin(fd, path))
-		fprintf(stderr, "tracebpf: record: warning: failed to pin %s (%s): another "
-				"tracebpf may resume a process before this one has attached to "
-				"it\n", path, strerror(errno));
+	if (fast_dir_pin(fd, sess_fd, "stopped", 0, 0, 0600))
+		fprintf(stderr, "tracebpf: record: warning: failed to pin %s/stopped (%s): "
+				"another tracebpf may resume a process before this one has "
+				"attached to it\n", announced, strerror(errno));
 }
 
 void tb_fast_pin_dir_name(const char *session, char *buf, size_t size)
@@ -349,18 +298,18 @@ void tb_fast_pin_dir_name(const char *session, char *buf, size_t size)
 
 int tb_fast_pin_session_map(const char *session, int fd, const char *file)
 {
-	char name[64], dir[PATH_MAX], path[PATH_MAX + 64];
-	int err;
+	char name[64];
+	int dir, err;
 
 	if (!announced[0])
 		return -ENOENT;
 	tb_fast_pin_dir_name(session, name, sizeof(name));
-	snprintf(dir, sizeof(dir), "%s/%s", announced, name);
-	err = mkdir_mode(dir, 0711);
-	if (err)
-		return err;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	return bpf_obj_pin(fd, path) ? -errno : 0;
+	dir = fast_dir_make(sess_fd, name, 0711, name);
+	if (dir < 0)
+		return dir;
+	err = fast_dir_pin(fd, dir, file, 0, 0, 0600);
+	close(dir);
+	return err;
 }
 
 bool tb_fast_held_elsewhere(uint32_t pid)
@@ -390,25 +339,31 @@ bool tb_fast_held_elsewhere(uint32_t pid)
 static void withdraw(void)
 {
 	if (announced[0])
-		fast_remove_dir(announced, false);
+		fast_dir_remove(root_fd, strrchr(announced, '/') + 1, false);
 	announced[0] = 0;
+	if (sess_fd >= 0)
+		close(sess_fd);
+	sess_fd = -1;
 }
 
 static int make_session(struct tb_fast *f)
 {
 	int err = announce();
 
-	if (!err)
+	if (!err) {
 		snprintf(f->sess, sizeof(f->sess), "%s", announced);
+		f->root_fd = root_fd;
+		f->sess_fd = sess_fd;
+	}
 	return err;
 }
 
 /* The session's directory can be made (it is made by tb_fast_start). */
 static int can_pin(void)
 {
-	int err = need_bpffs();
-
-	return err ? err : mkdir_mode(TRACEBPF_FAST_ROOT, 0711);
+	if (root_fd < 0)
+		root_fd = fast_dir_root();
+	return root_fd < 0 ? root_fd : 0;
 }
 
 static void fast_off(const char *why, int err)
@@ -429,7 +384,7 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 		return -ENOMEM;
 	f->skel = skel;
 	f->o = *o;
-	f->tmpl_fd = f->outer_fd = f->drain_fd = -1;
+	f->tmpl_fd = f->outer_fd = f->drain_fd = f->root_fd = f->sess_fd = -1;
 	f->rings = calloc(o->max_rings, sizeof(*f->rings));
 	if (!f->rings) {
 		free(f);
@@ -443,8 +398,10 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 				"every event of a category recorded takes its probe\n");
 		err = can_pin();
 		if (err) {
-			fast_off("cannot pin in " BPF_FS, err);
 			tb_fast_close(f);
+			if (err == -EPERM)
+				return err;   /* a directory someone else made: said */
+			fast_off("cannot pin in " BPF_FS, err);
 			goto off;
 		}
 		*fp = f;
@@ -458,8 +415,10 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 	}
 	err = can_pin();
 	if (err) {
-		fast_off("cannot pin in " BPF_FS, err);
 		tb_fast_close(f);
+		if (err == -EPERM)
+			return err;   /* a directory someone else made: said */
+		fast_off("cannot pin in " BPF_FS, err);
 		goto off;
 	}
 	err = bpf_map__set_max_entries(skel->maps.fast_rings, o->max_rings);
@@ -486,10 +445,12 @@ int tb_fast_start(struct tb_fast *f)
 	int err;
 
 	if (!f) {
-		announce();
-		return 0;
+		err = announce();
+		return err == -EPERM ? err : 0;   /* a directory someone else made: said */
 	}
 	err = make_session(f);
+	if (err == -EPERM)
+		return err;
 	if (err) {
 		fast_off("cannot pin in " BPF_FS, err);
 		f->broken = true;   /* every process on its probes */
@@ -509,7 +470,11 @@ bool tb_fast_has_rings(const struct tb_fast *f)
 
 /* Runs tb_fast_drain for r into d: with limit 0 it says what r's events
  * are subject to now, else it moves r's consumer position past that many
- * samples (or the most one run may: d->drained says). */
+ * samples (or the most one run may: d->drained says). A negative errno
+ * when the program cannot run (no ring can be drained); RING_REFUSED when
+ * it ran and the kernel refused this ring (d->ret): a fault of the ring's
+ * process alone (fast_fault). */
+#define RING_REFUSED 1
 static int drain_run(struct tb_fast *f, __u32 slot, const struct fring *r, uint64_t limit,
 		     struct tb_fast_drain *d)
 {
@@ -522,23 +487,34 @@ static int drain_run(struct tb_fast *f, __u32 slot, const struct fring *r, uint6
 	d->limit = limit;
 	if (bpf_prog_test_run_opts(f->drain_fd, &t))
 		return -errno;
-	return d->ret < 0 ? (int)d->ret : 0;
+	return d->ret < 0 ? RING_REFUSED : 0;
 }
 
-/* r's producer position is further ahead than r holds: trace.h never
- * does that, and what lies past a ring's worth would be an older lap,
- * read again. r is read no more (what it held since the last round is
- * left out, said here), and its process takes its probes from its next
- * event, so that nothing after goes unrecorded. */
-static void fast_corrupt(struct tb_fast *f, struct fring *r)
+/* r holds what trace.h never writes: its producer position is further
+ * ahead than r holds (what lies past a ring's worth would be an older
+ * lap, read again), or the kernel refuses to step over it (a position
+ * or header it cannot take). r is read no more (what it held since the
+ * last round is left out, said here), and its process alone takes its
+ * probes from its next event, so that nothing after goes unrecorded;
+ * every other process keeps its fast path. */
+static void fast_fault(struct tb_fast *f, struct fring *r, const char *what)
 {
 	r->corrupt = true;
-	ERR("thread %u of process %u moved its fast-path ring's producer position past what "
-	    "the ring holds (trace.h never does: did the program write over it?): what the "
-	    "ring held since the last round is left out, and the process takes its probes "
-	    "from now on",
-	    r->tid, r->pid);
+	f->faults++;
+	ERR("thread %u of process %u %s (trace.h never does: did the program write over its "
+	    "ring?): what the ring held since the last round is left out, and the process "
+	    "takes its probes from now on", r->tid, r->pid, what);
 	fast_share_proc(f, r->pid);
+}
+
+static void fast_corrupt(struct tb_fast *f, struct fring *r)
+{
+	fast_fault(f, r, "moved its fast-path ring's producer position past what the ring holds");
+}
+
+static void fast_refused(struct tb_fast *f, struct fring *r)
+{
+	fast_fault(f, r, "left its fast-path ring in a state the kernel refuses to drain");
 }
 
 /* Samples read from one ring before its consumer position is moved and
@@ -556,8 +532,8 @@ static void fast_corrupt(struct tb_fast *f, struct fring *r)
 
 /* The consumer position moved past t's samples (and the one the kernel
  * refuses, which it reports). The kernel finding fewer samples than were
- * read cannot happen with trace.h's protocol; it is an error like the
- * kernel's own. */
+ * read cannot happen with trace.h's protocol: like the kernel's own
+ * refusal, it is the ring's fault (RING_REFUSED). */
 static int drain_move(struct tb_fast *f, __u32 slot, const struct fring *r,
 		      const struct fast_taken *t)
 {
@@ -571,7 +547,7 @@ static int drain_move(struct tb_fast *f, __u32 slot, const struct fring *r,
 		if (err)
 			return err;
 		if (!d.drained)
-			return -EPROTO;
+			return RING_REFUSED;
 		moved += d.drained;
 	}
 	return 0;
@@ -596,7 +572,7 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 		return 0;
 	err = drain_run(f, slot, r, 0, &d);
 	if (err)
-		return err;
+		return err == RING_REFUSED ? (fast_refused(f, r), 0) : err;
 	c.skip = d.skip;
 	c.stop_ts = d.stop_ts;
 	do {
@@ -608,6 +584,10 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 		if (t.err)   /* the recorder reads on as when the kernel refuses */
 			return t.err;
 		err = drain_move(f, slot, r, &t);
+		if (err == RING_REFUSED) {
+			fast_refused(f, r);
+			return 0;
+		}
 		if (err)
 			return err;
 		if (t.more && f->between)
@@ -709,7 +689,7 @@ void fast_close_slot(struct tb_fast *f, __u32 slot)
 
 
 	if (r->path[0])
-		unlink(r->path);
+		fast_dir_unpin(f->sess_fd, r->pid, r->path);
 	r->path[0] = 0;
 	fast_unmap_ring(r);
 	r->stale = true;
@@ -860,8 +840,7 @@ void tb_fast_close(struct tb_fast *f)
 	if (!f)
 		return;
 	fast_close_procs(f);
-	if (f->sess[0])
-		fast_remove_dir(f->sess, false);
+
 	for (unsigned i = 0; i < f->o.max_rings; i++)
 		if (f->rings[i].fd >= 0)
 			fast_unmap_ring(&f->rings[i]);
@@ -909,4 +888,7 @@ void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st)
 	st->drain_ns = f->drain_ns;
 	st->made = f->made;
 	st->grown = f->grown;
+	st->faults = f->faults;
+	st->over_share = f->over_share;
+	st->over_reqs = f->over_reqs;
 }

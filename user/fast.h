@@ -101,6 +101,10 @@ static inline unsigned tb_fast_round_wait(unsigned last, unsigned fill, unsigned
 	return w < most ? (unsigned)w : most;
 }
 
+/* Ring requests taken in a round, at most (a thread whose request is left
+ * out asks again). */
+#define TB_FAST_REQS_MAX 16384u
+
 struct tb_fast_stats {
 	uint64_t drained;    /* samples the drain took: events and descriptors */
 	uint64_t steps;      /* the kernel's samples it stepped over (a batch
@@ -112,6 +116,12 @@ struct tb_fast_stats {
 			      * full ring (at most one a millisecond each) */
 	uint64_t bad;        /* samples that were not a record (a process that
 			      * wrote its ring by other means than trace.h) */
+	uint64_t faults;     /* rings the drain refused or that claimed more
+			      * than they hold: each sent its process alone
+			      * to its probes */
+	uint64_t over_share; /* spares not made: their process held its share
+			      * of --max-fast-rings */
+	uint64_t over_reqs;  /* ring requests left out: too many in a round */
 };
 void tb_fast_stats(const struct tb_fast *f, struct tb_fast_stats *st);
 

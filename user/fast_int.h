@@ -40,7 +40,8 @@ struct fring {
 				* read no more (fast_corrupt) */
 	bool stale;            /* closed, still in fast_rings (fast_flush_stale) */
 	const unsigned long *pos;  /* consumer page, producer page (read-only) */
-	char path[96];         /* "" once unpinned */
+	char path[16];         /* its pin in its process's directory
+				* (f<n>, g<n>), "" once unpinned */
 };
 
 /* A process with a directory in this session. */
@@ -51,13 +52,16 @@ struct fproc {
 	int ctl_fd;            /* its switch (one per process: it may write it) */
 	volatile struct tracebpf_fast_ctl *c;   /* mapped */
 	bool refused;          /* another session has it */
+	uint32_t made[2];      /* spares published, per pool: the recorder's
+				* own count (the switch's `made` is the
+				* process's to overwrite) */
 	uint32_t seen[2];      /* claims taken in, per pool */
 	bool given[2][TRACEBPF_FAST_CLAIMS];   /* claim n taken in, by n, until seen */
 	uint32_t slot[2][TRACEBPF_FAST_CLAIMS];   /* spare n's ring, by n */
 	unsigned asked;        /* requests this round */
 	unsigned waiting;      /* threads it started, not yet given a ring nor gone */
 	bool grow_planned;
-	char dir[80];
+	char dir[16];          /* its directory's name in the session's */
 };
 
 /* A spare to make (fast_pool.c). */
@@ -85,6 +89,9 @@ struct tb_fast {
 	struct record_bpf *skel;
 	struct tb_fast_opts o;
 	int tmpl_fd, outer_fd, drain_fd;
+	int root_fd, sess_fd;  /* TRACEBPF_FAST_ROOT and sess, opened O_NOFOLLOW
+				* (fast_dir.c): every pin is made, given and
+				* taken back relative to them */
 	char sess[64];
 	struct fring *rings;   /* by slot */
 	struct fproc **procs;
@@ -105,7 +112,12 @@ struct tb_fast {
 	size_t nlost;
 	uint64_t drained, steps, drain_ns, made, grown, wakes;   /* tb_fast_stats */
 	uint64_t bad;          /* samples that were not a record */
-	bool said_full, said_err;
+	uint64_t faults;       /* rings whose process was sent to its probes
+				* for what it wrote into them (fast_fault) */
+	uint64_t over_share;   /* spares not made: their process held its
+				* share of the rings (fast_share) */
+	uint64_t over_reqs;    /* ring requests left out: too many in a round */
+	bool said_full, said_err, said_share;
 	bool broken;           /* the drain cannot run: every process on its probes */
 	unsigned new_threads;  /* tb_fast_thread calls this round */
 	struct tracebpf_cats cats;   /* the categories recorded (tb_fast_cats) */
@@ -123,9 +135,19 @@ struct tb_fast {
  * its mapping. */
 #define RING_META (2 * 4096)
 
+/* fast_dir.c: the directories in bpffs, root's, handled by descriptor */
+int fast_dir_bpffs(void);
+int fast_dir_root(void);
+int fast_dir_make(int dirfd, const char *name, mode_t mode, const char *shown);
+int fast_dir_open(int dirfd, const char *name);
+int fast_dir_pin(int fd, int dirfd, const char *name, uid_t uid, gid_t gid, mode_t mode);
+int fast_dir_give(int dirfd, const char *name, uid_t uid, gid_t gid);
+void fast_dir_remove(int dirfd, const char *name, bool off);
+void fast_dir_unpin(int sess_fd, uint32_t pid, const char *leaf);
+void fast_remove_dir(const char *path, bool off);
+
 /* fast.c */
 bool fast_pid_alive(long pid);
-void fast_remove_dir(const char *dir, bool off);
 int fast_ctl_make(uint32_t wait_us);
 void fast_ctl_set(int fd, uint32_t live);
 long fast_other_session(void);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * fast_pool.c - the processes of a fast-path session (fast.h). Each has a
- * directory <session>/<pid>, owned by its user with mode 0700, holding its
- * switch `ctl` and the spare rings made ahead of its threads: f<n> of the
- * ring size, and g<n>, bigger, for a thread whose ring filled.
+ * directory <session>/<pid>, root's with mode 0711 (docs/security.md),
+ * holding its switch `ctl` and the spare rings made ahead of its threads:
+ * f<n> of the ring size, and g<n>, bigger, for a thread whose ring
+ * filled, each pinned for the process's user (0600).
  * TRACEBPF_FAST_ROOT/<pid> is a symbolic link to it. A thread takes a
  * spare by claiming it in the switch (trace.h, struct tracebpf_fast_ctl);
  * every drain first takes the claims in, gives each claimed ring its
@@ -19,6 +20,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,13 @@
 /* Grown rings, all together, at most (a thread's ring grows to
  * --fast-buffer-max while this allows). */
 #define GROWN_MAX (512ull << 20)
+/* The rings a process may hold whatever the number of processes
+ * (fast_share), when --max-fast-rings has that many. */
+#define SHARE_MIN 64u
+/* Requests for rings taken in a round, at most: the kernel lets each
+ * process ask at most TB_FAST_REQ_PER_MS times a millisecond
+ * (bpf/fast.bpf.h); a thread whose request is left out asks again. */
+#define REQS_MAX TB_FAST_REQS_MAX
 
 /* The user a process's pins belong to: its file-system ids. */
 static int proc_ids(uint32_t pid, uid_t *uid, gid_t *gid)
@@ -70,35 +79,28 @@ static int proc_ids(uint32_t pid, uid_t *uid, gid_t *gid)
 	return found == 3 ? 0 : -ENOENT;
 }
 
-static int pin_for(int fd, const char *path, uid_t uid, gid_t gid, mode_t mode)
+/* A process's directory in the session's, opened O_NOFOLLOW, or a
+ * negative errno. */
+static int proc_dir(const struct tb_fast *f, const struct fproc *p)
 {
-	if (bpf_obj_pin(fd, path))
-		return -errno;
-	if (chown(path, uid, gid) || chmod(path, mode)) {
-		int err = -errno;
-
-		unlink(path);
-		return err;
-	}
-	return 0;
+	return fast_dir_open(f->sess_fd, p->dir);
 }
 
-/* TRACEBPF_FAST_ROOT/<pid> -> s<us>/<pid>, unless a live session has it. */
-/* A process's link (TRACEBPF_FAST_ROOT/<pid>) and what it holds when it
- * leads into this session (s<recorder>/<pid>). */
-static void link_paths(const struct tb_fast *f, uint32_t pid, char link[96], char target[96])
+/* A process's link (TRACEBPF_FAST_ROOT/<pid>, in f->root_fd) and what it
+ * holds when it leads into this session (s<recorder>/<pid>). */
+static void link_paths(const struct tb_fast *f, uint32_t pid, char link[16], char target[96])
 {
-	snprintf(link, 96, "%s/%u", TRACEBPF_FAST_ROOT, pid);
+	snprintf(link, 16, "%u", pid);
 	snprintf(target, 96, "%s/%u", strrchr(f->sess, '/') + 1, pid);
 }
 
 static int link_proc(struct tb_fast *f, struct fproc *p)
 {
-	char link[96], target[96], cur[96];
+	char link[16], target[96], cur[96];
 	ssize_t n;
 
 	link_paths(f, p->pid, link, target);
-	n = readlink(link, cur, sizeof(cur) - 1);
+	n = readlinkat(f->root_fd, link, cur, sizeof(cur) - 1);
 	if (n > 0) {
 		cur[n] = 0;
 		if (!strcmp(cur, target))
@@ -106,22 +108,22 @@ static int link_proc(struct tb_fast *f, struct fproc *p)
 		if (cur[0] == 's' && fast_pid_alive(atol(cur + 1)))
 			return -EBUSY;
 	}
-	unlink(link);
-	return symlink(target, link) ? -errno : 0;
+	unlinkat(f->root_fd, link, 0);
+	return symlinkat(target, f->root_fd, link) ? -errno : 0;
 }
 
 /* A process's link, if it leads into this session. */
 static void unlink_ours(struct tb_fast *f, uint32_t pid)
 {
-	char link[96], target[96], cur[96];
+	char link[16], target[96], cur[96];
 	ssize_t n;
 
 	link_paths(f, pid, link, target);
-	n = readlink(link, cur, sizeof(cur) - 1);
+	n = readlinkat(f->root_fd, link, cur, sizeof(cur) - 1);
 	if (n > 0) {
 		cur[n] = 0;
 		if (!strcmp(cur, target))
-			unlink(link);
+			unlinkat(f->root_fd, link, 0);
 	}
 }
 
@@ -199,11 +201,51 @@ static int room_for(void **v, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
+/* The rings one process may hold at once, spares included, while others
+ * have directories: --max-fast-rings shared evenly, or SHARE_MIN if more.
+ * A process alone may hold them all. */
+static unsigned fast_share(const struct tb_fast *f)
+{
+	unsigned share = f->o.max_rings / (unsigned)(f->nprocs ? f->nprocs : 1);
+
+	return share > SHARE_MIN ? share : SHARE_MIN;
+}
+
+/* The rings p holds and those planned for it. */
+static unsigned held(const struct tb_fast *f, const struct fproc *p)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < f->o.max_rings; i++)
+		n += f->rings[i].fd >= 0 && f->rings[i].pid == p->pid;
+	for (size_t i = 0; i < f->nplan; i++)
+		n += f->plan[i].p == p;
+	return n;
+}
+
+/* Whether p may have one more ring (counted and said once when not). */
+static bool within_share(struct tb_fast *f, const struct fproc *p)
+{
+	unsigned share = fast_share(f);
+
+	if (held(f, p) < share)
+		return true;
+	f->over_share++;
+	if (!f->said_share)
+		ERR("process %u holds its share of the fast-path rings (%u of %u, with %zu "
+		    "processes recorded): its other threads take their probes", p->pid, share,
+		    f->o.max_rings, f->nprocs);
+	f->said_share = true;
+	return false;
+}
+
 /* A spare to make at the end of this step (make_planned). */
 static void plan(struct tb_fast *f, struct fproc *p, int pool, uint64_t size)
 {
 	if (f->o.off)
 		return;   /* switches only (--no-fast-path) */
+	if (!within_share(f, p))
+		return;
 	if (room_for((void **)&f->plan, &f->cplan, f->nplan, sizeof(*f->plan)))
 		return;   /* its threads ask again */
 	f->plan[f->nplan++] = (struct plan){ p, pool, size, ~0u };
@@ -249,16 +291,20 @@ static int publish(struct tb_fast *f, const struct plan *w)
 {
 	volatile struct tracebpf_fast_pool *pl = &w->p->c->pool[w->pool];
 	struct fring *r = &f->rings[w->slot];
-	uint32_t n = pl->made;
-	int err;
+	uint32_t n = w->p->made[w->pool];
+	int err, dir = proc_dir(f, w->p);
 
-	snprintf(r->path, sizeof(r->path), "%s/%c%u", w->p->dir, w->pool ? 'g' : 'f', n);
-	err = pin_for(r->fd, r->path, w->p->uid, w->p->gid, 0600);
+	if (dir < 0)
+		return dir;
+	snprintf(r->path, sizeof(r->path), "%c%u", w->pool ? 'g' : 'f', n);
+	err = fast_dir_pin(r->fd, dir, r->path, w->p->uid, w->p->gid, 0600);
+	close(dir);
 	if (err) {
 		r->path[0] = 0;
 		return err;
 	}
 	w->p->slot[w->pool][n % pool_cap(w->pool)] = w->slot;
+	w->p->made[w->pool] = n + 1;
 	pl->size = w->size;
 	__atomic_store_n(&pl->made, n + 1, __ATOMIC_RELEASE);
 	f->made++;
@@ -337,7 +383,7 @@ static void retire_old(struct tb_fast *f, const struct fring *nr)
 /* A claimed spare becomes its thread's ring. A thread already gone (its
  * exit taken in before its claim) has it drained once more and closed. */
 static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
-		 const volatile struct tracebpf_fast_claim *cl, int pool)
+		 const struct tracebpf_fast_claim *cl, int pool)
 {
 	char task[64];
 
@@ -347,7 +393,7 @@ static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
 	r->given_ns = mono_ns();
 	r->prod0 = ring_prod(r);
 	if (r->path[0])
-		unlink(r->path);   /* nobody else maps it */
+		fast_dir_unpin(f->sess_fd, p->pid, r->path);   /* nobody else maps it */
 	r->path[0] = 0;
 	if (!pool && p->waiting)
 		p->waiting--;
@@ -360,29 +406,48 @@ static void give(struct tb_fast *f, struct fproc *p, struct fring *r,
 	}
 }
 
+/* Spares of a pool claimed, as the switch says, within what the
+ * recorder published: the process may write any number there. */
+static uint32_t claimed(const struct fproc *p, int pool)
+{
+	uint32_t taken = __atomic_load_n(&p->c->pool[pool].taken, __ATOMIC_ACQUIRE);
+
+	if ((int32_t)(taken - p->seen[pool]) < 0)
+		return p->seen[pool];
+	return (int32_t)(taken - p->made[pool]) > 0 ? p->made[pool] : taken;
+}
+
+/* Claim slot n of a pool, read once into *cl: whether it is filled. */
+static bool read_claim(const struct fproc *p, int pool, uint32_t n,
+		       struct tracebpf_fast_claim *cl)
+{
+	const volatile struct tracebpf_fast_claim *v =
+		pool ? &p->c->gclaim[n % pool_cap(pool)] : &p->c->claim[n % pool_cap(pool)];
+
+	cl->seq = __atomic_load_n(&v->seq, __ATOMIC_ACQUIRE);
+	cl->tid = v->tid;
+	cl->key = v->key;
+	return cl->seq == n + 1;
+}
+
 /* The claims of one pool whose slots are filled, in any order (a thread
  * may be preempted between its claim and filling the slot: the others do
- * not wait for it, and its claim is never given up). */
+ * not wait for it, and its claim is never given up). Only spares the
+ * recorder published are taken in, each once, by the slot it recorded
+ * for it: nothing in the switch names a ring. */
 static void take_pool(struct tb_fast *f, struct fproc *p, int pool)
 {
-	volatile struct tracebpf_fast_pool *pl = &p->c->pool[pool];
-	uint32_t cap = pool_cap(pool);
-	uint32_t taken = __atomic_load_n(&pl->taken, __ATOMIC_ACQUIRE);
+	uint32_t cap = pool_cap(pool), taken = claimed(p, pool);
+	struct tracebpf_fast_claim cl;
 
-	if (taken > pl->made)
-		taken = pl->made;   /* made is ours; the process may write anything */
-	for (uint32_t n = p->seen[pool]; n < taken; n++) {
-		const volatile struct tracebpf_fast_claim *cl =
-			pool ? &p->c->gclaim[n % cap] : &p->c->claim[n % cap];
-
-		if (!p->given[pool][n % cap] &&
-		    __atomic_load_n(&cl->seq, __ATOMIC_ACQUIRE) == n + 1) {
-			if (cl->tid)
-				give(f, p, &f->rings[p->slot[pool][n % cap]], cl, pool);
-			else   /* its thread could not map it: nothing in it */
-				fast_close_slot(f, p->slot[pool][n % cap]);
-			p->given[pool][n % cap] = true;
-		}
+	for (uint32_t n = p->seen[pool]; n != taken; n++) {
+		if (p->given[pool][n % cap] || !read_claim(p, pool, n, &cl))
+			continue;
+		if (cl.tid)
+			give(f, p, &f->rings[p->slot[pool][n % cap]], &cl, pool);
+		else   /* its thread could not map it: nothing in it */
+			fast_close_slot(f, p->slot[pool][n % cap]);
+		p->given[pool][n % cap] = true;
 	}
 	while (p->seen[pool] < taken && p->given[pool][p->seen[pool] % cap]) {
 		p->given[pool][p->seen[pool] % cap] = false;
@@ -395,10 +460,9 @@ static void grow(struct tb_fast *f);
 /* Pool 0 kept `want` spares ahead (at most TRACEBPF_FAST_CLAIMS). */
 static void top_up(struct tb_fast *f, struct fproc *p, unsigned want)
 {
-	volatile struct tracebpf_fast_pool *pl = &p->c->pool[0];
-	uint32_t taken = __atomic_load_n(&pl->taken, __ATOMIC_ACQUIRE);
-	uint32_t ahead = taken < pl->made ? pl->made - taken : 0;
-	uint32_t room = TRACEBPF_FAST_CLAIMS - (pl->made - p->seen[0]);
+	uint32_t taken = claimed(p, 0);
+	uint32_t ahead = p->made[0] - taken;
+	uint32_t room = TRACEBPF_FAST_CLAIMS - (p->made[0] - p->seen[0]);
 
 	if (want > TRACEBPF_FAST_CLAIMS)
 		want = TRACEBPF_FAST_CLAIMS;
@@ -471,13 +535,31 @@ static void unmap_ctl(struct fproc *p)
 	p->c = NULL;
 }
 
+/* A process's directory, root's (0711: its threads open their pins by
+ * name, and can change nothing in it), and its switch pinned there for
+ * its user. */
+static int make_dir(struct tb_fast *f, struct fproc *p)
+{
+	int dir, err;
+
+	if (mkdirat(f->sess_fd, p->dir, 0711))
+		return -errno;
+	dir = proc_dir(f, p);
+	if (dir < 0)
+		return dir;
+	err = fchmod(dir, 0711) ? -errno : 0;   /* whatever the umask */
+	if (!err)
+		err = fast_dir_pin(p->ctl_fd, dir, "ctl", p->uid, p->gid, 0600);
+	close(dir);
+	return err;
+}
+
 /* The directory of a process (made once): its switch, mapped, LIVE once
  * its link is made and no other session is seen. NULL when the process
  * takes its probes (said). */
 static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t gid)
 {
 	struct fproc *p = find_proc(f, pid), **nv;
-	char path[128];
 	long other;
 	int err;
 
@@ -494,8 +576,7 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 	p->pid = pid;
 	p->uid = uid;
 	p->gid = gid;
-	snprintf(p->dir, sizeof(p->dir), "%s/%u", f->sess, pid);
-	snprintf(path, sizeof(path), "%s/ctl", p->dir);
+	snprintf(p->dir, sizeof(p->dir), "%u", pid);
 	p->ctl_fd = fast_ctl_make(f->o.wait_us);
 	err = p->ctl_fd < 0 ? p->ctl_fd : 0;
 	if (!err) {
@@ -506,12 +587,8 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 			err = -errno;
 		}
 	}
-	if (!err && mkdir(p->dir, 0700))
-		err = -errno;
-	if (!err && chown(p->dir, uid, gid))
-		err = -errno;
 	if (!err)
-		err = pin_for(p->ctl_fd, path, uid, gid, 0600);
+		err = make_dir(f, p);
 	if (!err)
 		err = link_proc(f, p);
 	if (!err && (other = fast_other_session())) {
@@ -528,7 +605,7 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 					"every event\n", err == -EBUSY ? "another tracebpf records "
 					"it" : "failed to make its fast-path directory", pid);
 		unlink_ours(f, pid);
-		fast_remove_dir(p->dir, false);
+		fast_dir_remove(f->sess_fd, p->dir, false);
 		if (p->ctl_fd >= 0)
 			close(p->ctl_fd);
 		p->ctl_fd = -1;
@@ -540,23 +617,25 @@ static struct fproc *get_proc(struct tb_fast *f, uint32_t pid, uid_t uid, gid_t 
 }
 
 /* A process whose user changed (an exec of a setuid program, or of the
- * command after `su`): its directory, switch and spares become the new
- * user's, so that it can open them. */
+ * command after `su`): its switch and spares become the new user's, so
+ * that it can open them (its directory stays root's), each by its entry
+ * in the directory, never through a link. */
 static void reown(struct tb_fast *f, struct fproc *p, uid_t uid, gid_t gid)
 {
-	char path[128];
+	int dir = proc_dir(f, p), err;
 
 	p->uid = uid;
 	p->gid = gid;
-	snprintf(path, sizeof(path), "%s/ctl", p->dir);
-	if (chown(p->dir, uid, gid) || chown(path, uid, gid))
-		ERR("failed to give process %u its fast-path directory: %s", p->pid,
-		    strerror(errno));
-	for (unsigned i = 0; i < f->o.max_rings; i++)
+	err = dir < 0 ? dir : fast_dir_give(dir, "ctl", uid, gid);
+	if (err)
+		ERR("failed to give process %u its fast-path switch: %s", p->pid, strerror(-err));
+	for (unsigned i = 0; dir >= 0 && i < f->o.max_rings; i++)
 		if (f->rings[i].fd >= 0 && f->rings[i].pid == p->pid && f->rings[i].path[0] &&
-		    chown(f->rings[i].path, uid, gid))
+		    (err = fast_dir_give(dir, f->rings[i].path, uid, gid)))
 			ERR("failed to give process %u its ring %s: %s", p->pid,
-			    f->rings[i].path, strerror(errno));
+			    f->rings[i].path, strerror(-err));
+	if (dir >= 0)
+		close(dir);
 }
 
 /* The directory of a live process, made if new (and its user's). */
@@ -609,6 +688,10 @@ void tb_fast_request(struct tb_fast *f, const struct tb_ring_req *q)
 {
 	if (f && (q->key & 1)) {
 		f->wakes++;
+		return;
+	}
+	if (f && f->nreqs >= REQS_MAX) {
+		f->over_reqs++;   /* the thread asks again */
 		return;
 	}
 	if (!f || room_for((void **)&f->reqs, &f->creqs, f->nreqs, sizeof(*f->reqs)))
@@ -687,8 +770,8 @@ static void grow(struct tb_fast *f)
 		if (size <= r->size || grown + size > GROWN_MAX)
 			continue;
 		p = find_proc(f, r->pid);
-		if (!p || !p->c || p->grow_planned || p->c->pool[1].made > p->c->pool[1].taken ||
-		    p->c->pool[1].made - p->seen[1] >= TRACEBPF_FAST_GCLAIMS)
+		if (!p || !p->c || p->grow_planned || p->made[1] != claimed(p, 1) ||
+		    p->made[1] - p->seen[1] >= TRACEBPF_FAST_GCLAIMS)
 			continue;
 		r->hot = false;
 		p->grow_planned = true;
@@ -761,20 +844,20 @@ static void ring_gone(struct tb_fast *f, struct fring *r, uint64_t ts)
 {
 	r->dead_ts = ts;
 	if (r->path[0])
-		unlink(r->path);
+		fast_dir_unpin(f->sess_fd, r->pid, r->path);
 	r->path[0] = 0;
 	r->dead = f->round;
 }
 
-static void free_proc(struct fproc *p)
+static void free_proc(struct tb_fast *f, struct fproc *p)
 {
-	char link[96];
+	char link[16];
 
 	fast_ctl_set(p->ctl_fd, 0);   /* no thread of it writes into this session again */
 	drop_cats(p->c);
-	snprintf(link, sizeof(link), "%s/%u", TRACEBPF_FAST_ROOT, p->pid);
-	if (!p->refused)
-		unlink(link);
+	snprintf(link, sizeof(link), "%u", p->pid);
+	if (!p->refused && f->root_fd >= 0)
+		unlinkat(f->root_fd, link, 0);
 	if (p->ctl_fd >= 0)
 		close(p->ctl_fd);
 	unmap_ctl(p);
@@ -801,8 +884,8 @@ static void proc_gone(struct tb_fast *f, size_t i, uint64_t ts)
 		else
 			ring_gone(f, r, ts);
 	}
-	fast_remove_dir(p->dir, false);
-	free_proc(p);
+	fast_dir_remove(f->sess_fd, p->dir, false);
+	free_proc(f, p);
 	f->procs[i] = f->procs[--f->nprocs];
 }
 
@@ -855,7 +938,7 @@ void tb_fast_exec(struct tb_fast *f, uint32_t pid, uint64_t ts)
 void fast_close_procs(struct tb_fast *f)
 {
 	for (size_t i = 0; i < f->nprocs; i++)
-		free_proc(f->procs[i]);
+		free_proc(f, f->procs[i]);
 	free(f->procs);
 	f->procs = NULL;
 	f->nprocs = 0;

@@ -26,6 +26,12 @@
 #include "sched_events.h"
 #include "tbfile.h"
 
+/* Records kept per process and kind, at most: a traced process names its
+ * sites (any 64-bit value in its fast-path ring) and its threads, so what
+ * it sends is bounded here, the rest counted (r->kept_over, reported). A
+ * program with more sites than this restarts with the others unresolved. */
+#define KEPT_MAX 65536u
+
 /* One traced process's kept records, each a malloc'd copy. */
 struct kept_proc {
 	struct tb_hmap sites;   /* site address -> SITE record */
@@ -67,11 +73,17 @@ static void kept_drop(struct recorder *r, uint32_t pid)
 	tb_hmap_free(&k->msites);
 }
 
-/* v replaces key's value in m (a copy of h). */
-static void keep_copy(struct tb_hmap *m, uint64_t key, const struct tb_rec_hdr *h)
+/* v replaces key's value in m (a copy of h), unless m is full. */
+static void keep_copy(struct recorder *r, struct tb_hmap *m, uint64_t key,
+		      const struct tb_rec_hdr *h)
 {
-	void *old = tb_hmap_get(m, key), *c = malloc(h->size);
+	void *old = tb_hmap_get(m, key), *c;
 
+	if (!old && m->n >= KEPT_MAX) {
+		r->kept_over++;
+		return;
+	}
+	c = malloc(h->size);
 	if (!c)
 		return;   /* a new file would lack it: its events show unresolved */
 	memcpy(c, h, h->size);
@@ -106,9 +118,9 @@ static void on_site(struct recorder *r, const struct tb_rec_site *s)
 
 	if (s->hdr.size < sizeof(*s) || !(k = kept_get(r, s->hdr.pid, true)))
 		return;
-	keep_copy(&k->sites, s->site, &s->hdr);
+	keep_copy(r, &k->sites, s->site, &s->hdr);
 	/* the descriptor's phase (tracebpf/site.h: offset 6) */
-	if (s->len < sizeof(struct tracebpf_site) ||
+	if (!tb_hmap_get(&k->sites, s->site) || s->len < sizeof(struct tracebpf_site) ||
 	    s->hdr.size < sizeof(*s) + sizeof(struct tracebpf_site) ||
 	    ((const struct tracebpf_site *)(s + 1))->phase != TRACEBPF_PHASE_METADATA)
 		return;
@@ -131,7 +143,7 @@ void keep_note(struct recorder *r, const struct tb_rec_hdr *h)
 		if (h->size < sizeof(*ev) || !bloom_test(r, ev->site) ||
 		    !(k = kept_get(r, h->pid, false)) || !tb_hmap_get(&k->msites, ev->site))
 			break;
-		keep_copy(&k->names, tb_hash64((uint64_t)h->tid << 32 | h->pid) ^ ev->site, h);
+		keep_copy(r, &k->names, tb_hash64((uint64_t)h->tid << 32 | h->pid) ^ ev->site, h);
 		break;
 	case TB_REC_EXEC:
 		kept_drop(r, h->pid);

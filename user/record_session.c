@@ -314,6 +314,35 @@ static void fast_bad_said(const struct recorder *r)
 				"than tracebpf/trace.h)\n", (unsigned long long)st.bad);
 }
 
+/* What traced processes asked for past the recorder's limits
+ * (docs/security.md): each limit reached, counted. */
+static void limits_said(const struct recorder *r)
+{
+	struct tb_fast_stats st;
+	__u64 reqs = r->skel ? *(volatile __u64 *)&r->skel->bss->req_limited : 0;
+
+	tb_fast_stats(r->fast, &st);
+	if (reqs || st.over_reqs)
+		fprintf(stderr, "tracebpf: WARNING: %llu fast-path ring requests of traced "
+				"processes were left out (more than %u a millisecond from one "
+				"process, or %u in a round): their threads asked again\n",
+			(unsigned long long)(reqs + st.over_reqs), TB_FAST_REQ_PER_MS,
+			TB_FAST_REQS_MAX);
+	if (st.over_share)
+		fprintf(stderr, "tracebpf: WARNING: %llu fast-path rings were not made for "
+				"processes that held their share of --max-fast-rings: those "
+				"threads took their probes\n", (unsigned long long)st.over_share);
+	if (st.faults)
+		fprintf(stderr, "tracebpf: WARNING: %llu fast-path rings held what trace.h never "
+				"writes: their processes took their probes from then on, and "
+				"what those rings held since the round before was left out\n",
+			(unsigned long long)st.faults);
+	if (r->kept_over)
+		fprintf(stderr, "tracebpf: WARNING: %llu site or name records were not kept for a "
+				"restart (over 65536 per process): a file begun by `ctl restart` "
+				"lacks them\n", (unsigned long long)r->kept_over);
+}
+
 /* The summary line and a warning for every kind of loss. */
 void report(struct recorder *r)
 {
@@ -362,6 +391,7 @@ void report(struct recorder *r)
 			(unsigned long long)st.grown, (unsigned long long)st.wakes);
 	}
 	fast_bad_said(r);
+	limits_said(r);
 	if (r->o->verbose)
 		fprintf(stderr, "tracebpf: record: drained the rings %llu times on the "
 				"--flush-interval timer, %llu times woken by the kernel; %llu "

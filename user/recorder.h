@@ -140,6 +140,7 @@ struct recorder {
 	size_t nheld, cheld;
 	/* ctl restart (record_restart.c) */
 	struct tb_hmap kept;   /* pid -> struct kept_proc: SITE and name records */
+	__u64 kept_over;       /* records not kept: their process's were full */
 	__u64 msite_bloom[TB_MSITE_BLOOM_BITS / 64];   /* M sites' addresses */
 	__u64 msite_miss;      /* a site the filter said no to since its last
 				* bit was set (0: none): an event loop's site */
