@@ -56,6 +56,7 @@ LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h lib/include/tracebp
 # What the unit tests, the fuzz target and the model bench build from source.
 CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
              user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
+             user/outfile.c \
              user/convert_cmd.c user/filter_args.c
 LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
              user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_dir.c user/fast_pool.c user/fast_read.c user/probes.c user/main.c user/sched.c user/rings.c \

@@ -18,6 +18,7 @@
  * with --split, the parts renamed into place.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,25 @@ static int split_fail(struct conv *c, const char *verb, const char *obj, int err
 	return err;
 }
 
+/* A part's temporary, opened again to append its tail: the file mkstemp
+ * made, not a symbolic link put at its name since (O_NOFOLLOW). NULL and
+ * errno set on failure. */
+static FILE *reopen_part(const char *tmp)
+{
+	int fd = open(tmp, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC), e;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "a");
+	if (!f) {
+		e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
 /* The parts' tails (each finished part is opened again to append it),
  * then, with --split, every part renamed into place. */
 static int finish_parts(struct conv *c, struct tb_reader *r)
@@ -305,7 +325,7 @@ static int finish_parts(struct conv *c, struct tb_reader *r)
 		bool last = i == c->nparts - 1;
 		struct tb_json *j = last ? &c->j : &p->j;
 
-		if (!p->f && !(p->f = fopen(p->tmp, "a")))
+		if (!p->f && !(p->f = reopen_part(p->tmp)))
 			return split_fail(c, "open", p->tmp, -errno);
 		j->f = p->f;
 		err = tb_conv_render_tail(c, r, j, p->f, p);

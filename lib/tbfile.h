@@ -99,10 +99,13 @@ struct tb_writer_opts {
 	size_t chunk_max;                /* raw bytes per chunk; 0 = 1 MiB */
 	int raw;                         /* payloads as in tbrecords.h, not packed */
 	int no_index;                    /* no chunk index at close */
+	int excl;                        /* path must not exist: else -EEXIST */
 };
 /* path "-" writes to stdout. Writes the file header at once. The file is
  * locked (flock) while open: -EBUSY, the file untouched, when another
- * writer has it. */
+ * writer has it. A symbolic link at path is followed only when root (or
+ * the user running the writer) owns it (user/outfile.h): -ELOOP for
+ * another user's. */
 int tb_writer_open(struct tb_writer **w, const char *path,
 		   const struct tb_writer_opts *opts);
 /* Copies one record (rec->size bytes) into its stream's buffer; flushes

@@ -6,6 +6,7 @@
  * The conversion itself is libtracebpf's (lib/convert.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "convert.h"
+#include "outfile.h"
 #include "tbio.h"
 #include "tracebpf.h"
 
@@ -56,6 +58,22 @@ static ssize_t counted_write(void *cookie, const char *buf, size_t n)
 		return -1;
 	c->n += n;
 	return (ssize_t)n;
+}
+
+/* out, a device, FIFO or root's symbolic link (outfile.h: never another
+ * user's), written through, never replaced. */
+static int open_through(const char *out, const char *out_name, FILE **f)
+{
+	char buf[160];
+	int fd = tb_out_open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), err;
+
+	if (fd >= 0 && (*f = fdopen(fd, "w")))
+		return 0;
+	err = fd < 0 ? fd : -errno;
+	if (fd >= 0)
+		close(fd);
+	tb_convert_fail("open", out_name, err, tb_out_hint(out, err, buf, sizeof(buf)));
+	return err;
 }
 
 static FILE *count_wrap(FILE *to, struct counted *c)
@@ -109,13 +127,8 @@ int tb_convert(const struct tb_convert_opts *o)
 	} else if (strcmp(out, "-") == 0) {
 		f = stdout;
 	} else if (lstat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* A device, FIFO or symlink: write through it, never replace it. */
-		f = fopen(out, "w");
-		if (!f) {
-			err = -errno;
-			tb_convert_fail("open", out_name, err, NULL);
+		if ((err = open_through(out, out_name, &f)))
 			goto out;
-		}
 	} else if ((err = tb_convert_create_tmp(out, out_name, &tmp, &f))) {
 		goto out;
 	}

@@ -26,6 +26,7 @@
 #include "hmap.h"
 #include "merge.h"
 #include "model.h"
+#include "outfile.h"
 #include "tbio.h"
 
 /* A SITE record kept, by (pid, address, epoch, CRC and length of its
@@ -190,25 +191,29 @@ static void free_tabs(void)
 /* Output records per round at least (input rounds are merged up to it). */
 #define ROUND_RECS 65536
 
-/* Copies in to out (regular files) when out came out larger. 1 if done. */
+/* Copies in to out (regular files) when out came out larger. 1 if done.
+ * out is opened again as it was the first time (outfile.h: not through
+ * another user's link planted since), and truncated only once it is
+ * known to be a regular file. */
 static int copy_if_smaller(const char *in, const char *out)
 {
 	struct stat si, so;
 	char buf[1 << 16];
 	int fi, fo, ok = 1;
-	ssize_t n;
+	ssize_t n = 0;
 
-	if (stat(in, &si) || stat(out, &so) || !S_ISREG(si.st_mode) ||
-	    !S_ISREG(so.st_mode) || so.st_size <= si.st_size)
+	if (stat(in, &si) || !S_ISREG(si.st_mode))
 		return 0;
-	fi = open(in, O_RDONLY | O_CLOEXEC);
-	if (fi < 0)
+	fo = tb_out_open(out, O_WRONLY, 0);
+	if (fo < 0)
 		return 0;
-	fo = open(out, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fo < 0) {
-		close(fi);
+	if (fstat(fo, &so) || !S_ISREG(so.st_mode) || so.st_size <= si.st_size ||
+	    (fi = open(in, O_RDONLY | O_CLOEXEC)) < 0) {
+		close(fo);
 		return 0;
 	}
+	if (ftruncate(fo, 0))
+		ok = 0;
 	while (ok && (n = read(fi, buf, sizeof(buf))) > 0)
 		ok = write(fo, buf, (size_t)n) == n;
 	if (n < 0)
@@ -252,8 +257,11 @@ static error_t pack_parse(int key, char *arg, struct argp_state *state)
 
 static void write_failed(const char *out, int err, bool create)
 {
+	char buf[160];
 	const char *hint = tb_write_hint(err);
 
+	if (!hint)
+		hint = tb_out_hint(out, err, buf, sizeof(buf));   /* a link refused */
 	fprintf(stderr, "tracebpf: pack: failed to %s '%s': %s\n", create ? "create" : "write",
 		out, strerror(-err));
 	if (hint)

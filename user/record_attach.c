@@ -28,6 +28,7 @@
 #include "ctl.h"
 #include "fast.h"
 #include "gaps.h"
+#include "outfile.h"
 #include "slots.h"
 #include "probes.h"
 #include "recorder.h"
@@ -444,8 +445,14 @@ int find_targets(struct recorder *r)
 		err = find_pid_objects(r, o->pids[i]);
 	if (!err) {
 		err = output_paths(r, o->out);
-		if (err)
+		if (err) {
+			char buf[160];
+			const char *hint = tb_out_hint(o->out, err, buf, sizeof(buf));
+
 			ERR("failed to use output '%s': %s", o->out, strerror(-err));
+			if (hint)
+				fprintf(stderr, "tracebpf: hint: %s\n", hint);
+		}
 	}
 	return err;
 }

@@ -25,6 +25,7 @@
 #include "tbrecords.h"
 #include "record.skel.h"
 #include "convert.h"
+#include "outfile.h"
 #include "probes.h"
 #include "recorder.h"
 #include "sched_events.h"
@@ -33,8 +34,20 @@
 #include "tbio.h"
 #include "tracebpf.h"
 
+/* 0, or -ELOOP when path is a symbolic link tracebpf does not follow: one
+ * owned by another user (outfile.h). */
+static int check_link(const char *path)
+{
+	char real[PATH_MAX];
+	uid_t uid;
+	int err = tb_out_resolve(path, real, sizeof(real), &uid);
+
+	return err < 0 ? err : 0;
+}
+
 /* x.json -> x.tbt + x.json; x.tbt -> x.tbt + x.json; x -> x.tbt + x.json;
- * a directory d -> d/trace.tbt + d/trace.json */
+ * a directory d -> d/trace.tbt + d/trace.json (d a symbolic link only when
+ * it is root's: -ELOOP else) */
 int output_paths(struct recorder *r, const char *out)
 {
 	size_t len = strlen(out);
@@ -48,7 +61,10 @@ int output_paths(struct recorder *r, const char *out)
 	}
 	if (!stat(out, &st) && S_ISDIR(st.st_mode)) {
 		const char *sep = len && out[len - 1] == '/' ? "" : "/";
+		int err = check_link(out);
 
+		if (err)
+			return err;
 		if (snprintf(r->tbt_path, sizeof(r->tbt_path), "%s%strace.tbt", out, sep) >=
 		    (int)sizeof(r->tbt_path) ||
 		    snprintf(r->json_path, sizeof(r->json_path), "%s%strace.json", out, sep) >=
@@ -172,8 +188,11 @@ static void err_drops(int err)
  * it next time. */
 void err_write(const char *path, int err, bool create)
 {
+	char buf[160];
 	const char *hint = tb_write_hint(err);
 
+	if (!hint)
+		hint = tb_out_hint(path, err, buf, sizeof(buf));   /* a link refused */
 	ERR("failed to %s '%s': %s", create ? "create" : "write", path, strerror(-err));
 	if (hint)
 		fprintf(stderr, "tracebpf: hint: %s\n", hint);
@@ -187,9 +206,9 @@ void err_write(const char *path, int err, bool create)
 
 /* An output that exists is kept as PATH.old (one generation, as perf keeps
  * perf.data.old): a recording never replaces the last one silently. A
- * device, FIFO or symlink is written through, as before; a trace another
- * recorder is still writing (locked) is left for tb_writer_open to refuse:
- * 1 then, else 0 or a negative errno (said). */
+ * device, FIFO or root's symlink is written through, as before; a trace
+ * another recorder is still writing (locked) is left for tb_writer_open to
+ * refuse: 1 then, else 0 or a negative errno (said). */
 static int keep_old(const char *path)
 {
 	char old[PATH_MAX + 8];
@@ -217,6 +236,43 @@ static int keep_old(const char *path)
 	return 0;
 }
 
+/* The outputs, checked before anything is moved or written: neither may
+ * be another user's symbolic link (outfile.h). 0, or -ELOOP (said). */
+static int check_links(struct recorder *r)
+{
+	const char *paths[2] = { r->tbt_path, r->o->no_json ? "" : r->json_path };
+	int i, err;
+
+	for (i = 0; i < 2; i++) {
+		if (!paths[i][0])
+			continue;
+		err = check_link(paths[i]);
+		if (err) {
+			err_write(paths[i], err, true);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* The .tbt and .json already there kept as .old (nothing moved for a
+ * recording that is going to be refused). *fresh: the trace file is to be
+ * created (nothing is at its name now): one that appears meanwhile, an
+ * attacker's, is not written. */
+static int clear_outputs(struct recorder *r, bool *fresh)
+{
+	struct stat st;
+	int err;
+
+	err = check_links(r);
+	if (!err)
+		err = keep_old(r->tbt_path);
+	if (!err && !r->o->no_json && r->json_path[0])
+		err = keep_old(r->json_path);
+	*fresh = lstat(r->tbt_path, &st) && errno == ENOENT;
+	return err < 0 ? err : 0;
+}
+
 /* The trace file at r->tbt_path, opened (an existing one kept as .old),
  * with its header and the kernel events' formats. */
 int open_writer(struct recorder *r)
@@ -225,15 +281,14 @@ int open_writer(struct recorder *r)
 	struct tb_file_info info = {};
 	struct tb_writer_opts wo = { .info = &info, .zlevel = o->zlevel };
 	struct utsname uts;
+	bool fresh = false;
 	int err;
 
 	if (strcmp(r->tbt_path, "-")) {
-		/* nothing moved for a recording that is going to be refused */
-		err = keep_old(r->tbt_path);
-		if (!err && !o->no_json && r->json_path[0])
-			err = keep_old(r->json_path);
-		if (err < 0)
+		err = clear_outputs(r, &fresh);
+		if (err)
 			return err;
+		wo.excl = fresh;
 	}
 	gethostname(info.hostname, sizeof(info.hostname) - 1);
 	if (!uname(&uts))

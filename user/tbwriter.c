@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <libdeflate.h>
 
+#include "outfile.h"
 #include "tbfile.h"
 #include "tbpack.h"
 
@@ -132,6 +133,47 @@ static int write_header(struct tb_writer *w, const struct tb_file_info *info)
 	return err;
 }
 
+/* The trace file at path: created 0600, as perf.data (a trace holds the
+ * whole machine's scheduling, other users' process names included); or,
+ * unless excl, what is there already (a device, a FIFO, a trace written
+ * again); never through another user's symbolic link (outfile.h). Locked
+ * before it is truncated: a second writer of the same file (two recorders
+ * with one -o) must not destroy the first one's trace. A file system
+ * without locks is written anyway. An fd, or a negative errno. */
+static int open_path(const char *path, bool excl)
+{
+	struct stat st;
+	int fd, err = 0;
+
+	fd = tb_out_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd == -EEXIST && !excl)
+		fd = tb_out_open(path, O_WRONLY, 0);
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK)
+		err = -EBUSY;
+	else if (!fstat(fd, &st) && S_ISREG(st.st_mode) && ftruncate(fd, 0))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* stdout; redirected to a file, locked too, so that a follower of that
+ * file knows when the writer is gone. */
+static int open_stdout(void)
+{
+	struct stat st;
+
+	tb_grow_pipe(STDOUT_FILENO);
+	if (!fstat(STDOUT_FILENO, &st) && S_ISREG(st.st_mode) &&
+	    flock(STDOUT_FILENO, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK)
+		return -EBUSY;
+	return STDOUT_FILENO;
+}
+
 int tb_writer_open(struct tb_writer **wp, const char *path,
 		   const struct tb_writer_opts *opts)
 {
@@ -149,43 +191,12 @@ int tb_writer_open(struct tb_writer **wp, const char *path,
 	w->raw = opts->raw;
 	w->no_index = opts->no_index;
 	w->chunk_max = opts->chunk_max ? opts->chunk_max : 1u << 20;
-	if (strcmp(path, "-") == 0) {
-		struct stat st;
-
-		/* stdout redirected to a file: locked too, so that a follower of
-		 * that file knows when the writer is gone */
-		w->fd = STDOUT_FILENO;
-		tb_grow_pipe(w->fd);
-		if (!fstat(w->fd, &st) && S_ISREG(st.st_mode) &&
-		    flock(w->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
-			free(w);
-			return -EBUSY;
-		}
-	} else {
-		struct stat st;
-
-		/* Locked before it is truncated: a second writer of the same
-		 * file (two recorders with one -o) must not destroy the first
-		 * one's trace. A file system without locks is written anyway. */
-		/* 0600, as perf.data: a trace holds the whole machine's
-		 * scheduling, other users' process names included */
-		w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-		if (w->fd < 0) {
-			err = -errno;
-			free(w);
-			return err;
-		}
-		w->own_fd = true;
-		err = 0;
-		if (flock(w->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK)
-			err = -EBUSY;
-		else if (!fstat(w->fd, &st) && S_ISREG(st.st_mode) && ftruncate(w->fd, 0))
-			err = -errno;
-		if (err) {
-			close(w->fd);
-			free(w);
-			return err;
-		}
+	w->own_fd = strcmp(path, "-") != 0;
+	w->fd = w->own_fd ? open_path(path, opts->excl) : open_stdout();
+	if (w->fd < 0) {
+		err = w->fd;
+		free(w);
+		return err;
 	}
 	err = write_header(w, opts->info);
 	if (err) {
