@@ -204,6 +204,50 @@ void err_write(const char *path, int err, bool create)
 				"tracebpf convert '%s'\n", path);
 }
 
+/* Whether a trace at path is locked by another recorder still writing it. */
+static bool busy(const char *path)
+{
+	bool locked = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd >= 0) {
+		locked = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+		close(fd);
+	}
+	return locked;
+}
+
+/* path renamed to old, never replacing what another user put at old (a
+ * link there is neither followed nor removed): only an earlier .old, a
+ * file of ours (one generation). -EEXIST for anything else. */
+static int move_to_old(const char *path, const char *old)
+{
+	struct stat st;
+
+	if (!renameat2(AT_FDCWD, path, AT_FDCWD, old, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EEXIST && errno != EINVAL)   /* EINVAL: no RENAME_NOREPLACE here */
+		return -errno;
+	if (!lstat(old, &st) && (!S_ISREG(st.st_mode) || st.st_uid != geteuid()))
+		return -EEXIST;
+	/* rename(2) replaces the name; it never follows a link */
+	return rename(path, old) ? -errno : 0;
+}
+
+/* Why path could not be kept as old (err): how to go on. */
+static void old_hint(const char *old, int err)
+{
+	struct stat st;
+
+	if (err == -EEXIST && !lstat(old, &st))
+		fprintf(stderr, "tracebpf: hint: '%s' is %s owned by uid %u, not an earlier "
+				"recording: remove it, or record with another -o\n", old,
+			S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISREG(st.st_mode) ?
+			"a file" : "not a regular file", (unsigned)st.st_uid);
+	else
+		fprintf(stderr, "tracebpf: hint: move it away, or record with another -o\n");
+}
+
 /* An output that exists is kept as PATH.old (one generation, as perf keeps
  * perf.data.old): a recording never replaces the last one silently. A
  * device, FIFO or root's symlink is written through, as before; a trace
@@ -213,23 +257,17 @@ static int keep_old(const char *path)
 {
 	char old[PATH_MAX + 8];
 	struct stat st;
-	bool busy = false;
-	int fd, err;
+	int err;
 
 	if (lstat(path, &st) || !S_ISREG(st.st_mode))
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		busy = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
-		close(fd);
-	}
-	if (busy)
+	if (busy(path))
 		return 1;
 	snprintf(old, sizeof(old), "%s.old", path);
-	if (rename(path, old)) {
-		err = -errno;
+	err = move_to_old(path, old);
+	if (err) {
 		ERR("failed to keep the existing '%s' as '%s': %s", path, old, strerror(-err));
-		fprintf(stderr, "tracebpf: hint: move it away, or record with another -o\n");
+		old_hint(old, err);
 		return err;
 	}
 	fprintf(stderr, "tracebpf: record: kept the existing '%s' as '%s'\n", path, old);

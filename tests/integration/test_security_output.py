@@ -1,10 +1,10 @@
 """What the recorder (root) writes where other users can reach it: the files
-a user names for output (record -o and the JSON beside it, convert -o, pack
-OUT) are never written through a symbolic link another user planted
-(docs/tracebpf-record.md, FILES). The attacker is uid 65534 (nobody): its
-links are made by root and handed to it with lchown (the test's directory
-is root's). This machine has fs.protected_symlinks=0: the kernel does not
-refuse those links for us."""
+a user names for output (record -o and the JSON beside it, the .old kept of
+an earlier recording, convert -o, pack OUT) are never written through a
+symbolic link another user planted (docs/tracebpf-record.md, FILES). The
+attacker is uid 65534 (nobody): its links are made by root and handed to it
+with lchown (the test's directory is root's). This machine has
+fs.protected_symlinks=0: the kernel does not refuse those links for us."""
 import os
 import stat
 import subprocess
@@ -104,6 +104,43 @@ def test_convert_and_pack_refuse_a_foreign_link(tmp_path, command):
     check_refused(p, command, "open" if command == "convert" else "create", link)
     check_victim(v)
     check_link(link, v)
+
+
+def test_old_is_not_replaced_when_it_is_a_foreign_link(tmp_path):
+    """An existing r.tbt is kept as r.tbt.old; nobody's link planted at
+    r.tbt.old is neither written through nor replaced: the recording is
+    refused, the first recording stays as r.tbt, the link and its target as
+    they were."""
+    tbt = tmp_path / "r.tbt"
+    first = record("--no-json", "-o", tbt, "--", prog("mt_events"), 1, 5)
+    assert first.returncode == 0, first.stderr
+    before = tbt.read_bytes()
+    v = victim(tmp_path)
+    old = tmp_path / "r.tbt.old"
+    plant(old, v)
+    p = record("--no-json", "-o", tbt, "--", prog("mt_events"), 1, 5)
+    assert p.returncode != 0, f"the second recording replaced the link: {p.stderr}"
+    msg = f"tracebpf: record: failed to keep the existing '{tbt}' as '{old}': File exists"
+    assert msg in p.stderr, p.stderr
+    assert f"'{old}' is a symbolic link owned by uid {NOBODY_UID}" in p.stderr, p.stderr
+    check_link(old, v)
+    check_victim(v)
+    assert tbt.read_bytes() == before, "the first recording was changed"
+
+
+def test_old_replaces_an_earlier_old(tmp_path):
+    """One generation, as before: a third recording replaces the r.tbt.old
+    the second one kept (a regular root file), and says so."""
+    tbt, old = tmp_path / "r.tbt", tmp_path / "r.tbt.old"
+    prev = None
+    for i in range(3):
+        p = record("--no-json", "-o", tbt, "--", prog("mt_events"), 1, 5 + i)
+        assert p.returncode == 0, p.stderr
+        if i:
+            assert f"kept the existing '{tbt}' as '{old}'" in p.stderr, p.stderr
+            assert old.read_bytes() == prev, f"{old} is not recording {i}'s trace"
+        prev = tbt.read_bytes()
+    assert not old.is_symlink() and stat.S_IMODE(old.stat().st_mode) == 0o600
 
 
 def test_root_links_are_followed(tmp_path):
