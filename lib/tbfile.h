@@ -123,6 +123,7 @@ int tb_writer_flush_chunks(struct tb_writer *w);
 int tb_writer_close(struct tb_writer *w);
 uint64_t tb_writer_bytes(const struct tb_writer *w);   /* file bytes so far */
 uint64_t tb_writer_records(const struct tb_writer *w); /* records so far */
+int tb_writer_fd(const struct tb_writer *w);           /* the file (write-only) */
 
 /* ---- reader ---- */
 struct tb_reader;

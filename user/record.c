@@ -194,7 +194,7 @@ static void destroy(struct recorder *r, int err)
 	if (r->w)
 		tb_writer_close(r->w);
 	if (r->server)
-		tb_serve_close(r->server, 0, 0);
+		tb_serve_close(r->server);
 	tb_links_destroy(&r->links, &r->nlinks);
 	detach_usdt(r);
 	tb_sched_destroy(r->sched);

@@ -372,7 +372,7 @@ int open_output(struct recorder *r)
 		return err;
 	}
 	if (o->serve) {
-		err = tb_serve_open(&r->server, o->serve, r->tbt_path, o->serve_max_lag);
+		err = tb_serve_open(&r->server, o->serve, tb_writer_fd(r->w), o->serve_max_lag);
 		if (err) {
 			ERR("failed to serve on '%s': %s", o->serve, strerror(-err));
 			if (err == -EADDRINUSE)
@@ -417,7 +417,6 @@ void write_all_cmdlines(struct recorder *r)
  * recording's so far; returns it, or the first error of these steps. */
 int finish_output(struct recorder *r, int err)
 {
-	uint64_t size;
 	int e;
 
 	md_tell_all(r, true);   /* no dump begins that the file would lack */
@@ -438,17 +437,11 @@ int finish_output(struct recorder *r, int err)
 			err = e;
 	}
 	r->stats_final = !e;
-	size = tb_writer_bytes(r->w);
 	e = tb_writer_close(r->w);
 	r->w = NULL;
-	if (r->server) {
-		struct stat sst;
-
-		if (!stat(r->tbt_path, &sst))
-			size = (uint64_t)sst.st_size;   /* the index included */
-		tb_serve_close(r->server, size, 2000);
-		r->server = NULL;
-	}
+	/* the rest to --serve's clients: 2 s for one taking nothing, 10 s in all */
+	tb_serve_finish(r->server, 2000, 10000);
+	r->server = NULL;
 	if (!e)
 		e = r->write_err;   /* a record of the last drain not taken */
 	if (e && !err) {

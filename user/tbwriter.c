@@ -487,6 +487,11 @@ uint64_t tb_writer_bytes(const struct tb_writer *w)
 	return w->bytes;
 }
 
+int tb_writer_fd(const struct tb_writer *w)
+{
+	return w->fd;
+}
+
 uint64_t tb_writer_records(const struct tb_writer *w)
 {
 	return w->records;

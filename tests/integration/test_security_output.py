@@ -1,23 +1,62 @@
 """What the recorder (root) writes where other users can reach it: the files
 a user names for output (record -o and the JSON beside it, the .old kept of
 an earlier recording, convert -o, pack OUT) are never written through a
-symbolic link another user planted (docs/tracebpf-record.md, FILES). The
-attacker is uid 65534 (nobody): its links are made by root and handed to it
-with lchown (the test's directory is root's). This machine has
-fs.protected_symlinks=0: the kernel does not refuse those links for us."""
+symbolic link another user planted, and the --serve socket gives the trace
+only to root and the recording's own user, and cannot hold the recorder's
+exit (docs/tracebpf-record.md, FILES and --serve). The attacker is uid
+65534 (nobody): its links are made by root and handed to it with lchown
+(the test's directory is root's), its clients run under setpriv. This
+machine has fs.protected_symlinks=0: the kernel does not refuse those
+links for us."""
 import os
+import shutil
+import signal
+import socket
 import stat
 import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TRACEBPF, prog
+from conftest import BUILD, ROOT, TRACEBPF, in_poll, prog, wait_for
 
 NOBODY_UID = 65534
+NOBODY = ["setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}", "--clear-groups"]
+# nobody, but past the socket file's mode: only the recorder's peer check
+# stands between it and the trace
+NOBODY_DAC = [*NOBODY, "--inh-caps=+dac_override", "--ambient-caps=+dac_override"]
+# a python other users may run (not one under root's home)
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 TRACE = ROOT / "tests" / "data" / "v2.1-mt_events.tbt"
 VICTIM_TEXT = b"root's file: must stay as it is\n"
 LINK_HINT = (f"refusing to follow a symbolic link owned by uid {NOBODY_UID}; "
              "remove it or choose another path")
+
+# A client of the socket as some user: connects, reads until the end or
+# 10 s of silence, prints "connected N MAGIC" or "error ERRNO-NAME".
+CLIENT = r"""
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("error", errno.errorcode[e.errno]); sys.exit(0)
+s.settimeout(10)
+data = b""
+while len(data) < 1 << 16:
+    try:
+        b = s.recv(1 << 16)
+    except socket.timeout:
+        break
+    if not b:
+        break
+    data += b
+print("connected", len(data), data[:8].decode("latin-1") or "-")
+"""
 
 
 def victim(tmp_path):
@@ -164,3 +203,145 @@ def test_root_links_are_followed(tmp_path):
     assert c.returncode == 0, c.stderr
     check_link(jlink, jreal)
     assert jreal.read_text().startswith("{"), jreal.read_text()[:80]
+
+
+def client(sock, wrap=()):
+    """Runs CLIENT as whoever `wrap` makes it: its one line, split."""
+    p = subprocess.run([*wrap, PYTHON, "-c", CLIENT, str(sock)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()
+
+
+def serving(tmp_path, env=None, sock_dir=None, **kw):
+    """A recorder serving a running program on s.sock (in tmp_path, or in
+    sock_dir), started with umask 0."""
+    tbt, sock = tmp_path / "s.tbt", (sock_dir or tmp_path) / "s.sock"
+    rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-o", str(tbt),
+                            "--serve", str(sock), "--", prog("seq_until_killed"),
+                            str(tmp_path / "count")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.umask(0),
+                           start_new_session=True, env=env and {**os.environ, **env}, **kw)
+    # in its loop: clients are served, SIGINT ends the recording
+    wait_for(lambda: in_poll(rec.pid) or rec.poll() is not None, what="the recorder's loop")
+    assert rec.poll() is None, rec.communicate()[1]
+    return rec, sock
+
+
+def stop(rec):
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    return err
+
+
+def socket_owner_mode(sock):
+    st = os.lstat(sock)
+    return st.st_uid, stat.S_IMODE(st.st_mode)
+
+
+def test_serve_is_private_whatever_the_umask(tmp_path):
+    """Under umask 000 the socket is 0600 (it was 0777), nobody gets no trace
+    byte, neither through the socket's mode nor past it (its peer check
+    refuses it, and says so once), and root gets the stream."""
+    rec, sock = serving(tmp_path)
+    try:
+        assert socket_owner_mode(sock) == (0, 0o600), \
+            f"socket owner, mode: {socket_owner_mode(sock)[0]}, {oct(socket_owner_mode(sock)[1])}"
+        assert client(sock, NOBODY) == ["error", "EACCES"]
+        for _ in range(2):
+            assert client(sock, NOBODY_DAC) == ["connected", "0", "-"], \
+                "nobody got trace bytes past the socket's mode"
+        got = client(sock)
+        assert got[0] == "connected" and int(got[1]) > 0 and got[2] == "TRACEBPF", got
+    finally:
+        err = stop(rec)
+    refusals = [ln for ln in err.splitlines() if "refused" in ln]
+    assert refusals == [f"tracebpf: record: serve: refused a client of uid {NOBODY_UID}: only "
+                        "root may read this recording (further refusals are counted)",
+                        "tracebpf: record: serve: refused 2 clients of other users in all"], err
+
+
+def test_serve_gives_the_recording_user_the_stream(tmp_path):
+    """Under sudo (SUDO_UID) the socket is that user's, 0600, and that user
+    gets the stream; another (uid 1, past the mode) gets nothing."""
+    # a directory that uid 65534 can reach (pytest's tmp_path is 0700)
+    sock_dir = tempfile.mkdtemp(prefix="tracebpf-serve-")
+    os.chmod(sock_dir, 0o711)
+    try:
+        rec, sock = serving(tmp_path, env={"SUDO_UID": str(NOBODY_UID)},
+                            sock_dir=Path(sock_dir))
+    except BaseException:
+        shutil.rmtree(sock_dir)
+        raise
+    try:
+        assert socket_owner_mode(sock) == (NOBODY_UID, 0o600), socket_owner_mode(sock)
+        got = client(sock, NOBODY)
+        assert got[0] == "connected" and int(got[1]) > 0 and got[2] == "TRACEBPF", got
+        daemon = ["setpriv", "--reuid=1", "--regid=1", "--clear-groups",
+                  "--inh-caps=+dac_override", "--ambient-caps=+dac_override"]
+        assert client(sock, daemon) == ["connected", "0", "-"]
+    finally:
+        err = stop(rec)
+        shutil.rmtree(sock_dir)
+    assert "refused a client of uid 1: only root and uid 65534 may read" in err, err
+
+
+def trickle(sock, got, stop_reading):
+    """A client that keeps taking a little, slower than the trace comes."""
+    while not stop_reading.is_set():
+        try:
+            b = sock.recv(32 << 10)
+        except OSError:
+            return
+        if not b:
+            return
+        got[0] += len(b)
+        time.sleep(0.5)
+
+
+def test_serve_slow_clients_do_not_hold_the_exit(tmp_path):
+    """Two clients that take the stream slower than it comes: one never
+    reads, one reads 32 KiB every half second (it used to keep the
+    recorder waiting for as long as it kept taking bytes: minutes for
+    this trace). After SIGINT the recorder exits while both are still
+    connected, and says how many bytes each had not read."""
+    tbt, sock = tmp_path / "s.tbt", tmp_path / "s.sock"
+    rec = subprocess.Popen([TRACEBPF, "record", "-q", "--no-json", "-z", "0", "-o", str(tbt),
+                            "--serve", str(sock), "--serve-max-lag", "1G", "--",
+                            str(BUILD / "bench" / "rate"), "200000", "100000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        wait_for(lambda: in_poll(rec.pid) or rec.poll() is not None,
+                 what="the recorder's loop")
+        assert rec.poll() is None, rec.communicate()[1]
+        idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        idle.connect(str(sock))
+        slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        slow.connect(str(sock))
+        got, stop_reading = [0], threading.Event()
+        reader = threading.Thread(target=trickle, args=(slow, got, stop_reading), daemon=True)
+        reader.start()
+        # far more than the trickle takes in a minute
+        wait_for(lambda: tbt.stat().st_size > 16 << 20, what="16 MiB of trace")
+        rec.send_signal(signal.SIGINT)
+        try:
+            _, err = rec.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the recorder still waits for slow clients 60 s after SIGINT "
+                        f"(the reader took {got[0]} bytes)")
+    finally:
+        if rec.poll() is None:
+            os.killpg(rec.pid, signal.SIGKILL)
+            rec.wait()
+    stop_reading.set()
+    assert rec.returncode == 0, err
+    cut = [ln for ln in err.splitlines() if "serve:" in ln]
+    assert len(cut) == 2 and all(" bytes it had not read" in ln for ln in cut), err
+    size = tbt.stat().st_size
+    for ln in cut:
+        n = int(ln.split(" bytes it had not read")[0].rsplit(" ", 1)[1])
+        assert 0 < n < size, (n, size, ln)
+    idle.close()
+    slow.close()
