@@ -222,15 +222,34 @@ def serving(tmp_path, env=None, sock_dir=None, **kw):
                             str(tmp_path / "count")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.umask(0),
                            start_new_session=True, env=env and {**os.environ, **env}, **kw)
-    # in its loop: clients are served, SIGINT ends the recording
-    wait_for(lambda: in_poll(rec.pid) or rec.poll() is not None, what="the recorder's loop")
-    assert rec.poll() is None, rec.communicate()[1]
+    try:
+        # in its loop: clients are served, SIGINT ends the recording
+        wait_for(lambda: in_poll(rec.pid) or rec.poll() is not None,
+                 what="the recorder's loop")
+        assert rec.poll() is None, rec.communicate(timeout=60)[1]
+    except BaseException:
+        if rec.poll() is None:
+            kill(rec)
+        raise
     return rec, sock
+
+
+def kill(rec):
+    """The recorder and its command, whatever is left of them."""
+    try:
+        os.killpg(rec.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    rec.wait()
 
 
 def stop(rec):
     rec.send_signal(signal.SIGINT)
-    _, err = rec.communicate(timeout=60)
+    try:
+        _, err = rec.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        kill(rec)
+        raise
     assert rec.returncode == 0, err
     return err
 
@@ -324,7 +343,8 @@ def test_serve_slow_clients_do_not_hold_the_exit(tmp_path):
         reader = threading.Thread(target=trickle, args=(slow, got, stop_reading), daemon=True)
         reader.start()
         # far more than the trickle takes in a minute
-        wait_for(lambda: tbt.stat().st_size > 16 << 20, what="16 MiB of trace")
+        wait_for(lambda: tbt.stat().st_size > 16 << 20, timeout=180,
+                 what="16 MiB of trace")
         rec.send_signal(signal.SIGINT)
         try:
             _, err = rec.communicate(timeout=60)
@@ -333,8 +353,7 @@ def test_serve_slow_clients_do_not_hold_the_exit(tmp_path):
                         f"(the reader took {got[0]} bytes)")
     finally:
         if rec.poll() is None:
-            os.killpg(rec.pid, signal.SIGKILL)
-            rec.wait()
+            kill(rec)
     stop_reading.set()
     assert rec.returncode == 0, err
     cut = [ln for ln in err.splitlines() if "serve:" in ln]
