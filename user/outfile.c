@@ -54,16 +54,42 @@ int tb_out_resolve(const char *path, char *real, size_t n, uid_t *uid)
 	return -ELOOP;
 }
 
+/* An existing file fd (not one just made) that another user owns: what
+ * is written into it would be theirs to read, and a FIFO of theirs theirs
+ * to hold. -EPERM, or 0. */
+static int foreign(int fd, struct stat *st)
+{
+	if (fstat(fd, st))
+		return -errno;
+	return st->st_uid != 0 && st->st_uid != geteuid() ? -EPERM : 0;
+}
+
+/* Opened without truncating and without blocking (a FIFO with no reader),
+ * so that a file refused is left as it was; then truncated as asked, and
+ * back to blocking writes. */
 int tb_out_open(const char *path, int flags, mode_t mode)
 {
 	char real[PATH_MAX];
+	struct stat st;
 	uid_t uid;
-	int ret = tb_out_resolve(path, real, sizeof(real), &uid), fd;
+	int ret = tb_out_resolve(path, real, sizeof(real), &uid), fd, err;
 
 	if (ret < 0)
 		return ret;
-	fd = open(real, flags | O_CLOEXEC | (ret == 1 ? 0 : O_NOFOLLOW), mode);
-	return fd < 0 ? -errno : fd;
+	fd = open(real, (flags & ~O_TRUNC) | O_CLOEXEC | O_NONBLOCK |
+		  (ret == 1 ? 0 : O_NOFOLLOW), mode);
+	if (fd < 0)
+		return -errno;
+	err = ret == 1 ? fstat(fd, &st) ? -errno : 0 : foreign(fd, &st);
+	if (!err && (flags & O_TRUNC) && S_ISREG(st.st_mode) && ftruncate(fd, 0))
+		err = -errno;
+	if (!err && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 const char *tb_out_hint(const char *path, int err, char *buf, size_t n)
@@ -71,6 +97,13 @@ const char *tb_out_hint(const char *path, int err, char *buf, size_t n)
 	char real[PATH_MAX];
 	uid_t uid;
 
+	struct stat st;
+
+	if (err == -EPERM && !stat(path, &st) && st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(buf, n, "refusing to write into a file owned by uid %u (it would be "
+			 "theirs to read); remove it or choose another path", (unsigned)st.st_uid);
+		return buf;
+	}
 	if (err != -ELOOP)
 		return NULL;
 	if (tb_out_resolve(path, real, sizeof(real), &uid) == -ELOOP && uid)

@@ -12,7 +12,8 @@
  * user's own link); a link owned by anyone else is refused with -ELOOP,
  * what O_NOFOLLOW gives for a link planted after the check. The last name
  * is opened with O_NOFOLLOW (a /proc link such as /dev/stdout's excepted:
- * the kernel's own). Nothing here prints; the callers say what failed,
+ * the kernel's own). An existing file another user owns is not written
+ * into (the trace would be theirs to read). Nothing here prints; the callers say what failed,
  * with tb_out_hint.
  */
 #ifndef TRACEBPF_OUTFILE_H
@@ -30,7 +31,8 @@
  * readlink(2)'s error. */
 int tb_out_resolve(const char *path, char *real, size_t n, uid_t *uid);
 /* open(2) of tb_out_resolve(path) with flags | O_NOFOLLOW | O_CLOEXEC: an
- * fd, or a negative errno. */
+ * fd, or a negative errno; -EPERM for an existing file of another user's
+ * (left as it was: O_TRUNC is applied only once it is known to be ours). */
 int tb_out_open(const char *path, int flags, mode_t mode);
 /* The hint for err, a failure of the two above for path (a link refused:
  * whose), in buf; NULL for any other error. */

@@ -258,10 +258,12 @@ static error_t pack_parse(int key, char *arg, struct argp_state *state)
 static void write_failed(const char *out, int err, bool create)
 {
 	char buf[160];
-	const char *hint = tb_write_hint(err);
+	/* a link or a file of another user's refused (outfile.h), else the
+	 * write's own */
+	const char *hint = tb_out_hint(out, err, buf, sizeof(buf));
 
 	if (!hint)
-		hint = tb_out_hint(out, err, buf, sizeof(buf));   /* a link refused */
+		hint = tb_write_hint(err);
 	fprintf(stderr, "tracebpf: pack: failed to %s '%s': %s\n", create ? "create" : "write",
 		out, strerror(-err));
 	if (hint)

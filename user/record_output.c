@@ -189,10 +189,12 @@ static void err_drops(int err)
 void err_write(const char *path, int err, bool create)
 {
 	char buf[160];
-	const char *hint = tb_write_hint(err);
+	/* a link or a file of another user's refused (outfile.h), else the
+	 * write's own */
+	const char *hint = tb_out_hint(path, err, buf, sizeof(buf));
 
 	if (!hint)
-		hint = tb_out_hint(path, err, buf, sizeof(buf));   /* a link refused */
+		hint = tb_write_hint(err);
 	ERR("failed to %s '%s': %s", create ? "create" : "write", path, strerror(-err));
 	if (hint)
 		fprintf(stderr, "tracebpf: hint: %s\n", hint);

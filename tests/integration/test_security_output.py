@@ -145,6 +145,23 @@ def test_convert_and_pack_refuse_a_foreign_link(tmp_path, command):
     check_link(link, v)
 
 
+def test_pack_writes_into_no_file_of_another_user(tmp_path):
+    """pack IN OUT where OUT is an existing regular file of nobody's: pack
+    wrote the trace into it in place (O_WRONLY, no O_EXCL), for nobody to
+    read. Refused now, with whose it is, and the file left as it was."""
+    out = tmp_path / "out.tbt"
+    out.write_bytes(b"nobody's own\n")
+    os.chown(out, NOBODY_UID, NOBODY_UID)
+    os.chmod(out, 0o644)
+    p = subprocess.run([TRACEBPF, "pack", str(TRACE), str(out)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode != 0, p.stderr
+    assert f"tracebpf: pack: failed to create '{out}': Operation not permitted" in p.stderr, \
+        p.stderr
+    assert f"refusing to write into a file owned by uid {NOBODY_UID}" in p.stderr, p.stderr
+    assert out.read_bytes() == b"nobody's own\n"
+
+
 def test_old_is_not_replaced_when_it_is_a_foreign_link(tmp_path):
     """An existing r.tbt is kept as r.tbt.old; nobody's link planted at
     r.tbt.old is neither written through nor replaced: the recording is
