@@ -25,6 +25,9 @@
  *   a number belongs; strings are escaped, valid UTF-8.
  * - The JSON object form is written whole; tb_convert renames it into place
  *   only once complete.
+ * - Each CPU's chain of switches is checked: a break is counted by cause
+ *   and marked on the CPU's track ("task unknown"), never papered over
+ *   with a made-up switch.
  *
  * The stages, one file each, and what passes from one to the next
  * (convert_int.h declares what they share):
@@ -34,6 +37,7 @@
  *   struct tb_rec_event  an event record, its site and thread known
  *   convert_pair.c       slices, async slices, flows, ghosts; gaps
  *   convert_memdump.c    the applications' memory dumps
+ *   convert_sched.c      the CPUs' switch chains: breaks counted, marked
  *   struct oev           a finished output event
  *   convert_queue.c      held until in ts order; the writer thread
  *   struct oev           in ts order, through a struct tb_model_sink
@@ -64,6 +68,7 @@
 #include "merge.h"
 #include "outq.h"
 #include "print.h"
+#include "swchain.h"
 
 #define PFX "tracebpf: convert: "
 
@@ -107,6 +112,7 @@ static void conv_free(struct conv *c)
 	tb_conv_md_free(c);
 	tb_merge_free(c->merge);
 	tb_ftrace_free(c->ftrace);
+	tb_conv_sched_free(c);
 	tb_conv_free_parts(c);
 	tb_conv_tmpls_free(c->tmpls);
 	free(c->kq);
@@ -202,6 +208,28 @@ static void check_sizes(struct conv *c, FILE *out, const char *out_name,
 		warn_size(out_name, (uint64_t)n, false);
 }
 
+/* The breaks of the CPUs' chains of switches, when some are not the
+ * filters' (which break the chain by design): said, by cause. */
+static void say_sched_breaks(const struct conv *c)
+{
+	uint64_t n[TB_SWBREAK_NCAUSES], total = 0;
+	char causes[256] = "";
+	size_t len = 0;
+
+	tb_conv_sched_counts(c, NULL, n);
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++) {
+		total += n[i];
+		if (n[i] && len < sizeof(causes))
+			len += snprintf(causes + len, sizeof(causes) - len, "%s%" PRIu64 " %s",
+					len ? ", " : "", n[i], tb_swbreak_words(i));
+	}
+	if (total == n[TB_SWBREAK_FILTERED])
+		return;
+	tb_print(PFX "note: %" PRIu64 " switches do not switch out the task their CPU's "
+		"switch before switched in (%s): the task that ran between is unknown, marked "
+		"'task unknown' on the CPU's track (metadata.sched_breaks)\n", total, causes);
+}
+
 /* written: the bytes written to out, when ftello cannot tell (a pipe, gzip) */
 int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
 		   const char *out_name, const uint64_t *written, enum tb_conv_stage *stage)
@@ -267,6 +295,7 @@ int tb_convert_run(struct tb_reader *r, FILE *out, const struct tb_convert_opts 
 			"records of it were lost, and a slice enclosing them may be among those: "
 			"marked tracebpf_parent_lost (metadata.slices_parent_lost)\n",
 			c.gap.parent_lost);
+	say_sched_breaks(&c);
 	if (c.stats && tb_stats_lost_procs(c.stats))
 		tb_print(PFX "warning: %" PRIu64 " processes started by traced processes "
 			"were not traced (see metadata.lost_processes); record again with a "
@@ -366,6 +395,7 @@ int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *re
 	int err = tb_conv_model_open(&m.c, r, sink);
 
 	tb_conv_sel_filter(&m.c, sink->filter, r);
+	m.c.sched.whole = true;   /* the counts are the whole trace's */
 	if (m.c.filtering)
 		m.c.sink = &filtered;
 	m.c.direct = sink->any_order;

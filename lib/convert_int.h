@@ -27,6 +27,7 @@
 
 struct tb_merge;
 struct tb_outq;
+struct tb_swchain;
 struct tb_ftrace;
 struct tmpls;
 
@@ -180,6 +181,28 @@ struct gaps_seen {
 	struct tb_chain flows;          /* struct flow by (cat, name, id) */
 };
 
+/* The CPUs' switch chains (lib/convert_sched.c, docs/output.md,
+ * "Scheduler chain breaks"): each switch the output shows is checked, and
+ * a break is counted and marked on its CPU's timeline, a track of the
+ * CPUs' own process (TB_CPU_PID). */
+struct sched_breaks {
+	struct tb_swchain *ch;
+	/* the whole trace's chain whatever the filters keep (the model's
+	 * other sinks, whose counts are the whole trace's) */
+	bool whole;
+	struct site site;           /* the marks': "task unknown" */
+	bool *marked;               /* per CPU: a mark is on its track */
+	uint32_t nmarked;
+	/* with --split, each break (a part counts those it shows whole) */
+	struct split_break { uint64_t from, ts; uint8_t cause; } *list;
+	size_t n, cap;
+};
+
+/* The pid of the CPUs' process in the output, and its threads' tids
+ * (TB_CPU_PID + 1 + cpu): far above every real pid and every pid + n *
+ * TB_PID_SPAN of a pid reused fewer than 511 times, and below 2^31. */
+#define TB_CPU_PID 0x7ff00000u
+
 /* Copies of small records are allocated in POOL_STEP classes and, once an
  * output event is written, kept for the next copy instead of freed (a
  * malloc and a free per event were 8% of the conversion). Every copy is
@@ -259,6 +282,8 @@ struct conv {
 	size_t md_open;
 	uint64_t md_dumps, md_orphans;
 	struct tb_ftrace *ftrace;   /* kernel records -> systemTraceEvents */
+	struct sched_breaks sched;  /* the CPUs' switch chains */
+	uint64_t out_ts;            /* the latest ts of an event handed on */
 	uint64_t last_ts;
 	uint64_t events, unresolved, unmatched;
 	uint64_t ends_before;       /* ENDs of slices begun before the recording */
@@ -350,6 +375,8 @@ void tb_conv_md_free(struct conv *c);
 /* ---- convert_queue.c: the output queue and the writer thread ---- */
 
 int tb_conv_add_out(struct conv *c, const struct oev *e);
+/* The same for an event whose pid is already the one to write. */
+int tb_conv_add_out_as(struct conv *c, const struct oev *e);
 void tb_conv_out_direct(struct conv *c, const struct oev *e);
 void tb_conv_out_flush(struct conv *c, uint64_t now, bool all);
 void tb_conv_out_free(struct conv *c, struct oev *e);
@@ -359,6 +386,27 @@ void tb_conv_pool_put(struct conv *c, const void *rec);
 void tb_conv_pool_free(struct conv *c);
 void tb_conv_out_send(struct conv *c, const struct oev *e);
 void tb_conv_write_batch(void *ctx, char *data, size_t len);
+
+/* ---- convert_sched.c: the CPUs' switch chains ---- */
+
+/* Before the first record: the chain checker, told whether the recording
+ * kept only traced processes' switches (its command line). */
+int tb_conv_sched_open(struct conv *c, struct tb_reader *r);
+/* A switch record; shown: its line is in the output (not filtered out). */
+int tb_conv_on_switch(struct conv *c, const struct tb_rec_switch *r, bool shown);
+/* low, or the earliest time a break's mark still to come may begin at. */
+uint64_t tb_conv_sched_low(const struct conv *c, uint64_t low);
+/* Whether the output shows switches at all. */
+bool tb_conv_sched_any(const struct conv *c);
+/* The breaks, by cause (enum tb_swbreak_cause), that the file of part
+ * shows (NULL: the whole output). */
+void tb_conv_sched_counts(const struct conv *c, const struct part *part, uint64_t *n);
+/* The CPUs' process and the tracks with marks (of part, or all), as M
+ * events. */
+void tb_conv_sched_names(const struct conv *c, struct tb_json *j, const struct part *part);
+int tb_conv_sched_threads(const struct conv *c,
+			  int (*fn)(void *ctx, const struct tb_model_thread *t), void *ctx);
+void tb_conv_sched_free(struct conv *c);
 
 /* ---- convert_select.c: filters and --split ---- */
 

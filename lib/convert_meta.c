@@ -20,6 +20,7 @@
 
 #include "convert_int.h"
 #include "ftrace.h"
+#include "swchain.h"
 
 static void write_meta_head(struct tb_json *j, const char *what, uint64_t pid,
 			    uint32_t tid)
@@ -244,6 +245,24 @@ static void write_sel_metadata(struct conv *c, struct tb_json *j, const struct p
 	tb_json_end_object(j);
 }
 
+/* The breaks in the CPUs' chains of switches that the file's
+ * systemTraceEvents shows (docs/output.md, "Scheduler chain breaks"):
+ * what Perfetto counts as mismatched_sched_switch_tids, by cause. */
+static void write_sched_breaks(struct conv *c, struct tb_json *j, const struct part *part)
+{
+	uint64_t n[TB_SWBREAK_NCAUSES], total = 0;
+
+	tb_conv_sched_counts(c, part, n);
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+		total += n[i];
+	tb_json_kuint(j, "sched_breaks", total);
+	tb_json_key(j, "sched_breaks_by_cause");
+	tb_json_begin_object(j);
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+		tb_json_kuint(j, tb_swbreak_key(i), n[i]);
+	tb_json_end_object(j);
+}
+
 static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *j,
 			   const struct part *part)
 {
@@ -323,6 +342,8 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	if (c->nfilters)   /* docs/output.md, "Filters" */
 		write_filters(c, j);
 	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
+	if (tb_conv_sched_any(c))
+		write_sched_breaks(c, j, part);
 	tb_json_kuint(j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
 	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(r));
 	if (tb_reader_tail_reason(r))
@@ -352,6 +373,7 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
 	qsort(procs, nprocs, sizeof(*procs), cmp_proc);
 	qsort(threads, nthreads, sizeof(*threads), cmp_thread);
 	write_names(&j, procs, nprocs, threads, nthreads, part);
+	tb_conv_sched_names(c, &j, part);
 	free(procs);
 	free(threads);
 	tb_json_newline(&j);

@@ -26,6 +26,7 @@
 #include "convert_int.h"
 #include "ftrace.h"
 #include "merge.h"
+#include "swchain.h"
 
 int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -529,6 +530,7 @@ static int on_ctl(struct conv *c, const struct tb_rec_ctl *x)
 	if (x->hdr.size < sizeof(*x))
 		return 0;
 	if (x->off && !is_stopped(c)) {
+		tb_swchain_stopped(c->sched.ch);
 		err = tb_conv_close_process(c, ALL_PIDS, x->hdr.ts, "recording stopped");
 		if (!err)
 			err = tb_conv_grow_array((void **)&c->stopped, &c->stopped_cap, c->nstopped + 1,
@@ -640,6 +642,7 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 			continue;
 		}
 		if (h->type == TB_REC_GAP) {
+			tb_swchain_gap(c->sched.ch, (const void *)h);
 			err = tb_conv_on_gap(c, (const void *)h);
 			continue;
 		}
@@ -751,6 +754,8 @@ int tb_conv_model_open(struct conv *c, struct tb_reader *r, const struct tb_mode
 	int err = tb_ftrace_new(&c->ftrace);
 
 	if (!err)
+		err = tb_conv_sched_open(c, r);
+	if (!err)
 		err = tb_merge_new(&c->merge, r, tb_model_rank, MERGE_MAX);
 	/* a second core reads and merges for the output queue and its
 	 * heap, and only decodes for an any-order sink, which does less */
@@ -778,7 +783,9 @@ void tb_model_counts(const struct tb_model *m, struct tb_model_counts *o)
 		.memory_dumps = c->md_dumps, .memory_dump_records_without_dump = c->md_orphans,
 		.drops_total = c->stats ? c->stats->drops_total : 0,
 		.lost_processes = c->stats ? tb_stats_lost_procs(c->stats) : 0,
+		.sched_switches = tb_conv_sched_any(c),
 	};
+	tb_conv_sched_counts(c, NULL, o->sched_breaks);
 }
 
 /* The incarnation of a process whose events carry out_pid. */
@@ -825,5 +832,5 @@ int tb_model_threads(const struct tb_model *m,
 			ret = name_thread(c, c->threads.vals[i], fn, ctx);
 	for (size_t i = 0; i < c->nold_threads && !ret; i++)
 		ret = name_thread(c, c->old_threads[i], fn, ctx);
-	return ret;
+	return ret ? ret : tb_conv_sched_threads(c, fn, ctx);
 }

@@ -191,9 +191,16 @@ void tb_conv_out_direct(struct conv *c, const struct oev *e)
 int tb_conv_add_out(struct conv *c, const struct oev *e)
 {
 	struct oev o = *e;
-	int err;
 
 	o.pid = tb_conv_out_pid(c, (uint32_t)e->pid);
+	return tb_conv_add_out_as(c, &o);
+}
+
+int tb_conv_add_out_as(struct conv *c, const struct oev *e)
+{
+	struct oev o = *e;
+	int err;
+
 	if (c->direct) {
 		tb_conv_out_direct(c, &o);
 		tb_conv_out_free(c, &o);
@@ -214,6 +221,8 @@ static void out_pop(struct conv *c)
 
 	c->sink->event(c->sink->ctx, e);
 	c->written++;
+	if (e->ts > c->out_ts)
+		c->out_ts = e->ts;
 	tb_conv_out_free(c, e);
 	if (e == &c->out[0] && c->nout) {
 		heap_pop(c);
@@ -225,7 +234,9 @@ static void out_pop(struct conv *c)
 
 /* Writes every held event that nothing still to come can precede: events
  * before both the records still to be processed (ts >= now) and the begin
- * of every open (or inherited, for a forked child) slice and memory dump.
+ * of every open (or inherited, for a forked child) slice and memory dump,
+ * and, within bounds, each CPU's last switch (a break's mark begins
+ * there: convert_sched.c).
  * Past OUT_MAX held events the oldest are written anyway (a slice open for
  * very long): X events may then be out of ts order, which every viewer
  * sorts (counted in c->forced). */
@@ -245,6 +256,7 @@ void tb_conv_out_flush(struct conv *c, uint64_t now, bool all)
 				low = t->ghost_ts;
 		}
 		low = tb_conv_md_low(c, low);   /* an open memory dump's begin */
+		low = tb_conv_sched_low(c, low);
 	}
 	while (out_held(c) && (all || out_first(c)->ts < low))
 		out_pop(c);

@@ -269,9 +269,16 @@ bool tb_conv_sel_write(struct conv *c, const struct oev *e)
  * out; its names are learnt either way (a later line may need them). */
 int tb_conv_add_kernel(struct conv *c, const struct tb_rec_hdr *h)
 {
-	int err;
+	bool keep = !c->filtering || h->type == TB_REC_FORMAT ||
+		    tb_filter_match_kernel(&c->filt, h);
+	int err = 0;
 
-	if (!c->filtering || h->type == TB_REC_FORMAT || tb_filter_match_kernel(&c->filt, h)) {
+	/* each CPU's chain of the switches shown (convert_sched.c) */
+	if (h->type == TB_REC_SWITCH)
+		err = tb_conv_on_switch(c, (const void *)h, keep);
+	if (err)
+		return err;
+	if (keep) {
 		err = tb_ftrace_add(c->ftrace, h);
 		if (!err && c->split)
 			err = kq_push(c, h->ts, tb_ftrace_bytes(c->ftrace));

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "swchain.h"
 #include "tbfile.h"
 #include "tracebpf/reader.h"
 
@@ -146,6 +147,11 @@ struct tb_model_counts {
 	uint64_t forced;            /* events released out of ts order */
 	uint64_t memory_dumps, memory_dump_records_without_dump;
 	uint64_t drops_total, lost_processes;
+	/* whether the trace has switches, and the breaks of the CPUs' chains
+	 * of switches by cause (swchain.h; docs/output.md, "Scheduler chain
+	 * breaks"): the whole trace's, whatever the filter keeps */
+	bool sched_switches;
+	uint64_t sched_breaks[TB_SWBREAK_NCAUSES];
 	/* the last TB_REC_STATS (drops per CPU: tb_stats_drop), NULL when
 	 * the trace has none; it lives as long as the model */
 	const struct tb_rec_stats *stats;

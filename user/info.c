@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * info.c - `tracebpf info FILE`: version, streams, records per stream, time
- * range, drops and the gaps they left, bytes per event, and whether the
- * file is whole. Reads every chunk header and checks every CRC, but
- * decompresses only the statistics stream (STATS, CTL, GAP).
+ * range, drops and the gaps they left, the breaks in the CPUs' chains of
+ * switches, bytes per event, and whether the file is whole. Reads every
+ * chunk header and checks every CRC, but decompresses only the statistics
+ * stream (STATS, CTL, GAP) and the scheduler's (SWITCH), in time order.
  */
 #include <argp.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "merge.h"
+#include "model.h"
+#include "swchain.h"
 #include "tbio.h"
 
 /* The gap marks (TB_REC_GAP) of one kind of records: how many, how many
@@ -69,16 +74,30 @@ static const char *const stream_names[TB_NSTREAMS] = {
 };
 
 /* What the statistics stream holds: the last STATS record, the gap
- * marks, the tracebpf ctl changes. */
+ * marks, the tracebpf ctl changes; and the CPUs' chains of switches. */
 struct stats_stream {
 	struct tb_rec_stats *stats;
 	struct gap_sum gaps[2];     /* application, kernel */
 	unsigned ctl_stops, ctl_starts, ctl_off;
+	struct tb_swchain *chain;
+	uint64_t switches;
 };
 
-static void take_stats_rec(struct stats_stream *ss, const struct tb_rec_hdr *h)
+/* 0, or -ENOMEM (a CPU's chain could not be kept: nothing is counted
+ * wrong, info fails). */
+static int take_stats_rec(struct stats_stream *ss, const struct tb_rec_hdr *h)
 {
+	struct tb_swbreak b;
+
+	if (h->type == TB_REC_SWITCH) {
+		ss->switches++;
+		if (tb_swchain_add(ss->chain, (const void *)h, &b) < 0)
+			return -ENOMEM;
+	}
 	if (h->type == TB_REC_CTL && h->size >= sizeof(struct tb_rec_ctl)) {
+		/* a stop of a recording already stopped changes nothing */
+		if (((const struct tb_rec_ctl *)h)->off && !ss->ctl_off)
+			tb_swchain_stopped(ss->chain);
 		ss->ctl_off = ((const struct tb_rec_ctl *)h)->off;
 		ss->ctl_stops += ss->ctl_off;
 		ss->ctl_starts += !ss->ctl_off;
@@ -87,17 +106,20 @@ static void take_stats_rec(struct stats_stream *ss, const struct tb_rec_hdr *h)
 		const struct tb_rec_gap *m = (const void *)h;
 
 		add_gap(&ss->gaps[m->kind == TB_GAP_APP ? 0 : 1], m);
+		tb_swchain_gap(ss->chain, m);
 	}
 	if (h->type != TB_REC_STATS)
-		return;
+		return 0;
 	free(ss->stats);
 	ss->stats = malloc(h->size);
 	if (ss->stats)
 		memcpy(ss->stats, h, h->size);
+	return 0;
 }
 
 static void free_stats_stream(struct stats_stream *ss)
 {
+	tb_swchain_free(ss->chain);
 	free(ss->stats);
 	free(ss->gaps[0].per_cpu);
 	free(ss->gaps[1].per_cpu);
@@ -137,6 +159,20 @@ static uint64_t print_streams(struct tb_reader *r, uint64_t *lo, uint64_t *hi)
 	return recs;
 }
 
+/* The switches that do not switch out the task their CPU's switch before
+ * switched in, by cause (docs/output.md, "Scheduler chain breaks"). */
+static void print_breaks(const struct stats_stream *ss)
+{
+	if (!ss->switches)
+		return;
+	printf("sched breaks:   %" PRIu64 " of %" PRIu64 " switches (", tb_swchain_total(ss->chain),
+	       ss->switches);
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+		printf("%s%s %" PRIu64, i ? ", " : "", tb_swbreak_words(i),
+		       tb_swchain_breaks(ss->chain, i));
+	printf(")\n");
+}
+
 /* Everything lost or cut: drops, processes, gaps, ctl windows, the tail. */
 static void print_losses(struct tb_reader *r, const struct stats_stream *ss,
 			 uint64_t dropped_bytes)
@@ -158,6 +194,7 @@ static void print_losses(struct tb_reader *r, const struct stats_stream *ss,
 		printf("tracebpf ctl:   %u stop%s, %u start%s%s\n", ss->ctl_stops,
 		       ss->ctl_stops == 1 ? "" : "s", ss->ctl_starts,
 		       ss->ctl_starts == 1 ? "" : "s", ss->ctl_off ? "; stopped at the end" : "");
+	print_breaks(ss);
 	if (tb_reader_tail_reason(r))
 		printf("truncated tail: %" PRIu64 " bytes (%s)\n", tb_reader_tail_bytes(r),
 		       tb_reader_tail_reason(r));
@@ -180,6 +217,7 @@ int tb_cmd_info(int argc, char **argv)
 	const struct tb_file_info *fi;
 	const struct tb_rec_hdr *h;
 	struct stats_stream ss = { 0 };
+	struct tb_merge *m = NULL;
 	struct tb_reader *r;
 	uint64_t recs, lo, hi, bytes, dropped_bytes = 0;
 	int ret;
@@ -188,9 +226,14 @@ int tb_cmd_info(int argc, char **argv)
 	if (tb_io_open_source(&r, "info", &a))
 		return 1;
 	tb_reader_use_index(r, 0);   /* check every chunk */
-	tb_reader_set_streams(r, 1u << TB_STREAM_STATS);
-	while ((ret = tb_reader_next(r, &h)) > 0)
-		take_stats_rec(&ss, h);
+	tb_reader_set_streams(r, 1u << TB_STREAM_STATS | 1u << TB_STREAM_SCHED);
+	/* switches in time order, with the gaps and stops among them */
+	ret = tb_swchain_new(&ss.chain, tb_swchain_cmdline_traced(tb_reader_info(r)->cmdline));
+	if (!ret)
+		ret = tb_merge_new(&m, r, tb_model_rank, 4u << 20);
+	while (!ret && (ret = tb_merge_next(m, &h)) > 0)
+		ret = take_stats_rec(&ss, h);
+	tb_merge_free(m);
 	if (ret < 0) {
 		fprintf(stderr, "tracebpf: info: failed to read '%s': %s\n",
 			a.connect ? a.connect : a.in, strerror(-ret));

@@ -21,6 +21,22 @@ static void json_name(struct tb_json *j, const char *key, const char *s, size_t 
 	tb_json_string_n(j, s, n);
 }
 
+/* The breaks of the CPUs' chains of switches, as convert's metadata has
+ * them (0 for a trace without switches). */
+static void json_sched_breaks(struct tb_json *j, const struct tb_model_counts *c)
+{
+	uint64_t total = 0;
+
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+		total += c->sched_breaks[i];
+	tb_json_kuint(j, "sched_breaks", total);
+	tb_json_key(j, "sched_breaks_by_cause");
+	tb_json_begin_object(j);
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+		tb_json_kuint(j, tb_swbreak_key(i), c->sched_breaks[i]);
+	tb_json_end_object(j);
+}
+
 static void json_losses(struct tb_json *j, const struct report *r, struct tb_reader *rd)
 {
 	const struct tb_model_counts *c = &r->counts;
@@ -51,6 +67,7 @@ static void json_losses(struct tb_json *j, const struct report *r, struct tb_rea
 	tb_json_kuint(j, "events_in_gaps", c->events_in_gaps);
 	tb_json_kuint(j, "flow_events_left_out", c->flow_events_left_out);
 	tb_json_kuint(j, "slices_parent_lost", c->slices_parent_lost);
+	json_sched_breaks(j, c);
 	tb_json_kuint(j, "recording_stopped", c->stopped_windows);
 	tb_json_kuint(j, "records_while_stopped", c->records_while_stopped);
 	tb_json_kuint(j, "truncated_tail_bytes", tb_reader_tail_bytes(rd));

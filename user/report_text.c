@@ -255,6 +255,15 @@ static void print_reasons(const struct report *r)
 	fprintf(f, "): counted apart, not in count/total/self/percentiles\n");
 }
 
+static uint64_t sched_breaks_total(const struct tb_model_counts *c)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+		n += c->sched_breaks[i];
+	return n;
+}
+
 static void print_losses(const struct report *r, struct tb_reader *rd)
 {
 	FILE *f = r->o->out;
@@ -274,6 +283,14 @@ static void print_losses(const struct report *r, struct tb_reader *rd)
 	fprintf(f, "at gaps:          %" PRIu64 " slices cut, %" PRIu64 " ends after a gap, %" PRIu64
 	        " events in a gap, %" PRIu64 " flow events left out\n", c->slices_cut_at_gaps,
 	        c->ends_after_gaps, c->events_in_gaps, c->flow_events_left_out);
+	if (c->sched_switches) {
+		fprintf(f, "sched breaks:     %" PRIu64 " switches not switching out their CPU's "
+		        "last task (", sched_breaks_total(c));
+		for (int i = 0; i < TB_SWBREAK_NCAUSES; i++)
+			fprintf(f, "%s%s %" PRIu64, i ? ", " : "", tb_swbreak_words(i),
+			        c->sched_breaks[i]);
+		fprintf(f, ")\n");
+	}
 	fprintf(f, "lost processes:   %" PRIu64 " (started by traced ones, not traced)\n",
 	        c->lost_processes);
 	fprintf(f, "unresolved sites: %" PRIu64 " events (no site descriptor)\n", c->unresolved_sites);

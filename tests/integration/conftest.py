@@ -19,6 +19,8 @@ BUILD = ROOT / "build"
 TRACEBPF = str(BUILD / "tracebpf")
 PROGS = BUILD / "progs"
 CONSUMER = ROOT / "tests" / "consumers" / "devtools_check.mjs"
+# the category of the marks of the CPUs' chain breaks (docs/output.md)
+SCHED_BREAK_CAT = "tracebpf_sched_break"
 
 
 def prog(name):
@@ -374,6 +376,7 @@ def spawn():
 
 def user_events(t, pid=None):
     """The application's events (not names, not the kernel's memory counters,
-    docs/output.md "Memory")."""
-    return [e for e in t.events if e["ph"] != "M" and e.get("cat") != "memory" and
+    docs/output.md "Memory", nor the marks of the CPUs' chain breaks)."""
+    return [e for e in t.events if e["ph"] != "M" and
+            e.get("cat") not in ("memory", SCHED_BREAK_CAT) and
             (pid is None or e["pid"] == pid)]

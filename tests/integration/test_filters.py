@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import TRACEBPF, Trace, load, prog
+from conftest import SCHED_BREAK_CAT, TRACEBPF, Trace, load, prog
 
 ROUNDS = 120
 
@@ -47,7 +47,10 @@ def key(e):
 
 
 def events(t):
-    return [e for e in t.events if e["ph"] != "M"]
+    """The events but the marks of the CPUs' chain breaks, which follow
+    from the kernel lines a filter keeps (each file's own; conftest.load
+    checks them)."""
+    return [e for e in t.events if e["ph"] != "M" and e.get("cat") != SCHED_BREAK_CAT]
 
 
 def ns(us):
@@ -127,10 +130,11 @@ def check_names(t):
     """Every process and thread the events name has its M names."""
     threads = t.thread_names()
     procs = t.process_names()
-    for e in events(t):
+    every = [e for e in t.events if e["ph"] != "M"]
+    for e in every:
         assert (e["pid"], e["tid"]) in threads, f"no thread_name for {e}"
         assert e["pid"] in procs, f"no process_name for {e}"
-    named = {(e["pid"], e["tid"]) for e in events(t)}
+    named = {(e["pid"], e["tid"]) for e in every}
     for pt in threads:
         assert pt in named, f"thread_name of {pt}, which no event names"
 
@@ -170,7 +174,10 @@ def test_filter_pid(rec):
     t = assert_filtered(rec, "pid", Rules(start_ts(full), pids=[pid]), "--pid", pid,
                         consumer=True)
     assert t.meta["filters"] == {"pid": [pid]}
-    assert t.meta["filtered_out_trace_events"] == len(events(full)) - len(events(t))
+    # and the marks of its chain breaks (the CPUs' process's: left out)
+    assert not [e for e in t.events if e.get("cat") == SCHED_BREAK_CAT]
+    assert t.meta["filtered_out_trace_events"] == \
+        len(events(full)) - len(events(t)) + t.meta["sched_breaks"]
 
 
 def test_filter_tid_list_and_repeat(rec):
@@ -361,6 +368,12 @@ def check_parts(paths, whole):
         assert seq == sorted(seq), f"part {i} is not in the whole's order"
     kernel = [ln for t in parts for ln in t.doc["systemTraceEvents"].splitlines()[2:]]
     assert kernel == whole.doc["systemTraceEvents"].splitlines()[2:]
+    # the whole's chain breaks, each marked in one part; a part counts
+    # those whose two switches it holds (load checked them with Perfetto)
+    marks = [key(e) for t in parts for e in t.events if e.get("cat") == SCHED_BREAK_CAT]
+    assert sorted(marks) == sorted(key(e) for e in whole.events
+                                   if e.get("cat") == SCHED_BREAK_CAT)
+    assert sum(t.meta["sched_breaks"] for t in parts) <= whole.meta["sched_breaks"]
     n = len(parts)
     for i, t in enumerate(parts, 1):
         check_names(t)

@@ -218,6 +218,10 @@ def cross_check(rep, doc):
         assert rep["losses"][k] == meta[k], (k, rep["losses"][k], meta[k])
     # convert writes it only when there are gaps; report always
     assert rep["losses"]["slices_parent_lost"] == meta.get("slices_parent_lost", 0)
+    # the chain breaks: convert writes them only for a trace with switches
+    assert rep["losses"]["sched_breaks"] == meta.get("sched_breaks", 0)
+    assert {k: v for k, v in rep["losses"]["sched_breaks_by_cause"].items() if v} == \
+        {k: v for k, v in meta.get("sched_breaks_by_cause", {}).items() if v}
     assert rep["events"] == meta["events"]
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
              if e["ph"] == "M" and e["name"] == "thread_name"}
@@ -697,6 +701,9 @@ def test_filters_match_convert(fe_trace, tmp_path, which):
         assert out[field] == all_[k] - kept[k], (k, out, all_, kept)
     for k in LOSS_KEYS:   # not the filtered events': the whole trace's
         assert rep["losses"][k] == full["metadata"][k], k
+    # so are the chain breaks (the filtered JSON's would count those its
+    # filter makes)
+    assert rep["losses"]["sched_breaks"] == full["metadata"].get("sched_breaks", 0)
     assert rep["events"] == full["metadata"]["events"]
 
 

@@ -17,8 +17,8 @@ from collections import Counter
 
 import pytest
 
-from conftest import (BUILD, ROOT, TRACEBPF, Trace, check_chrome_rules, devtools_check,
-                      kill_group, load, prog, scale, wait_for)
+from conftest import (BUILD, ROOT, SCHED_BREAK_CAT, TRACEBPF, Trace, check_chrome_rules,
+                      devtools_check, kill_group, load, prog, scale, wait_for)
 
 
 def run(*args, **kw):
@@ -426,17 +426,30 @@ def test_golden_files_convert(tmp_path):
         d = run("dump", g)
         assert d.returncode == 0 and " EVENT site=" not in d.stdout, d.stdout[-2000:]
         dumped = set(re.findall(r"^\S+ \[...\] \d+/\d+ [BEIC] ([^: ]+):(\S+)", d.stdout, re.M))
-        # (the gaps' "records lost" instants are convert's, not records; the
-        # memory counters are RSS records, dumped as such; other programs'
-        # probes are USDT records, dumped by probe)
+        # (the gaps' "records lost" instants and the marks of the CPUs'
+        # chain breaks are convert's, not records; the memory counters are
+        # RSS records, dumped as such; other programs' probes are USDT
+        # records, dumped by probe)
         usdt = set(re.findall(r" USDT_PROBE \d+ ([^: ]+):", d.stdout))
         shown = {(e["cat"], e["name"]) for e in t.events
-                 if e["ph"] in "XIC" and e["cat"] not in ("tracebpf", "memory", *usdt)}
+                 if e["ph"] in "XIC" and
+                 e["cat"] not in ("tracebpf", SCHED_BREAK_CAT, "memory", *usdt)}
         assert dumped and dumped == shown, (dumped, shown)
         assert bool(re.search(r"^\S+ \[...\] \d+/\d+ RSS ", d.stdout, re.M)) == \
             any(e.get("cat") == "memory" for e in t.events), g
         info = run("info", g)
         assert info.returncode == 0 and f"format:         {version}" in info.stdout
+        # info counts the chain breaks convert counts; every golden trace
+        # with switches was recorded --sched=traced (its command line says
+        # so): each break is the filter's
+        n = t.meta.get("sched_breaks")
+        if version not in ("1.0", "2.0"):
+            assert n is not None and t.meta["sched_breaks_by_cause"]["filtered"] == n, t.meta
+            assert re.search(rf"^sched breaks:   {n} of \d+ switches \(records lost 0, "
+                             rf"recording stopped 0, filtered out {n}, ", info.stdout, re.M), \
+                info.stdout
+        else:
+            assert n is None and "sched breaks" not in info.stdout
         if version == "2.2":   # recorded --paused, then tracebpf ctl start
             assert len(t.meta["recording_stopped"]) == 1, t.meta
             assert "tracebpf ctl:   1 stop, 1 start\n" in info.stdout, info.stdout
