@@ -1,13 +1,16 @@
 """Shared helpers for the integration tests: run the real recorder (real BPF,
 real instrumented child processes), parse the real JSON it writes, and check
-every file against the Chrome JSON rules and the DevTools trace engine."""
+every file against the Chrome JSON rules, the DevTools trace engine and
+Perfetto's trace processor."""
+import csv
+import io
 import json
 import math
 import os
 import signal
 import subprocess
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -19,8 +22,9 @@ BUILD = ROOT / "build"
 TRACEBPF = str(BUILD / "tracebpf")
 PROGS = BUILD / "progs"
 CONSUMER = ROOT / "tests" / "consumers" / "devtools_check.mjs"
-# the category of the marks of the CPUs' chain breaks (docs/output.md)
-SCHED_BREAK_CAT = "tracebpf_sched_break"
+# Perfetto's trace processor, the engine of ui.perfetto.dev: a static binary
+# in the read-only shared/ beside the repository (in CI too)
+TRACE_PROCESSOR = ROOT.parent / "shared" / "perfetto" / "trace_processor_shell"
 
 
 def prog(name):
@@ -154,6 +158,147 @@ def devtools_check(path):
     return res
 
 
+def perfetto_query(path, sql):
+    """Rows (dicts of strings) of one SQL query over the file, imported by
+    Perfetto's trace processor (`query TRACE SQL`: CSV on stdout). One
+    process per call: it starts in about 20 ms, and a process per file
+    keeps one file's import from touching another's."""
+    if not os.access(TRACE_PROCESSOR, os.X_OK):
+        pytest.fail(f"Perfetto's trace processor not found at {TRACE_PROCESSOR}: every "
+                    "JSON is checked with it (the repository's ../shared/perfetto/)")
+    p = subprocess.run([str(TRACE_PROCESSOR), "query", str(path), sql],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, \
+        f"trace processor failed on {path} (status {p.returncode}): {p.stderr[-2000:]}"
+    return list(csv.DictReader(io.StringIO(p.stdout)))
+
+
+# the category of the marks of the CPUs' chain breaks (docs/output.md)
+SCHED_BREAK_CAT = "tracebpf_sched_break"
+
+PERFETTO_COMPLAINTS = ("select name, idx, severity, source, value from stats "
+                       "where value > 0 and severity in ('error', 'data_loss')")
+
+
+def sched_chain_breaks(lines):
+    """The switches of the parsed systemTraceEvents lines whose prev_pid is
+    not the next_pid of the switch before on their CPU: what the trace
+    processor counts as mismatched_sched_switch_tids. A list of (cpu, the
+    switch before, the switch), each a parsed line."""
+    last, breaks = {}, []
+    for l in lines:
+        if l["event"] != "sched_switch":
+            continue
+        before = last.get(l["cpu"])
+        if before and before["args"]["next_pid"] != l["args"]["prev_pid"]:
+            breaks.append((l["cpu"], before, l))
+        last[l["cpu"]] = l
+    return breaks
+
+
+CAUSES = {"records lost": "records_lost", "recording stopped": "recording_stopped",
+          "filtered out": "filtered", "switch not reported": "not_reported"}
+
+
+def check_break_marks(t):
+    """Each break of a CPU's chain has its mark, in order (docs/output.md,
+    "Scheduler chain breaks"): a slice "task unknown" on its CPU's track
+    (thread "CPU n" of the CPUs' process), from the switch before the
+    break (unknown_since_ns; later only when events after it were written
+    already) to the switch that breaks the chain, naming the task the one
+    switched in and the other switched out, its cause counted."""
+    marks = [e for e in t.events if e.get("cat") == SCHED_BREAK_CAT]
+    breaks = sched_chain_breaks(t.systrace)
+    names = t.thread_names()
+    causes = Counter()
+    # the lines have microseconds: marks and breaks, CPU by CPU, in order
+    for cpu in {b[0] for b in breaks} | {m["args"]["cpu"] for m in marks}:
+        bs = [b for b in breaks if b[0] == cpu]
+        ms = [m for m in marks if m["args"]["cpu"] == cpu]
+        assert len(ms) == len(bs), f"CPU {cpu}: {len(ms)} marks of {len(bs)} breaks"
+        for m, (_, before, sw) in zip(ms, bs):
+            a = m["args"]
+            assert m["ph"] == "X" and m["name"] == "task unknown", m
+            assert names[(m["pid"], m["tid"])] == f"CPU {cpu}", (m, names.get((m["pid"], m["tid"])))
+            since, end = a["unknown_since_ns"], us_to_ns(m["ts"] + m["dur"])
+            assert since // 1000 * 1000 == before["ts_ns"] and end // 1000 * 1000 == sw["ts_ns"], \
+                (m, before["line"], sw["line"])
+            assert since <= us_to_ns(m["ts"]) <= end, m
+            prev, nxt = sw["args"], before["args"]
+            assert (a["switched_in"].replace(" ", "_"), a["switched_out"].replace(" ", "_")) == \
+                (f'{nxt["next_comm"]}-{nxt["next_pid"]}', f'{prev["prev_comm"]}-{prev["prev_pid"]}'), \
+                (m, before["line"], sw["line"])
+            causes[CAUSES[a["cause"]]] += 1
+    assert {k: v for k, v in t.meta.get("sched_breaks_by_cause", {}).items() if v} == \
+        dict(causes), (t.meta.get("sched_breaks_by_cause"), causes)
+
+
+def us_to_ns(v):
+    return round(v * 1000)
+
+
+def perfetto_flow_complaints(t):
+    """What Perfetto's JSON importer says of the file's flows, by design
+    (docs/output.md, "What Perfetto's trace processor reports"): it reads
+    the events in time order (file order at equal ts); a flow event binds
+    to the slice last begun on its thread (flow_no_enclosing_slice when
+    none was: the application's flow event outside any slice, or a filter
+    that left its slices out), and it never ends a flow, so a start whose
+    (cat, name, id) began before is flow_duplicate_id (an application
+    that reuses its flow ids). Checks first that no step or end comes
+    without its start: tracebpf writes flows whole, or their start alone."""
+    events = [e for e in t.events if e["ph"] != "M"]
+    started = set()
+    for e in events:
+        if e["ph"] in "stf":
+            k = (e["cat"], e["name"], int(e["id"], 16))
+            assert e["ph"] == "s" or k in started, f"a flow's {e['ph']} without its start: {e}"
+            started.add(k)
+    order = sorted(range(len(events)), key=lambda i: us_to_ns(events[i]["ts"]))
+    sliced, begun, n = set(), set(), Counter()
+    for e in (events[i] for i in order):
+        track = (e["pid"], e["tid"])
+        if e["ph"] == "X" or (e["ph"] == "I" and e.get("s") == "t"):
+            sliced.add(track)
+        if e["ph"] not in "stf":
+            continue
+        k = (e["cat"], e["name"], int(e["id"], 16))
+        if track not in sliced:
+            n["flow_no_enclosing_slice"] += 1
+        elif e["ph"] == "s":
+            n["flow_duplicate_id" if k in begun else ""] += 1
+            begun.add(k)
+        # (a step or end of a start not taken: severity info, not counted)
+    return {k: v for k, v in n.items() if k}
+
+
+def perfetto_check(t, expect=None):
+    """Load the file with Perfetto's trace processor. Its import complaints
+    (stats of severity error or data_loss) must be none but those expected:
+    mismatched_sched_switch_tids, each a break of a CPU's chain of
+    switches that tracebpf counted itself (docs/output.md, "Scheduler
+    chain breaks"); the flows' complaints perfetto_flow_complaints
+    explains; and what the test names in expect {stat: value} (a loss it
+    caused on purpose)."""
+    rows = perfetto_query(t.path, PERFETTO_COMPLAINTS)
+    got = {r["name"] if r["idx"] in ("", "[NULL]") else f'{r["name"]}[{r["idx"]}]': int(r["value"])
+           for r in rows}
+    breaks = t.meta.get("sched_breaks", 0)
+    # our count of the lines, tracebpf's and the engine's agree
+    assert len(sched_chain_breaks(t.systrace)) == breaks, \
+        f"the switches' chains break {len(sched_chain_breaks(t.systrace))} times, " \
+        f"metadata says {breaks}"
+    if breaks:
+        assert sum(t.meta["sched_breaks_by_cause"].values()) == breaks, t.meta
+    if "filters" not in t.meta and "split" not in t.meta:
+        check_break_marks(t)
+    want = {"mismatched_sched_switch_tids": breaks, **perfetto_flow_complaints(t),
+            **(expect or {})}
+    want = {k: v for k, v in want.items() if v}
+    assert got == want, f"trace processor's complaints {got}, expected {want} ({t.path})"
+    return got
+
+
 def in_poll(pid):
     """pid is blocked in epoll_wait: tracebpf record is in its loop."""
     try:
@@ -189,12 +334,17 @@ def fd_infos(pid):
         yield {k: v.strip() for k, v in fields}
 
 
-def load(path, consumer=True):
+def load(path, consumer=True, perfetto=None):
+    """The file, checked: the Chrome JSON rules, the kernel lines, Perfetto's
+    trace processor (always; perfetto: the complaints a test expects, as
+    perfetto_check's expect) and, unless consumer is False, the DevTools
+    trace engine."""
     t = Trace(path)
     check_chrome_rules(t)
     # kernel events: every line against catapult's and Perfetto's grammars
     t.systrace = check_system_trace(t.doc["systemTraceEvents"]) \
         if "systemTraceEvents" in t.doc else []
+    t.perfetto = perfetto_check(t, perfetto)
     if consumer:
         t.devtools = devtools_check(path)
     return t
@@ -267,9 +417,9 @@ class Recording:
         self.proc.send_signal(sig)
         return self.wait(timeout)
 
-    def trace(self, consumer=True):
+    def trace(self, consumer=True, perfetto=None):
         assert self.rc == 0, f"tracebpf failed rc={self.rc}: {self.stderr}"
-        return load(self.out, consumer)
+        return load(self.out, consumer, perfetto)
 
 
 FULL = os.environ.get("TRACEBPF_TEST_FULL") == "1"
