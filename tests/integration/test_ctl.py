@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import TRACEBPF, child_pid_of, load, prog, wait_for
+from conftest import SCHED_BREAK_CAT, TRACEBPF, child_pid_of, load, prog, wait_for
 from test_errors import run
 
 NCPUS = os.cpu_count()
@@ -156,6 +156,16 @@ def test_stop_and_start(recorder, tmp_path):
     marks = [e for e in t.by_ph("I") if "tracebpf_end_of" in e["args"]]
     assert [e["args"]["tracebpf_end_of"] for e in marks] == \
         ["began before tracebpf ctl start"] * 2, marks
+    # a CPU's chain of switches that breaks over a stop breaks there
+    # (unless its records were lost too), and nowhere else (docs/output.md,
+    # "Scheduler chain breaks"; load checked each mark against the lines)
+    for m in (e for e in t.events if e.get("cat") == SCHED_BREAK_CAT):
+        a = m["args"]
+        since, end = a["unknown_since_ns"], round((m["ts"] + m["dur"]) * 1000)
+        over = any(since <= w["from_ns"] <= end for w in wins)
+        assert (a["cause"] in ("recording stopped", "records lost")) if over else \
+            a["cause"] != "recording stopped", (m, wins)
+    assert md.get("sched_breaks_by_cause", {}).get("recording_stopped", 0) <= 2 * NCPUS, md
 
     # The kernel side, not only the converter: the file holds no event of
     # the stopped phases, and of kernel records at most what was in flight

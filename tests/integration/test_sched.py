@@ -13,8 +13,8 @@ from collections import Counter
 
 import pytest
 
-from conftest import (TRACEBPF, child_pid_of, fd_infos, in_poll, load, possible_cpus, prog,
-                      wait_for)
+from conftest import (SCHED_BREAK_CAT, TRACEBPF, child_pid_of, fd_infos, in_poll, load,
+                      possible_cpus, prog, wait_for)
 from test_errors import check_failed, run
 
 NCPUS = os.cpu_count()
@@ -659,3 +659,119 @@ def test_missing_tracepoint(tmp_path):
     t = load(tmp_path / "x.json", consumer=False)
     ping, pong, cpu = pingpong_ids(p)
     assert [s for s in switches(t) if int(s["next_pid"]) == pong]
+
+
+# ---- the CPUs' chains of switches (docs/output.md, "Scheduler chain breaks")
+
+def causes(t):
+    """The breaks' causes that counted some (metadata.sched_breaks_by_cause)."""
+    return {k: v for k, v in t.meta.get("sched_breaks_by_cause", {}).items() if v}
+
+
+def check_counted_alike(t, tbt):
+    """info and report count the breaks convert's metadata counts, and info
+    every switch of the JSON's lines."""
+    p = run("info", tbt)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"^sched breaks:   (\d+) of (\d+) switches \(records lost (\d+), recording "
+                  r"stopped (\d+), filtered out (\d+), switch not reported (\d+)\)$",
+                  p.stdout, re.M)
+    assert m, p.stdout
+    n, sw, *by = map(int, m.groups())
+    keys = ("records_lost", "recording_stopped", "filtered", "not_reported")
+    assert (n, dict(zip(keys, by))) == (t.meta["sched_breaks"], t.meta["sched_breaks_by_cause"])
+    assert sw == len(switches(t)), (sw, len(switches(t)))
+    p = run("report", "--json", tbt)
+    assert p.returncode == 0, p.stderr
+    losses = json.loads(p.stdout)["losses"]
+    assert (losses["sched_breaks"], losses["sched_breaks_by_cause"]) == \
+        (t.meta["sched_breaks"], t.meta["sched_breaks_by_cause"]), losses
+
+
+@pytest.mark.parametrize("what, args", [("api_events", []), ("fork_churn", [200]),
+                                        ("pingpong", [ROUNDS])])
+def test_perfetto_counts_the_breaks_tracebpf_counts(recorder, what, args):
+    """The API program, a fork-heavy one and a scheduler-heavy recording
+    (every task's switches), in Perfetto's trace processor: it complains of
+    nothing but mismatched_sched_switch_tids, exactly the breaks tracebpf
+    counted, marked and attributed (conftest.load checks each mark against
+    the lines). Nothing was filtered or stopped: a break is lost records
+    of its CPU, or a switch the kernel did not report (none, where it
+    reports them all)."""
+    rec = recorder("--", prog(what), *args).wait(timeout=120)
+    t = rec.trace()
+    n = t.meta["sched_breaks"]
+    assert switches(t), "no switches recorded"
+    assert t.perfetto == ({"mismatched_sched_switch_tids": n} if n else {}), (t.perfetto, n)
+    allowed = {"not_reported"} | ({"records_lost"} if t.meta["kernel_gaps"] else set())
+    assert set(causes(t)) <= allowed, (causes(t), t.meta["kernel_gaps"])
+    check_counted_alike(t, rec.tbt)
+
+
+def kernel_gaps(tbt):
+    """The kernel records' gap marks of the trace: (cpu, from_ns, until_ns)."""
+    p = run("dump", tbt)
+    assert p.returncode == 0, p.stderr
+    out = []
+    for m in re.finditer(r"^(\d+)\.(\d{9}) \[\s*(\d+)\] \S+ GAP kernel records=\d+ "
+                         r"until=(\d+)\.(\d{9})", p.stdout, re.M):
+        s, ns_, cpu, us, uns = m.groups()
+        out.append((int(cpu), int(s) * 10**9 + int(ns_), int(us) * 10**9 + int(uns)))
+    return out
+
+
+def test_lost_scheduler_records_break_the_chain_there(recorder):
+    """4 KiB kernel rings, spilling into 4 KiB application rings, and a
+    recorder stopped (SIGSTOP) three times for 0.1 s while pingpong
+    switches its CPU flat out: scheduler records are lost, counted in
+    kernel gaps. Where a CPU's chain breaks over them, the break is
+    theirs (records_lost), marked, and Perfetto counts it too; a break
+    whose span holds no lost record of its CPU is not."""
+    rec = recorder("-b", "4K", "--kernel-buffer-size", "4K", "--flush-interval", "200",
+                   "--sched-events=sched_switch", "--", prog("pingpong"), 120 * ROUNDS)
+    pid = child_pid_of(rec)
+    wait_for(lambda: len(os.listdir(f"/proc/{pid}/task")) >= 3, what="ping and pong running")
+    for _ in range(3):
+        os.kill(rec.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.1)
+        finally:
+            os.kill(rec.proc.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    rec.wait(timeout=120)
+    t = rec.trace(consumer=False)   # some 20 MB of kernel lines: Perfetto's check
+    assert t.meta["kernel_gaps"] > 0 and t.meta["kernel_gap_records"] > 0, t.meta
+    assert causes(t).get("records_lost", 0) > 0, (causes(t), t.meta["kernel_gaps"])
+    assert t.perfetto == {"mismatched_sched_switch_tids": t.meta["sched_breaks"]}, t.perfetto
+    gaps = kernel_gaps(rec.tbt)
+    assert gaps, "no kernel gap in the dump"
+    for m in (e for e in t.events if e.get("cat") == SCHED_BREAK_CAT):
+        a = m["args"]
+        since, end = a["unknown_since_ns"], round((m["ts"] + m["dur"]) * 1000)
+        lost = any(cpu == a["cpu"] and g0 <= end and g1 >= since for cpu, g0, g1 in gaps)
+        assert (a["cause"] == "records lost") == lost, (m, [g for g in gaps if g[0] == a["cpu"]])
+    check_counted_alike(t, rec.tbt)
+
+
+def test_sched_traced_breaks_are_the_filters(recorder, spawn):
+    """--sched=traced keeps the switches that involve a traced process: a
+    pingpong nobody traces on the traced pingpong's CPU switches between
+    its own threads unrecorded, which breaks the chain of that CPU. Each
+    break is counted as filtered (record's filter), marked, and Perfetto
+    counts the same."""
+    cpu = min(os.sched_getaffinity(0))
+    # the neighbour at nice 0, as test_pid_of_a_thread's, so that it does
+    # not hold the CPU against the recorder; bounded by its rounds
+    nb = spawn("taskset", "-c", cpu, prog("pingpong"), 400 * ROUNDS,
+               preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 0))
+    wait_for(lambda: len(os.listdir(f"/proc/{nb.pid}/task")) >= 3, what="the neighbour's threads")
+    rec = recorder("--sched=traced", "--", "taskset", "-c", cpu, prog("pingpong"),
+                   ROUNDS).wait(timeout=120)
+    nb.kill()
+    t = rec.trace()
+    ping, pong, pinned = pingpong_ids(rec)
+    assert pinned == cpu
+    n = t.meta["sched_breaks"]
+    assert n > 0 and causes(t) == {"filtered": n}, (n, causes(t))
+    assert t.perfetto == {"mismatched_sched_switch_tids": n}, t.perfetto
+    check_counted_alike(t, rec.tbt)
