@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import ROOT, TRACEBPF, load, prog, scale
+from conftest import ROOT, TRACEBPF, load, perfetto_query, prog, scale, us_to_ns
 
 GOLDEN = sorted((ROOT / "tests" / "data").glob("v*.tbt"))
 # the four losses report and convert's metadata both count, among others
@@ -800,3 +800,77 @@ def test_full_stdout_fails(nest_trace):
                            stderr=subprocess.PIPE, text=True, timeout=60)
     assert p.returncode == 1
     assert "failed to write '<stdout>'" in p.stderr, p.stderr
+
+
+def test_report_and_perfetto_agree(recorder):
+    """The same trace, summed by tracebpf report and by Perfetto's trace
+    processor over the JSON: a program with nesting (report_nest), async
+    slices, flows, counters, instants (api_events) and a fork with slices
+    open (fork_ghost). Per category and name, trace processor's count and
+    total duration of the slices on threads and processes equal report's
+    slices (complete and incomplete) and instants; per process and
+    counter series, the samples, min and max. Where the two count
+    differently by design (docs/output.md, "What Perfetto's trace
+    processor reports"), the relation holds: an async begin..end pair is
+    one slice there (and each async instant one), report counts the async
+    events; a flow of k events is k - 1 arrows there, report counts the
+    events."""
+    sh = f"{prog('api_events')}; {prog('report_nest')} 2 50 1000; {prog('fork_ghost')}"
+    rec = recorder("--", "sh", "-c", sh).wait(timeout=120)
+    t = rec.trace()
+    rep = report_json(rec.tbt)
+    rows = perfetto_query(rec.out, """
+        select s.category cat, s.name, t.type like 'legacy_async%' async,
+               count(*) n, sum(s.dur) d
+        from slice s join track t on s.track_id = t.id group by 1, 2, 3""")
+    tp = {(r["cat"], r["name"]): (int(r["n"]), int(r["d"])) for r in rows if r["async"] == "0"}
+    mine = defaultdict(lambda: [0, 0])
+    for s in rep["whole_trace"]["slices"]:
+        mine[(s["cat"], s["name"])][0] += s["count"] + s["incomplete"]
+        mine[(s["cat"], s["name"])][1] += s["total_ns"] + s["incomplete_ns"]
+    for s in rep["whole_trace"]["instants"]:
+        mine[(s["cat"], s["name"])][0] += s["count"]
+    assert tp == {k: tuple(v) for k, v in mine.items()}, (tp, dict(mine))
+    w = rep["whole_trace"]
+    # (slice_count holds the incomplete ones)
+    assert sum(n for n, _ in tp.values()) == w["slice_count"] + w["instant_count"]
+    # every kind was there: nesting, incomplete slices, the fork's ghosts
+    assert w["incomplete_slices"] > 0 and tp[("rep", "leaf")][0] == 200
+    assert tp[("test", "manual")][0] == 2   # the parent's, and the child's inherited one
+
+    # async: Perfetto's slices against the JSON's events, report's total
+    ev = [e for e in t.events if e["ph"] in "ben"]
+    assert rep["async_events"] == len(ev) and ev
+    async_tp = {(r["cat"], r["name"]): (int(r["n"]), int(r["d"])) for r in rows
+                if r["async"] == "1"}
+    want, open_ = defaultdict(lambda: [0, 0]), defaultdict(list)
+    for e in ev:
+        k = (e["cat"], e["name"])
+        if e["ph"] == "b":
+            open_[(e["pid"], e["id"]) + k].append(e)
+        elif e["ph"] == "e":
+            b = open_[(e["pid"], e["id"]) + k].pop()
+            want[k][0] += 1
+            want[k][1] += us_to_ns(e["ts"]) - us_to_ns(b["ts"])
+        else:
+            want[k][0] += 1
+    assert async_tp == {k: tuple(v) for k, v in want.items()}, (async_tp, dict(want))
+
+    # flows: arrows against events
+    flows = [e for e in t.events if e["ph"] in "stf"]
+    assert rep["flow_events"] == len(flows) and flows
+    (arrows,) = perfetto_query(rec.out, "select count(*) n from flow")
+    assert int(arrows["n"]) == len(flows) - sum(1 for e in flows if e["ph"] == "s")
+
+    # counters: each process's series
+    rows = perfetto_query(rec.out, """
+        select p.pid, t.name, count(*) n, min(c.value) lo, max(c.value) hi
+        from counter c join process_counter_track t on c.track_id = t.id
+        join process p using (upid) group by 1, 2""")
+    tp = {(int(r["pid"]), r["name"]): (int(r["n"]), float(r["lo"]), float(r["hi"])) for r in rows}
+    mine = {}
+    for p in rep["processes"]:
+        for c in p.get("counters", []):
+            name = c["name"] + (f" id: {c['id']:#x}" if "id" in c else "") + " " + c["series"]
+            mine[(p["pid"], name)] = (c["samples"], float(c["min"]), float(c["max"]))
+    assert tp == mine and any(n[1].startswith("progress id: 0x1") for n in mine), (tp, mine)
