@@ -15,6 +15,12 @@
 # per event. The 10 s traces are
 # converted to /dev/null too, which leaves the disk out. Last, the pipe:
 # record -o - -- rate 1000000 3 2 2 | convert -, events lost (goal 0).
+# Then Perfetto's trace processor (the engine of ui.perfetto.dev, from
+# ../shared/perfetto/) imports the JSON of the 10 s traces, timed beside
+# one more conversion of the same trace: its wall-clock time, events per
+# second and peak RSS, and the slices and counter samples it made of them
+# (every instant, slice and counter of the file: a check that it took
+# them all).
 # Each run starts with no dirty pages (sync, untimed): this VM's disk
 # writes about 350 MB/s, and 5 M events/s is 620 MB/s of JSON, so a run
 # that follows another, or one whose JSON passes the kernel's writeback
@@ -66,6 +72,35 @@ convert_runs() {
   rm -f "$out/x.json"
 }
 
+# tp_import NAME LABEL: $out/NAME.tbt converted once more, then imported
+# by the trace processor; both timed
+TP=../shared/perfetto/trace_processor_shell
+tp_import() {
+  local name=$1 label=$2 n csecs crss tsecs trss got bytes
+  if [ ! -x "$TP" ]; then
+    echo "trace processor import, $label: skipped: $TP not found"
+    return
+  fi
+  sync
+  /usr/bin/time -f '%e %M' -o "$out/time" "$T" convert -v "$out/$name.tbt" -o "$out/tp.json" \
+    2>"$out/conv.err" || { cat "$out/conv.err" >&2; exit 1; }
+  read -r csecs crss <"$out/time"
+  n=$(sed -n 's/.*events, \([0-9]*\) trace events written.*/\1/p' "$out/conv.err")
+  bytes=$(stat -c %s "$out/tp.json")
+  sync
+  /usr/bin/time -f '%e %M' -o "$out/time" "$TP" query "$out/tp.json" \
+    "select (select count(*) from slice) || ' slices, ' || (select count(*) from counter)
+       || ' counter samples'" >"$out/tp.out" 2>"$out/tp.err" ||
+    { tail -5 "$out/tp.err" >&2; echo "trace processor import, $label: failed" ; return; }
+  read -r tsecs trss <"$out/time"
+  got=$(tail -1 "$out/tp.out" | tr -d '"')
+  awk -v label="$label" -v n="$n" -v b="$bytes" -v cs="$csecs" -v crss="$crss" -v ts="$tsecs" \
+      -v trss="$trss" -v got="$got" 'BEGIN {
+    printf "import, %s, %d events, %.0f MB of JSON: Perfetto trace processor %.1f s (%.2f M events/s, peak RSS %.0f MB; %s); tracebpf convert wrote it in %.1f s (%.2f M events/s, peak RSS %.1f MB)\n",
+      label, n, b / 1e6, ts, n / ts / 1e6, trss / 1024, got, cs, n / cs / 1e6, crss / 1024 }'
+  rm -f "$out/tp.json"
+}
+
 record i1 1 2
 record i10 10 2
 record s1 1 0
@@ -85,6 +120,8 @@ fi
 convert_runs s1 "$out/x.json" "begin/end slices"
 convert_runs s10 "$out/x.json" "begin/end slices"
 convert_runs s10 /dev/null "begin/end slices to /dev/null"
+tp_import i10 "2-int instants"
+tp_import s10 "begin/end slices"
 
 "$T" record --no-sched -o - -- "$R" 1000000 3 2 2 2>"$out/rec.err" |
   "$T" convert - -o "$out/p.json" 2>"$out/conv.err"

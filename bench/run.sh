@@ -23,7 +23,9 @@
 #   bench/rate.sh    1 M events/s from two threads, 60 s
 #   bench/sched.sh   scheduler events against trace-cmd
 #   bench/convert.sh convert's events/s and memory: instants and slices,
-#                    1 M to 23 M events, and record -o - | convert -
+#                    1 M to 23 M events, and record -o - | convert -;
+#                    Perfetto's trace processor importing the 10 s JSONs,
+#                    beside convert writing them
 #   bench/busy.sh    one thread at 1.5 M events/s: the share of its events
 #                    on the fast path, default ring against a 64M one
 #   bench/report.sh  report's events/s and memory on 10 M instants and
