@@ -224,7 +224,8 @@ static void out_pop(struct conv *c)
 	if (e->ts > c->out_ts)
 		c->out_ts = e->ts;
 	tb_conv_out_free(c, e);
-	if (e == &c->out[0] && c->nout) {
+	/* (out is NULL until the heap first holds an event) */
+	if (c->nout && e == &c->out[0]) {
 		heap_pop(c);
 	} else {
 		c->fifo_head = (c->fifo_head + 1) & (c->fifo_cap - 1);

@@ -46,7 +46,11 @@
  *    begin in one part and end in a later one);
  *  - scenario: the trace test_scenario there writes (a fork and an exec,
  *    unresolved and faulted sites, odd arguments), its child's pid and
- *    a name glob, --split 256, the report as JSON.
+ *    a name glob, --split 256, the report as JSON;
+ *  - sched-break: mt-child as the fuzzer changed it (a part copied over
+ *    another), whose switches break a CPU's chain where the break's mark
+ *    is the first event queued: the queue popped it with no heap made
+ *    yet (&out[0] of a NULL out, undefined).
  */
 #include <dirent.h>
 #include <stdarg.h>
