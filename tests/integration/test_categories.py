@@ -19,17 +19,18 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import prog
+from conftest import SCHED_BREAK_CAT, prog
 from test_ctl import Phases, check_ok, ctl, dump
 
 N = 40
 
 
 def seqs(t):
-    """{(cat, name): sorted seq values} of the application events."""
+    """{(cat, name): sorted seq values} of the application events (not the
+    marks of the CPUs' chain breaks)."""
     out = defaultdict(list)
     for e in t.events:
-        if e["ph"] in ("I", "X", "C") and e.get("cat") != "__metadata":
+        if e["ph"] in ("I", "X", "C") and e.get("cat") not in ("__metadata", SCHED_BREAK_CAT):
             v = e["args"].get("seq", e["args"].get("value"))
             out[(e["cat"], e["name"])].append(v)
     return {k: sorted(v) for k, v in out.items()}
