@@ -11,7 +11,12 @@ at random:
   - sends `ctl stop` and `ctl start`;
   - starts a second recorder.
 After each round, with every recorder ended:
-  - every trace file reads (`tracebpf convert`, exit 0);
+  - every trace file reads (`tracebpf convert`, exit 0), and Perfetto's
+    trace processor (../shared/perfetto/, as the integration tests use it)
+    imports its JSON without a complaint of severity error or data_loss
+    (the recordings have no scheduler events and the program only
+    instants: docs/output.md, "What Perfetto's trace processor reports",
+    leaves none);
   - each stream's events are consecutive numbers, except where the file
     says why: a gap mark of its thread (or of all) or a stopped window
     overlapping the missing ones; none twice;
@@ -39,6 +44,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TB = os.path.join(ROOT, "build", "tracebpf")
 APP = os.path.join(ROOT, "build", "progs", "chaos_app")
 LIB = os.path.join(ROOT, "build", "progs", "libchaosdl.so")
+TRACE_PROCESSOR = os.path.join(os.path.dirname(ROOT), "shared", "perfetto",
+                               "trace_processor_shell")
 FAST_ROOT = "/sys/fs/bpf/tracebpf"
 ROUND_S = 6.0
 MARGIN_NS = 200 * 10**6
@@ -242,6 +249,20 @@ def gaps_of(tbt):
 TOTAL = {"streams": 0, "events": 0, "gaps": 0, "stops": 0}
 
 
+def perfetto_complaints(js):
+    """What Perfetto's trace processor could not take of the JSON: its stats
+    rows of severity error or data_loss ("name=value"), or why it failed."""
+    if not os.access(TRACE_PROCESSOR, os.X_OK):
+        return [f"not found at {TRACE_PROCESSOR}"]
+    p = subprocess.run([TRACE_PROCESSOR, "query", js,
+                        "select name || '=' || value from stats where value > 0 and "
+                        "severity in ('error', 'data_loss')"],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return [f"exit {p.returncode}: {p.stderr.strip()[-300:]}"]
+    return [line.strip('"') for line in p.stdout.splitlines()[1:]]
+
+
 def check_file(rec, work):
     """Problems with one recording's file: it reads, and its streams."""
     tbt = rec["out"]
@@ -257,6 +278,7 @@ def check_file(rec, work):
                 f"(the recorder said: {said})"], None
     with open(js) as f:
         doc = json.load(f)
+    complaints = perfetto_complaints(js)
     os.unlink(js)
     meta = doc.get("metadata", {})
     stops = [(w["from_ns"], w.get("to_ns", 2**63)) for w in meta.get("recording_stopped", [])]
@@ -272,7 +294,7 @@ def check_file(rec, work):
     TOTAL["events"] += sum(len(v) for v in streams.values())
     TOTAL["gaps"] += len(gaps)
     TOTAL["stops"] += len(stops)
-    problems = []
+    problems = [f"{tbt}: trace processor: {c}" for c in complaints]
     for s, evs in streams.items():
         evs.sort()
         for (t0, q0, tid), (t1, q1, _) in zip(evs, evs[1:]):
