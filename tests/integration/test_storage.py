@@ -17,8 +17,9 @@ from collections import Counter
 
 import pytest
 
-from conftest import (BUILD, ROOT, SCHED_BREAK_CAT, TRACEBPF, Trace, check_chrome_rules,
-                      devtools_check, kill_group, load, prog, scale, wait_for)
+from conftest import (BUILD, PERFETTO_COMPLAINTS, ROOT, SCHED_BREAK_CAT, TRACEBPF, Trace,
+                      check_chrome_rules, devtools_check, kill_group, load, perfetto_query, prog,
+                      scale, wait_for)
 
 
 def run(*args, **kw):
@@ -402,6 +403,9 @@ def test_pack_and_gzip_json(tmp_path):
         doc = json.load(f)
     assert sorted(json.dumps(e, sort_keys=True) for e in doc["traceEvents"]) == norm(a)
     devtools_check(gz)
+    # and Perfetto's trace processor (which reads gzip) as the plain JSON
+    rows = perfetto_query(gz, PERFETTO_COMPLAINTS)
+    assert {r["name"]: int(r["value"]) for r in rows} == b.perfetto, rows
 
 
 def test_golden_files_convert(tmp_path):
