@@ -264,9 +264,12 @@ def test_a_flood_of_site_ids_is_bounded_and_counted(recorder):
     rec = recorder("--no-sched", "--no-json", "--", *NOBODY, prog("fast_evil"), "sites", n,
                    wrap=isolated()).wait(timeout=180)
     assert rec.rc == 0, rec.stderr[-2000:]
-    assert "sites=100000" in rec.stdout and "fast=1 mode=sites" in rec.stdout, rec.stdout
+    assert "fast=1 mode=sites" in rec.stdout, rec.stdout
+    # every one written (fast_evil waits for room in a ring kept full)
+    assert "sites=100000" in rec.stdout, rec.stdout
     m = re.search(r"WARNING: (\d+) site or name records were not kept for a restart "
                   r"\(over 65536 per process\)", rec.stderr)
+    # the made-up sites and fast_evil's own few, past 65,536
     assert m and 100000 - 65536 <= int(m[1]) <= 100000 - 65536 + 10, rec.stderr[-2000:]
     dump = dump_of(rec)
     for name in ("seq", "after"):
