@@ -46,23 +46,27 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 
 # libtracebpf (lib/): the reader side (trace file, time order, model,
 # Chrome JSON and ftrace text) never links libbpf.
-LIB_SRCS  := $(wildcard lib/*.c)
+# libtracebpf: lib/ (the reader side, lib/format/ the trace file, lib/convert/
+# the converter). The trace file's writer (lib/format/tbwriter.c, the only
+# user of libdeflate) and the output files' opening (outfile.c) are built
+# with them but linked only into the CLI.
+WRITER_SRC := lib/format/tbwriter.c lib/format/outfile.c
+LIB_SRCS  := $(filter-out $(WRITER_SRC),$(wildcard lib/*.c lib/*/*.c))
 # The client header and the headers it includes (the recorder shares
 # site.h, cats.h and fast_ring.h): whatever is built with trace.h depends
 # on all of them.
 CLIENT_HDRS := $(wildcard lib/include/tracebpf/*.h)
-LIB_HDRS  := $(wildcard lib/*.h) lib/include/tracebpf/site.h lib/include/tracebpf/cats.h \
-             lib/tbrecords.h
+LIB_HDRS  := $(wildcard lib/*.h lib/*/*.h) lib/include/tracebpf/site.h lib/include/tracebpf/cats.h
 # What the unit tests, the fuzz target and the model bench build from source.
-CORE_SRCS := $(LIB_SRCS) user/hist.c user/report.c user/report_collect.c \
-             user/report_aggregate.c user/report_text.c user/report_json.c user/tbwriter.c user/tbio.c \
-             user/outfile.c \
-             user/convert_cmd.c user/filter_args.c
-LOAD_SRCS := user/record.c user/record_attach.c user/record_session.c user/record_drain.c \
-             user/record_output.c user/record_cats.c user/record_filter.c user/record_restart.c user/record_memdump.c user/fast.c user/fast_dir.c user/fast_pool.c user/fast_read.c user/probes.c user/main.c user/sched.c user/rings.c \
-             user/gaps.c user/slots.c user/info.c user/dump.c user/pack.c user/serve.c user/ctl.c \
-             user/ctl_status.c user/list.c user/cats.c user/record_usdt.c user/usdt.c
+CORE_SRCS := $(LIB_SRCS) $(WRITER_SRC) user/report/hist.c user/report/report.c user/report/report_collect.c \
+             user/report/report_aggregate.c user/report/report_text.c user/report/report_json.c user/cli/tbio.c \
+             user/cli/convert_cmd.c user/cli/filter_args.c
+LOAD_SRCS := user/record/record.c user/record/record_attach.c user/record/record_session.c user/record/record_drain.c \
+             user/record/record_output.c user/record/record_cats.c user/record/record_filter.c user/record/record_restart.c user/record/record_memdump.c user/fast/fast.c user/fast/fast_dir.c user/fast/fast_pool.c user/fast/fast_read.c user/probes/probes.c user/main.c user/kern/sched.c user/kern/rings.c \
+             user/kern/gaps.c user/kern/slots.c user/cli/info.c user/cli/dump.c user/cli/pack.c user/record/serve.c user/ctl/ctl.c \
+             user/ctl/ctl_status.c user/cli/list.c user/ctl/cats.c user/record/record_usdt.c user/probes/usdt.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))
+WRITER_OBJ := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(WRITER_SRC))
 CLI_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(filter user/%,$(CORE_SRCS)))
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
 
@@ -112,7 +116,7 @@ deps:
 $(OUT) $(OUT)/bpf $(OUT)/user $(OUT)/lib $(OUT)/progs $(OUT)/unit $(OUT)/bench:
 	$(Q)mkdir -p $@
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h lib/tbrecords.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h lib/format/tbrecords.h vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -120,13 +124,15 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c user/*.h $(LIB_HDRS) $(CLIENT_HDRS) bpf/*.h $(SKELS) | $(OUT)/user
+$(OUT)/user/%.o: user/%.c user/*.h user/*/*.h $(LIB_HDRS) $(CLIENT_HDRS) bpf/*.h $(SKELS) | $(OUT)/user
+	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
 # libtracebpf's objects: only the API of lib/include/tracebpf/ is visible
 # outside the shared library.
 $(OUT)/lib/%.o: lib/%.c $(LIB_HDRS) | $(OUT)/lib
+	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
 
@@ -144,7 +150,7 @@ $(OUT)/$(LIB_SO): $(LIB_OBJS)
 $(OUT)/libtracebpf.so.$(LIB_SOMAJOR) $(OUT)/libtracebpf.so: $(OUT)/$(LIB_SO)
 	$(Q)ln -sf $(LIB_SO) $@
 
-$(OUT)/tracebpf: $(LOAD_OBJS) $(CLI_OBJS) $(OUT)/libtracebpf.a
+$(OUT)/tracebpf: $(LOAD_OBJS) $(CLI_OBJS) $(WRITER_OBJ) $(OUT)/libtracebpf.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LDLIBS) -o $@
 
@@ -222,15 +228,15 @@ $(OUT)/progs/%: tests/progs/%.c $(CLIENT_HDRS) tests/progs/now_ns.h | $(OUT)/pro
 	$(Q)$(CC) $(TEST_CFLAGS) $< -o $@
 
 # ---- unit tests (cmocka) ----
-$(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h tests/unit/rnd.h $(CORE_SRCS) $(LIB_HDRS) user/*.h | $(OUT)/unit
+$(OUT)/unit/%: tests/unit/%.c tests/unit/tmpdir.h tests/unit/recs.h tests/unit/rnd.h $(CORE_SRCS) $(LIB_HDRS) user/*.h user/*/*.h | $(OUT)/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< $(CORE_SRCS) -lcmocka -ldeflate -lz -ltraceevent -o $@
 
 # test_fast_read includes the recorder's ring reader and trace.h's producer
-$(OUT)/unit/test_fast_read: user/fast_read.c $(CLIENT_HDRS)
+$(OUT)/unit/test_fast_read: user/fast/fast_read.c $(CLIENT_HDRS)
 
 # test_fast_dir includes the fast path's directories (libbpf for the pins)
-$(OUT)/unit/test_fast_dir: tests/unit/test_fast_dir.c tests/unit/tmpdir.h user/fast_dir.c user/*.h | $(OUT)/unit
+$(OUT)/unit/test_fast_dir: tests/unit/test_fast_dir.c tests/unit/tmpdir.h user/fast/fast_dir.c user/*/*.h | $(OUT)/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Wno-unused-parameter $< -lcmocka -lbpf -o $@
 
@@ -257,7 +263,7 @@ $(OUT)/bench/floor: bench/floor.c $(OUT)/floor.skel.h
 	$(Q)$(CC) $(USER_CFLAGS) $< -lbpf -lelf -lz -o $@
 
 # The trace model's stages (read, merge, model), reader side only.
-$(OUT)/bench/model_cost: bench/model_cost.c $(CORE_SRCS) $(LIB_HDRS) user/*.h | $(OUT)/bench
+$(OUT)/bench/model_cost: bench/model_cost.c $(CORE_SRCS) $(LIB_HDRS) user/*.h user/*/*.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $< $(CORE_SRCS) -ldeflate -lz -ltraceevent -o $@
 
@@ -315,7 +321,7 @@ clean:
 # make fuzz FUZZ_TIME=300   runs the target (reader, convert with filters and
 # --split, report: tests/fuzz/fuzz_reader.c) on tests/fuzz/corpus
 FUZZ_TIME ?= 60
-$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/unit/tmpdir.h $(CORE_SRCS) $(LIB_HDRS) user/*.h
+$(OUT)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c tests/unit/tmpdir.h $(CORE_SRCS) $(LIB_HDRS) user/*.h user/*/*.h
 	$(Q)mkdir -p $(OUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

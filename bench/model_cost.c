@@ -3,7 +3,7 @@
  * model_cost FILE.tbt - where the time of the trace model goes, stage by
  * stage, in CPU time per record: reading (decompressing and unpacking
  * every chunk), reading and merging into time order (lib/merge.c), and
- * the whole model (lib/model.h) with a sink that does nothing: in ts
+ * the whole model (lib/convert/model.h) with a sink that does nothing: in ts
  * order ("model", what convert costs before its output) and in any order
  * ("any", what report costs). Each stage reads the file again from its
  * start. Prints one line per stage.
@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "merge.h"
-#include "model.h"
-#include "tbfile.h"
+#include "convert/model.h"
+#include "format/tbfile.h"
 
 static double cpu_s(void)
 {

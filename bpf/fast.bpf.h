@@ -95,7 +95,7 @@ int tb_ring_req(struct pt_regs *ctx)
 }
 
 /* The recorder reads each ring's samples from its own read-only mapping
- * and makes the records itself (user/fast_read.c); only the kernel can
+ * and makes the records itself (user/fast/fast_read.c); only the kernel can
  * move a user ring's consumer position, so this program does that, past
  * the samples the recorder has read, and nothing more per sample. */
 struct fast_skip {

@@ -3,7 +3,7 @@
  * record.bpf.c - the kernel half of `tracebpf record`.
  *
  * USDT hits in traced processes and their lifecycle (fork, exec, exit)
- * become records (lib/tbrecords.h) in one BPF ring buffer per CPU. The set of
+ * become records (lib/format/tbrecords.h) in one BPF ring buffer per CPU. The set of
  * traced processes lives in the `traced` map: user space seeds it with the
  * targets, the fork handler adds children, the exit handler removes dead
  * processes. Nothing from an untraced process reaches user space.
@@ -19,12 +19,12 @@
 #include <bpf/usdt.bpf.h>
 
 #include "tracebpf/site.h"
-#include "tbrecords.h"
+#include "format/tbrecords.h"
 #include "ring.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set between open and load (see user/record.c). wakeup_bytes, the rings,
+/* Set between open and load (see user/record/record.c). wakeup_bytes, the rings,
  * the drop counter and the traced set come from ring.bpf.h, shared with
  * sched.bpf.c. */
 /* Stop a traced process at exec and when its dynamic loader maps objects,
@@ -838,7 +838,7 @@ int BPF_PROG(tb_exit, struct task_struct *task)
  * itself changed it (curr: the mm is the current task's; reclaim by
  * kswapd is seen at the process's next own change). Sampled per process
  * and kind: a record when the count moved by TB_RSS_STEP bytes or
- * TB_RSS_NS passed since the last (lib/tbrecords.h, TB_REC_RSS). */
+ * TB_RSS_NS passed since the last (lib/format/tbrecords.h, TB_REC_RSS). */
 struct rss_stat_args {
 	__u64 common;
 	__u32 mm_id;

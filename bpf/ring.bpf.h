@@ -7,7 +7,7 @@
  * counter and `gaps` (user space makes the kernel events' rings small:
  * docs/design.md, "Small rings for kernel events"); sched.bpf.c's `traced`,
  * and its `spill` rings, are pointed at record.bpf.c's `traced` and `rings`
- * with bpf_map__reuse_fd (user/sched.c).
+ * with bpf_map__reuse_fd (user/kern/sched.c).
  *
  * One ring per CPU because a single shared ring serialises all producers on
  * one spinlock. Every lost record is counted, and leaves a mark where it
@@ -19,7 +19,7 @@
 #ifndef TRACEBPF_RING_BPF_H
 #define TRACEBPF_RING_BPF_H
 
-#include "ctl.h"
+#include "format/tbctl.h"
 
 /* Set between open and load, like record.bpf.c's. */
 const volatile __u64 wakeup_bytes = 1 << 20;
@@ -141,11 +141,11 @@ static __always_inline void fill_hdr(struct tb_rec_hdr *h, __u16 type, __u16 siz
 	h->tid = (__u32)pid_tgid;
 }
 
-/* Gap marks (struct tb_gap_state, lib/tbrecords.h): what each CPU lost since
+/* Gap marks (struct tb_gap_state, lib/format/tbrecords.h): what each CPU lost since
  * its last TB_REC_GAP. A program that cannot write a record counts it here
  * (count_lost); the next program on that CPU that writes to a ring first
  * writes the mark (write_gap), and the recorder takes marks still pending
- * after each drain (user/gaps.c). Indexed by CPU, not per-CPU: the
+ * after each drain (user/kern/gaps.c). Indexed by CPU, not per-CPU: the
  * recorder's take is an atomic exchange on the mapped entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -3,7 +3,7 @@
  * sched.bpf.c - scheduler, power and generic tracepoints for `tracebpf
  * record` (on by default, --no-sched turns it off).
  *
- * A second BPF object beside record.bpf.c: user space (user/sched.c) makes
+ * A second BPF object beside record.bpf.c: user space (user/kern/sched.c) makes
  * its `traced` map share record.bpf.c's with bpf_map__reuse_fd, and gives it
  * per-CPU rings of its own (--kernel-buffer-size, small so that they stay
  * warm, spilling into record.bpf.c's when full: `spill`) with their own
@@ -32,7 +32,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "tbrecords.h"
+#include "format/tbrecords.h"
 
 /* The application's rings (record.bpf.c's `rings`: user space points this
  * map at them). This object's own rings are small so that they stay warm
@@ -444,7 +444,7 @@ int tb_stage_flush(void *ctx)
 }
 
 /* -e SUBSYS:EVENT: one program attached to every selected tracefs event.
- * The BPF cookie (user/sched.c, load_event) holds how many bytes of the
+ * The BPF cookie (user/kern/sched.c, load_event) holds how many bytes of the
  * raw entry to copy (bits 0-15), the event's fixed size (16-31), the
  * truncated flag (32) and the tracefs event id (40-63): an event with dynamic
  * (__data_loc) fields is copied up to TB_TP_MAX bytes, and if that read

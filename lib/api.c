@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
+#include "convert/convert.h"
 #include "ftrace.h"
 #include "merge.h"
-#include "model.h"
-#include "tbfile.h"
+#include "convert/model.h"
+#include "format/tbfile.h"
 #include "tracebpf/reader.h"
 
 #ifndef TRACEBPF_VERSION

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tbfile.h"
+#include "format/tbfile.h"
 
 struct tb_filter {
 	uint32_t *pids, *tids;

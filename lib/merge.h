@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tbfile.h"
+#include "format/tbfile.h"
 
 struct tb_merge;
 

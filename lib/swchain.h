@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tbfile.h"
+#include "format/tbfile.h"
 
 enum tb_swbreak_cause {
 	TB_SWBREAK_LOST,        /* the CPU's kernel records were lost between them */

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "usdt.h"
-#include "convert.h"
-#include "filter_args.h"
-#include "cats.h"
-#include "ctl.h"
-#include "report.h"
-#include "sched_events.h"
-#include "tbio.h"
+#include "probes/usdt.h"
+#include "convert/convert.h"
+#include "cli/filter_args.h"
+#include "ctl/cats.h"
+#include "ctl/ctl.h"
+#include "report/report.h"
+#include "kern/sched_events.h"
+#include "cli/tbio.h"
 #include "tracebpf.h"
 
 const char *argp_program_version = "tracebpf " TRACEBPF_VERSION;

@@ -17,7 +17,7 @@
 #define TB_MAX_EVENT_SPECS 64
 #define TB_MAX_USDT_OPTS 128
 
-/* One of record's options about other programs' probes (user/usdt.h):
+/* One of record's options about other programs' probes (user/probes/usdt.h):
  * kind 'p' (--usdt), 's' (--usdt-slice), 'y' (--usdt-async), 'a'
  * (--usdt-args), 'c' (--usdt-counter), 'e' (--usdt-enable). */
 struct tb_usdt_opt {
@@ -70,7 +70,7 @@ struct tb_record_opts {
 
 int tb_record(const struct tb_record_opts *o);
 
-/* tracebpf convert (user/convert_cmd.c): o->in to o->out. The output file
+/* tracebpf convert (user/cli/convert_cmd.c): o->in to o->out. The output file
  * appears whole or not at all (written to a temporary next to it, then
  * renamed). Returns 0 or -errno; errors are printed on stderr as
  * "tracebpf: convert: failed to <verb> '<object>': <strerror>" + a hint. */

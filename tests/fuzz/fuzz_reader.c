@@ -63,11 +63,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/convert.h"
+#include "../../lib/convert/convert.h"
 #include "../../lib/filter.h"
 #include "../../lib/include/tracebpf/reader.h"
-#include "../../lib/tbfile.h"
-#include "../../user/report.h"
+#include "../../lib/format/tbfile.h"
+#include "../../user/report/report.h"
 #include "../../user/tracebpf.h"
 #include "../unit/tmpdir.h"
 

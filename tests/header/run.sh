@@ -599,20 +599,20 @@ if need perf && [ -x "$B/test_macros.gcc-c11-O2" ]; then
 		"$(perf --buildid-dir "$B/perf-buildid" list sdt 2>/dev/null | grep -c 'sdt_tracebpf:event')"
 fi
 
-# The descriptor's constants (tracebpf/site.h) and lib/tbrecords.h's are tied
+# The descriptor's constants (tracebpf/site.h) and lib/format/tbrecords.h's are tied
 # by _Static_assert: the pair compiles, and a value that differs does not.
-if [ -f "$ROOT/lib/tbrecords.h" ]; then
+if [ -f "$ROOT/lib/format/tbrecords.h" ]; then
 	pair='#include <stdint.h>
 #include <linux/types.h>
 #include "tracebpf/site.h"'
 	check_eq "site.h and tbrecords.h agree" "ok" \
-		"$(printf '%s\n#include "tbrecords.h"\n' "$pair" |
+		"$(printf '%s\n#include "format/tbrecords.h"\n' "$pair" |
 		   gcc -std=c11 -fsyntax-only -I"$ROOT/lib/include" -I"$ROOT/lib" -x c - 2>&1 && echo ok)"
 	for c in "TRACEBPF_SITE_MAX 511:site limits" "TRACEBPF_ARG_PTR 7:argument types" \
 		 "TRACEBPF_SITEF_ID 8:site flags"; do
 		def=${c%%:*} what=${c#*:}
 		check_eq "a different ${def% *} is refused" "1" \
-			"$(printf '%s\n#undef %s\n#define %s\n#include "tbrecords.h"\n' "$pair" "${def% *}" "$def" |
+			"$(printf '%s\n#undef %s\n#define %s\n#include "format/tbrecords.h"\n' "$pair" "${def% *}" "$def" |
 			   gcc -std=c11 -fsyntax-only -I"$ROOT/lib/include" -I"$ROOT/lib" -x c - 2>&1 |
 			   grep -c "$what as tracebpf/site.h has them")"
 	done

@@ -356,7 +356,7 @@ def child_pid_of(rec):
     ld.so probe."""
     def is_loader_probe(pid):
         # the recorder briefly runs the program with LD_TRACE_LOADED_OBJECTS
-        # to learn its libraries (user/probes.c): not the traced child.
+        # to learn its libraries (user/probes/probes.c): not the traced child.
         # Inside execve the new /proc/PID/exe is visible before the new
         # environment is: an empty environ is not known yet, so look again
         # (taking it for the child made callers kill a probe that had

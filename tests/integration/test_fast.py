@@ -331,7 +331,7 @@ def test_attach_under_load_no_loss_or_duplicate_at_the_switch(recorder, spawn, f
 def test_drain_outpaces_a_small_recorder_ring(recorder):
     # threads' rings large enough for every event, the recorder's 16 times
     # smaller than one thread's: the recorder reads the threads' rings
-    # itself (user/fast_read.c), so their events never pass through its
+    # itself (user/fast/fast_read.c), so their events never pass through its
     # ring, and nothing is lost however small that is
     # 100,000 samples of 48 bytes: each thread writes about 9 times the
     # recorder's ring

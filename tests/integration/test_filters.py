@@ -485,7 +485,7 @@ def test_split_filtered(rec):
 
 
 def size_text(n):
-    """As convert writes a size (lib/convert.c, format_size)."""
+    """As convert writes a size (lib/convert/convert.c, format_size)."""
     if n >= 1 << 30:
         return f"{n / (1 << 30):.1f} GiB"
     if n >= 100 << 20:

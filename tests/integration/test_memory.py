@@ -7,7 +7,7 @@ import subprocess
 from conftest import TRACEBPF, load, prog
 
 MIB = 1 << 20
-STEP = 256 << 10   # TB_RSS_STEP, lib/tbrecords.h: the sampling's granularity
+STEP = 256 << 10   # TB_RSS_STEP, lib/format/tbrecords.h: the sampling's granularity
 
 
 def counters(t, pid, name):

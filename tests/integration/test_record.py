@@ -243,7 +243,7 @@ def starve(rec, seconds=0.1):
     """Stops the recorder (SIGSTOP) for `seconds` once its program has
     printed its first line (bench/rate prints "pid=N", then emits), so that
     nothing drains the rings meanwhile: 4 KiB rings overflow however soon a
-    running recorder drains them (at SCHED_FIFO, user/record.c, it once
+    running recorder drains them (at SCHED_FIFO, user/record/record.c, it once
     lost nothing of bench/rate at 2 M events/s in a full test run).
     Returns that line."""
     line = rec.proc.stdout.readline()
@@ -428,7 +428,7 @@ def test_notes_with_other_registers(recorder):
 
 def slot_heads(pid):
     """The `head` of every CPU's slot ring in the slot_pos map that pid
-    holds open (lib/tbrecords.h, struct tb_slot_pos)."""
+    holds open (lib/format/tbrecords.h, struct tb_slot_pos)."""
     for info in fd_infos(pid):
         if "map_id" not in info:
             continue
@@ -864,7 +864,7 @@ def test_gaps_never_pair_across_lost_records(recorder, size):
     assert ids["async"] > 0, ids
     # 4 KiB rings lose thousands of records, flow events among them; 8 and
     # 32 KiB may lose too few (the recorder drains at real-time priority:
-    # user/record.c) to hit one, and then every flow is whole
+    # user/record/record.c) to hit one, and then every flow is whole
     assert m["flow_events_left_out"] > 0 or (size != "4K" and ids["flow"] > 0), (m, ids)
     # the marks, as dump and info show them
     d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
@@ -1046,7 +1046,7 @@ def run_record(*args):
                                      (["--no-realtime"], False)],
                          ids=["default", "realtime", "no-rings", "no-realtime"])
 def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, args, rt):
-    """user/record.c, raise_priority, and record_drain.c, pace: the
+    """user/record/record.c, raise_priority, and record_drain.c, pace: the
     recorder is at SCHED_FIFO 1 in the rounds in which threads wait on
     their probes for rings (8 threads starting: some rounds), never
     without rings to make (--no-fast-path), nor with --no-realtime; what
@@ -1097,10 +1097,10 @@ def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, tmp_pat
     """record -p of a process whose main thread ends with pthread_exit(),
     once recorded (after) or before the recorder attaches (before): its
     group leader is a zombie while its other thread goes on. Attaching
-    reads that thread's memory map and root (tb_proc_dir, user/probes.c:
+    reads that thread's memory map and root (tb_proc_dir, user/probes/probes.c:
     the leader's are empty); the recorder prunes a traced process that is
     a zombie with no thread left (one whose exit it did not see, which a
-    parent that reaps only later keeps as a zombie: user/record_drain.c,
+    parent that reaps only later keeps as a zombie: user/record/record_drain.c,
     process_exited), not this one. Every event of the thread is recorded,
     with the process's command line, and the recording ends when the
     thread does, though the process is reaped only after.

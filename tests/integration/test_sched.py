@@ -188,7 +188,7 @@ def proc_state(pid):
 def staged_switches(stage, cpu, tids):
     """The SWITCH records from or to one of tids that CPU cpu's staging
     buffer holds now, as (prev tid, next tid, microsecond): struct tb_stage
-    read by field name through the map's BTF, the records as lib/tbrecords.h
+    read by field name through the map's BTF, the records as lib/format/tbrecords.h
     lays them out."""
     p = subprocess.run(["bpftool", "-j", "map", "lookup", "id", str(stage[0]),
                         "key", "0", "0", "0", "0"], capture_output=True, text=True)

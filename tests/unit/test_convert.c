@@ -27,12 +27,12 @@
 
 #include "rnd.h"
 #include "tmpdir.h"
-#include "../../lib/convert.h"
+#include "../../lib/convert/convert.h"
 #include "../../lib/filter.h"
-#include "../../lib/model.h"
+#include "../../lib/convert/model.h"
 #include "../../lib/print.h"
 #include "../../user/tracebpf.h"
-#include "../../lib/tbfile.h"
+#include "../../lib/format/tbfile.h"
 
 static char dir[] = "/tmp/test_convert.XXXXXX";
 static char in_path[256], out_path[256], err_path[256], py_path[256];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * test_fast_dir.c - the fast path's directories (user/fast_dir.c), in a
+ * test_fast_dir.c - the fast path's directories (user/fast/fast_dir.c), in a
  * scratch directory of an ordinary file system: the walk that removes a
  * process's directory never follows a link (a link to a directory of
  * root's is unlinked, what it leads to stays) and goes no deeper than the
@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../user/fast_dir.c"
+#include "../../user/fast/fast_dir.c"
 #include "tmpdir.h"
 
 static char dir[] = "/tmp/tb-fastdir-XXXXXX";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * test_fast_read.c - the recorder's reading of a thread's fast-path ring
- * (user/fast_read.c) against what trace.h writes into it, both sides the
+ * (user/fast/fast_read.c) against what trace.h writes into it, both sides the
  * project's own code: trace.h's producer (tracebpf__fast_reserve,
  * tracebpf__fast_commit, tracebpf__fast_close) writes into a ring held in
  * memory, and fast_read reads it as the recorder reads a mapped one.
@@ -29,7 +29,7 @@
 #include <cmocka.h>
 
 #include "tracebpf/trace.h"   /* the producer */
-#include "../../user/fast_read.c"
+#include "../../user/fast/fast_read.c"
 
 #define SIZE (64u << 10)
 

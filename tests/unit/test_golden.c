@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../lib/tbfile.h"
+#include "../../lib/format/tbfile.h"
 
 /* Golden files: what each released version wrote still reads. Reads the
  * whole file, checks its version, a clean end, whether it has an index

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../user/hist.h"
+#include "../../user/report/hist.h"
 #include "rnd.h"
 
 static int cmp_u64(const void *a, const void *b)

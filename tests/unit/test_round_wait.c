@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * test_round_wait.c - how long the recorder's rounds wait
- * (tb_fast_round_wait, user/fast.h), against a simulated thread that
+ * (tb_fast_round_wait, user/fast/fast.h), against a simulated thread that
  * writes its fast-path ring at a steady rate while each round also spends
  * some time of its own draining and writing: the wait is the flush
  * interval while the ring fills slowly, it shrinks until the ring is
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../user/fast.h"
+#include "../../user/fast/fast.h"
 
 #define FLUSH_MS 50u
 #define RING (1u << 20)

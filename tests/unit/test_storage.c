@@ -20,10 +20,10 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "../../lib/tbfile.h"
+#include "../../lib/format/tbfile.h"
 #include "rnd.h"
 #include "tmpdir.h"
-#include "../../lib/tbpack.h"
+#include "../../lib/format/tbpack.h"
 
 static char dir[] = "/tmp/test_storage.XXXXXX";
 static char path[256];

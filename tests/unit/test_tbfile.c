@@ -4,7 +4,7 @@
  * property, corruption anywhere, version rules, hostile chunks.
  *
  * gcc -std=gnu11 -Wall -Wextra -Werror -O2 -g tests/unit/test_tbfile.c \
- *     lib/tbfile.c -lcmocka -lz -o test_tbfile
+ *     lib/format/tbfile.c -lcmocka -lz -o test_tbfile
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "../../lib/tbfile.h"
+#include "../../lib/format/tbfile.h"
 #include "tmpdir.h"
 #include "recs.h"
 

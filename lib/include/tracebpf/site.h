@@ -53,7 +53,7 @@
 #define TRACEBPF_SCOPE_PROCESS 'p'
 #define TRACEBPF_SCOPE_GLOBAL  'g'
 
-/* Same values as enum tb_arg_type in lib/tbrecords.h (asserted there). */
+/* Same values as enum tb_arg_type in lib/format/tbrecords.h (asserted there). */
 #define TRACEBPF_ARG_NONE   0
 #define TRACEBPF_ARG_INT    1 /* int64 */
 #define TRACEBPF_ARG_UINT   2 /* uint64 */

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * convert_cmd.c - tracebpf convert's command: the input it opens (a file,
+ * stdin, a --serve socket, --follow), the output it creates (a temporary
+ * renamed over the JSON at the end, gzip, a pipe) and its error messages.
+ * The conversion itself is libtracebpf's (lib/convert/convert.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "convert/convert.h"
+#include "format/outfile.h"
+#include "cli/tbio.h"
+#include "tracebpf.h"
+
+#define PFX "tracebpf: convert: "
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static const char *open_hint(int err)
+{
+	switch (err) {
+	case -EINVAL:
+		return "this is not a tracebpf trace file (no TRACEBPF magic at its "
+		       "start); 'tracebpf record -o FILE.tbt' writes one";
+	case -EPROTONOSUPPORT:
+		return "the trace was written by a newer tracebpf (format major "
+		       "version above " STR(TB_FORMAT_MAJOR) "); convert it with "
+		       "that version";
+	case -EBADMSG:
+		return "the file header is corrupt (CRC mismatch or impossible size); "
+		       "nothing in the file can be trusted";
+	case -ENOENT:
+		return "check the path; 'tracebpf record -o FILE.tbt' writes a trace";
+	default:
+		return NULL;
+	}
+}
+
+/* Counts what goes through to `to`: the size of a JSON written into a
+ * pipe or through gzip (what a viewer reads once it is decompressed). */
+struct counted {
+	FILE *to;
+	uint64_t n;
+};
+
+static ssize_t counted_write(void *cookie, const char *buf, size_t n)
+{
+	struct counted *c = cookie;
+
+	if (fwrite(buf, 1, n, c->to) != n)
+		return -1;
+	c->n += n;
+	return (ssize_t)n;
+}
+
+/* out, a device, FIFO or root's symbolic link (outfile.h: never another
+ * user's), written through, never replaced. */
+static int open_through(const char *out, const char *out_name, FILE **f)
+{
+	char buf[160];
+	int fd = tb_out_open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), err;
+
+	if (fd >= 0 && (*f = fdopen(fd, "w")))
+		return 0;
+	err = fd < 0 ? fd : -errno;
+	if (fd >= 0)
+		close(fd);
+	tb_convert_fail("open", out_name, err, tb_out_hint(out, err, buf, sizeof(buf)));
+	return err;
+}
+
+static FILE *count_wrap(FILE *to, struct counted *c)
+{
+	cookie_io_functions_t io = { .write = counted_write };
+	FILE *f;
+
+	c->to = to;
+	f = fopencookie(c, "w", io);
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 1 << 16);
+	return f;
+}
+
+int tb_convert(const struct tb_convert_opts *o)
+{
+	const char *in = o->in ? o->in : "-", *out = o->out ? o->out : "-";
+	const char *in_name = strcmp(in, "-") ? in : "<stdin>";
+	const char *out_name = strcmp(out, "-") ? out : "<stdout>";
+	struct tb_reader *r = NULL;
+	char *tmp = NULL;
+	FILE *f = NULL, *gz = NULL, *counter = NULL;
+	struct counted count = { 0 };
+	enum tb_conv_stage stage;
+	struct stat st;
+	int err;
+
+	if (!o->connect && (err = tb_io_check_distinct("convert", in, out)))
+		return err;
+	if (o->follow || o->connect)
+		tb_io_catch_signals();   /* Ctrl-C ends the input, not the JSON */
+	if (o->follow || o->connect) {
+		err = tb_io_open(&r, "convert", in, o->connect, o->follow);
+		if (err)
+			return err;
+	} else {
+		err = tb_reader_open(&r, in);
+		if (err) {
+			tb_convert_fail("open", in_name, err, open_hint(err));
+			return err;
+		}
+	}
+	if (o->split) {
+		/* parts are files of their own, created as they begin */
+		if (!strcmp(out, "-") || tb_is_gz(out)) {
+			err = -EINVAL;
+			tb_print(PFX "--split writes files NAME-001.json, ...: give "
+				"-o NAME.json (neither stdout nor .gz)\n");
+			goto out;
+		}
+	} else if (strcmp(out, "-") == 0) {
+		f = stdout;
+	} else if (lstat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if ((err = open_through(out, out_name, &f)))
+			goto out;
+	} else if ((err = tb_convert_create_tmp(out, out_name, &tmp, &f))) {
+		goto out;
+	}
+
+	if (!o->split && tb_is_gz(out)) {
+		gz = tb_io_gz_wrap(f);
+		if (!gz) {
+			err = -ENOMEM;
+			tb_convert_fail("create", out_name, err, NULL);
+			goto out;
+		}
+	}
+	if (!o->split && ftello(gz ? gz : f) < 0)
+		counter = count_wrap(gz ? gz : f, &count);
+	err = tb_convert_run(r, counter ? counter : gz ? gz : f, o, out_name,
+			  counter ? &count.n : NULL, &stage);
+	if (counter && fclose(counter) && !err) {
+		err = -EIO;
+		stage = TB_STAGE_WRITE;
+	}
+	if (gz) {
+		if (fclose(gz) && !err) {
+			err = -EIO;
+			stage = TB_STAGE_WRITE;
+		}
+		gz = NULL;
+	}
+	if (!err && o->connect)
+		tb_io_report_end("convert", r, 1);
+	if (err) {
+		if (stage == TB_STAGE_READ)
+			tb_convert_fail("read", in_name, err, NULL);
+		else if (stage == TB_STAGE_WRITE)
+			tb_convert_fail("write", out_name, err, tb_write_hint(err));
+		else if (stage != TB_STAGE_SAID)
+			tb_convert_fail("convert", in_name, err, NULL);
+		goto out;
+	}
+	if (tmp) {
+		err = fclose(f) ? -errno : 0;
+		f = NULL;
+		if (err) {
+			tb_convert_fail("write", out_name, err, NULL);
+			goto out;
+		}
+		if (rename(tmp, out)) {
+			err = -errno;
+			tb_convert_fail("rename", tmp, err, NULL);
+			goto out;
+		}
+		free(tmp);
+		tmp = NULL;
+	}
+out:
+	if (f && f != stdout)
+		fclose(f);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	tb_reader_close(r);
+	return err;
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * record.c - `tracebpf record`: the command's flow (main.c parses the
+ * options). tb_record checks the environment (privileges, kernel BTF, the
+ * open-files limit), then runs its steps in order: find the targets, open
+ * -> configure -> load the BPF objects, open the output, attach, poll until
+ * the targets exit, a signal or --duration, finish the file, report,
+ * render the JSON, and destroy(), the one cleanup path. The steps are in
+ * record_attach.c, record_session.c, record_drain.c and record_output.c
+ * (recorder.h says which file owns what).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/types.h>
+#include <bpf/libbpf.h>
+
+#include "record/links.h"
+#include "record.skel.h"
+#include "fast/fast.h"
+#include "record/recorder.h"
+#include "ctl/ctl.h"
+#include "kern/sched_events.h"
+#include "record/serve.h"
+#include "format/tbfile.h"
+#include "tracebpf.h"
+
+static volatile sig_atomic_t stop_signal;
+
+void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/* Effective capabilities: CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON. */
+static int check_caps(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = {};
+	__u64 eff;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	eff = ((__u64)data[1].effective << 32) | data[0].effective;
+#ifndef CAP_BPF
+#define CAP_PERFMON 38
+#define CAP_BPF 39
+#endif
+	if (eff & (1ull << CAP_SYS_ADMIN))
+		return 0;
+	if ((eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON)))
+		return 0;
+	return -EPERM;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static int check_btf(const char *path)
+{
+	if (access(path, R_OK)) {
+		int err = -errno;
+
+		ERR("failed to read kernel BTF '%s': %s", path, strerror(-err));
+		fprintf(stderr, "tracebpf: hint: tracebpf needs a kernel built with "
+				"CONFIG_DEBUG_INFO_BTF=y (Debian 12's kernels are)\n");
+		return err;
+	}
+	return 0;
+}
+
+/* ---- tb_record's steps: check the environment, find the targets, load,
+ * open the output, attach, poll, finish, report, destroy. Each returns 0 or
+ * a negative errno after saying what failed; destroy() undoes whatever the
+ * steps before it did. */
+
+static int check_env(const struct tb_record_opts *o)
+{
+	int err = check_caps();
+
+	if (err) {
+		ERR("failed to load BPF programs: %s", strerror(EPERM));
+		fprintf(stderr, "tracebpf: hint: run as root (sudo tracebpf record ...), or give "
+				"the binary CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE\n");
+		return -EPERM;
+	}
+	err = check_btf(o->btf_path ? o->btf_path : "/sys/kernel/btf/vmlinux");
+	if (err)
+		return err;
+	return check_nofile();
+}
+
+/* How long a command told to end may take to exit while still recorded. */
+#define END_CMD_NS (5ull * 1000000000ull)
+
+/* Every traced process has exited, the command too (its exit record came,
+ * or it is gone or a zombie), but it may be in the middle of its exit, not
+ * yet a zombie to reap: reaped here (within a second), so that the command
+ * never outlives the recorder. */
+static void reap_command(struct recorder *r)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (int i = 0; i < 1000 && r->child > 0; i++) {
+		if (waitpid(r->child, NULL, WNOHANG) == r->child)
+			r->child = -1;
+		else
+			nanosleep(&ms, NULL);
+	}
+}
+
+/* The recording ends (a signal, --duration) while the command it started
+ * still runs: like perf record, it sends the command SIGTERM, and records
+ * on until the command has exited (its last events are in the file), for
+ * at most END_CMD_NS; a second signal ends it at once. --keep-running
+ * leaves the command running. */
+static int end_command(struct recorder *r)
+{
+	__u64 until;
+	int ret = 0;
+
+	if (r->targets_gone)
+		reap_command(r);
+	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
+		r->child = -1;
+	if (r->child <= 0 || r->o->keep_running || r->go_fd >= 0)
+		return 0;
+	if (kill(r->child, SIGTERM))
+		return 0;
+	r->ending = true;
+	stop_signal = 0;
+	until = now_ns(CLOCK_MONOTONIC) + END_CMD_NS;
+	while (!stop_signal && !ret && r->child > 0 && now_ns(CLOCK_MONOTONIC) < until)
+		ret = poll_round(r);
+	if (r->targets_gone)
+		reap_command(r);
+	if (r->child > 0 && ret >= 0)
+		fprintf(stderr, "tracebpf: record: the command (process %d) has not exited %s "
+				"SIGTERM: it is left running\n", r->child,
+			stop_signal ? "after" : "within 5 s of");
+	return ret < 0 ? ret : 0;
+}
+
+static int record_loop(struct recorder *r)
+{
+	int ret = 0;
+
+	r->t0 = r->last_status = now_ns(CLOCK_MONOTONIC);
+	while (!stop_signal && !ret)
+		ret = poll_round(r);
+	if (ret >= 0)
+		ret = end_command(r);
+	if (r->tty)
+		fputs("\r\033[K", stderr);
+	return ret < 0 ? ret : 0;
+}
+
+/* Undo whatever the steps did, whichever failed. */
+static void destroy(struct recorder *r, int err)
+{
+	int i;
+
+	if (r->go_fd >= 0)
+		close(r->go_fd);   /* the child sees EOF and exits without exec */
+	if (r->exec_err_fd >= 0)
+		close(r->exec_err_fd);
+	if (r->child > 0) {
+		/* A command still running was told to end (end_command) or is
+		 * left running (--keep-running); one we failed to start is
+		 * killed. */
+		if (err && r->go_fd < 0 && r->exec_err_fd < 0)
+			kill(r->child, SIGKILL);
+		waitpid(r->child, NULL, err ? 0 : WNOHANG);
+	}
+	md_free(r);
+	if (r->w)
+		tb_writer_close(r->w);
+	if (r->server)
+		tb_serve_close(r->server);
+	tb_links_destroy(&r->links, &r->nlinks);
+	detach_usdt(r);
+	tb_sched_destroy(r->sched);
+	tb_fast_close(r->fast);
+	if (r->skel) {
+		/* nothing stops a process any more: release whoever waits */
+		record_bpf__detach(r->skel);
+		release_stopped(r, false);
+	}
+	stop_releaser(r);
+	for (i = 0; i < r->nobjs; i++) {
+		usdt_detach(&r->objs[i]);
+		free(r->objs[i].path);
+		close(r->objs[i].fd);
+	}
+	free(r->held);
+	free(r->objs);
+	tb_ctl_close(&r->ctl);
+	cats_close(r);
+	free(r->filter_logged);
+	keep_free(r);
+	free(r->base_vals);
+	tb_gaps_close(&r->gaps);
+	tb_slots_close(&r->slots);
+	ring_buffer__free(r->rb);
+	tb_rings_close(&r->rings);
+	record_bpf__destroy(r->skel);
+	tb_paths_free(&r->found);
+	usdt_close(r);
+}
+
+/* The recorder runs at nice -20 when it may (root), and at the lowest
+ * real-time priority (SCHED_FIFO 1) while threads wait on their probes for
+ * fast-path rings (record_drain.c, pace; not with --no-realtime): 500
+ * threads starting at once on 2 CPUs, each on its probes until its ring is
+ * made, left a recorder at nice -20 one share in seven; it made their
+ * rings too late and their events filled its rings. Not longer: a recorder
+ * draining a thread that writes flat out runs round after round, and at
+ * real-time priority would keep a CPU from everything else. What it starts
+ * (the command, the releaser, converters) and its threads run as anything
+ * else does (SCHED_RESET_ON_FORK); the command gets the nice the recorder
+ * had. The attach runs at nice -20: at real-time priority it ran without a
+ * break, and no thread of a target ran between the sites it enabled. Where
+ * SCHED_FIFO is refused (no CAP_SYS_NICE, no real-time budget in the
+ * cgroup) the recording goes on at nice -20, said when --realtime asked
+ * for it, and with -v. */
+static void raise_priority(struct recorder *r)
+{
+	errno = 0;
+	r->nice0 = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		r->nice0 = 0;
+	if (setpriority(PRIO_PROCESS, 0, -20) == 0 && r->o->verbose)
+		fprintf(stderr, "tracebpf: record: running at nice -20 (the command at %d)\n",
+			r->nice0);
+	r->may_rt = !r->o->no_realtime;   /* tried when a round needs it */
+}
+
+void tb_rec_realtime(struct recorder *r, bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+
+	if (!r->may_rt || on == r->realtime)
+		return;
+	if (!sched_setscheduler(0, on ? SCHED_FIFO | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp)) {
+		r->realtime = on;
+	} else if (on) {
+		r->may_rt = false;   /* not allowed: said once */
+		if (!r->o->realtime && !r->o->verbose)
+			return;
+		fprintf(stderr, "tracebpf: record: %s: cannot run at SCHED_FIFO (%s): "
+				"recording at nice -20\n",
+			r->o->realtime ? "warning: --realtime" : "real-time rounds", strerror(errno));
+		fprintf(stderr, "tracebpf: hint: it needs CAP_SYS_NICE, and a real-time "
+				"budget for the recorder's cgroup (cpu.rt_runtime_us)\n");
+	}
+}
+
+/* The recording is over: rendering the JSON is no longer urgent. */
+static void lower_priority(struct recorder *r)
+{
+	tb_rec_realtime(r, false);
+	r->may_rt = false;
+}
+
+/* The session's name: --session, or tb-<our pid>; one that a running
+ * session has is refused. */
+static int name_session(struct recorder *r)
+{
+	long pid;
+
+	snprintf(r->session, sizeof(r->session), "%s", r->o->session ? r->o->session : "");
+	if (!r->o->session)
+		snprintf(r->session, sizeof(r->session), "tb-%d", (int)getpid());
+	pid = tb_session_recorder(r->session);
+	if (pid > 0) {
+		ERR("a session named '%s' is already running (recorder %ld)", r->session, pid);
+		fprintf(stderr, "tracebpf: hint: give this one another name with --session NAME "
+				"('tracebpf ctl list' lists the sessions)\n");
+		return -EEXIST;
+	}
+	if (!r->o->quiet)
+		fprintf(stderr, "tracebpf: record: session '%s' (tracebpf ctl --session %s "
+				"stop|start|status)\n", r->session, r->session);
+	return 0;
+}
+
+int tb_record(const struct tb_record_opts *o)
+{
+	struct recorder r = { .o = o, .go_fd = -1, .exec_err_fd = -1, .child = -1,
+			      .releaser = -1, .releaser_fd = -1, .tty = isatty(2) && !o->quiet };
+	int err;
+
+	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
+	/* A reader of `-o -` that goes away, or a releaser killed before we
+	 * tell it to leave, is a write error (EPIPE), not a death that would
+	 * leave a process stopped at exec. The command gets it back. */
+	signal(SIGPIPE, SIG_IGN);
+	err = check_env(o);
+	if (err)
+		return err;
+	raise_priority(&r);
+	err = name_session(&r);
+	if (!err)
+		err = usdt_open(&r);
+	if (!err)
+		err = find_targets(&r);
+	if (!err)
+		err = load_bpf(&r);
+	if (!err)
+		err = open_output(&r);
+	if (!err)
+		err = attach_targets(&r);
+	if (!err) {
+		md_scan_all(&r);
+		err = finish_output(&r, record_loop(&r));
+		report(&r);
+		lower_priority(&r);
+		if (!err)
+			err = write_json(&r);
+	}
+	if (reap_converts(&r) && !err)   /* the files ctl restart closed */
+		err = -EIO;
+	destroy(&r, err);
+	return err;
+}
