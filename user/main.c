@@ -7,14 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/usdt.h"
+#include "probes/probes.h"
 #include "convert/convert.h"
-#include "cli/filter_args.h"
-#include "ctl/cats.h"
+#include "cli/cli.h"
 #include "ctl/ctl.h"
 #include "report/report.h"
-#include "kern/sched_events.h"
-#include "cli/tbio.h"
+#include "kern/kern.h"
 #include "tracebpf.h"
 
 const char *argp_program_version = "tracebpf " TRACEBPF_VERSION;

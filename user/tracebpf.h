@@ -17,7 +17,7 @@
 #define TB_MAX_EVENT_SPECS 64
 #define TB_MAX_USDT_OPTS 128
 
-/* One of record's options about other programs' probes (user/probes/usdt.h):
+/* One of record's options about other programs' probes (user/probes/probes.h):
  * kind 'p' (--usdt), 's' (--usdt-slice), 'y' (--usdt-async), 'a'
  * (--usdt-args), 'c' (--usdt-counter), 'e' (--usdt-enable). */
 struct tb_usdt_opt {
@@ -55,7 +55,7 @@ struct tb_record_opts {
 	bool no_memory;                  /* --no-memory: no kmem:rss_stat */
 	unsigned memdump_ms;             /* --memory-dump-interval, ms (0: none) */
 	bool sched_traced;               /* --sched=traced: only traced tasks' */
-	unsigned sched_select;           /* --sched-events (sched_events.h), 0 = all */
+	unsigned sched_select;           /* --sched-events (kern/kern.h), 0 = all */
 	char *events[TB_MAX_EVENT_SPECS];/* -e SUBSYS:EVENT (globs) */
 	int nevents;
 	unsigned max_procs;              /* --max-processes: size of the traced set */

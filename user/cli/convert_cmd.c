@@ -16,7 +16,7 @@
 
 #include "convert/convert.h"
 #include "format/outfile.h"
-#include "cli/tbio.h"
+#include "cli/cli.h"
 #include "tracebpf.h"
 
 #define PFX "tracebpf: convert: "

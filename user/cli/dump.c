@@ -18,7 +18,7 @@
 #include "ftrace.h"
 #include "hmap.h"
 #include "convert/model.h"
-#include "cli/tbio.h"
+#include "cli/cli.h"
 
 /* A SITE record read, and its descriptor as the model parses it (the
  * strings point into the copy of the record). */

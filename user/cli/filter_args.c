@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * filter_args.c - the filter options (--pid, --tid, --cat, --name, --time)
- * as one argp child for every command that filters (filter_args.h). What
+ * as one argp child for every command that filters (cli.h). What
  * they mean is lib/filter.c's.
  */
 #include <argp.h>
 #include <stdio.h>
 
-#include "cli/filter_args.h"
+#include "cli/cli.h"
 
 enum { OPT_PID = 0x5000, OPT_TID, OPT_CAT, OPT_NAME, OPT_TIME };
 

@@ -16,7 +16,7 @@
 #include "merge.h"
 #include "convert/model.h"
 #include "swchain.h"
-#include "cli/tbio.h"
+#include "cli/cli.h"
 
 /* The gap marks (TB_REC_GAP) of one kind of records: how many, how many
  * records they lost, per CPU. */

@@ -24,8 +24,7 @@
 #include "json.h"
 #include "convert/model.h"
 #include "probes/probes.h"
-#include "cli/tbio.h"
-#include "probes/usdt.h"
+#include "cli/cli.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: list: " fmt "\n", ##__VA_ARGS__)
 

@@ -27,7 +27,7 @@
 #include "merge.h"
 #include "convert/model.h"
 #include "format/outfile.h"
-#include "cli/tbio.h"
+#include "cli/cli.h"
 
 /* A SITE record kept, by (pid, address, epoch, CRC and length of its
  * bytes). */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* tbio.c - inputs and outputs of the reading commands (tbio.h). */
+/* tbio.c - inputs and outputs of the reading commands (cli.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cli/tbio.h"
+#include "cli/cli.h"
 
 volatile int tb_io_stop;
 

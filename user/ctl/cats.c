@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl/cats.h"
+#include "ctl/ctl.h"
 
 /* A glob a category list can hold: not empty, no ',' (it separates
  * entries), printable. */

@@ -15,9 +15,8 @@
 #include <bpf/bpf.h>
 
 #include "ctl/ctl.h"
-#include "ctl/cats.h"
 #include "ctl/ctl_int.h"
-#include "kern/rings.h"
+#include "kern/kern.h"
 #include "format/tbfile.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: ctl: " fmt "\n", ##__VA_ARGS__)

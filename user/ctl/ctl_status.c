@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-#include "ctl/cats.h"
+#include "ctl/ctl.h"
 #include "ctl/ctl_int.h"
 #include "json.h"
 #include "print.h"

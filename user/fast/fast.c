@@ -29,7 +29,7 @@
 #include "format/tbrecords.h"
 #include "record.skel.h"
 #include "fast/fast_int.h"
-#include "kern/rings.h"
+#include "kern/kern.h"
 #include "format/tbfile.h"
 #include "tracebpf/fast_ring.h"
 

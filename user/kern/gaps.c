@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * gaps.c - gap marks the kernel side could not write, taken by the
- * recorder (see gaps.h). The take is the kernel side's (gap_take in
+ * recorder (see kern.h). The take is the kernel side's (gap_take in
  * bpf/ring.bpf.h), with C11 atomics on the mapped entries: claim the
  * entry while no program updates it, exchange its fields, and keep them
  * only if nothing changed meanwhile; otherwise give them back.
@@ -15,7 +15,7 @@
 #include <linux/types.h>
 #include <bpf/libbpf.h>
 
-#include "kern/gaps.h"
+#include "kern/kern.h"
 #include "format/tbfile.h"
 
 #define SEQ __ATOMIC_SEQ_CST

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * rings.c - per-CPU BPF ring buffer sets (see rings.h).
+ * rings.c - per-CPU BPF ring buffer sets (see kern.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "kern/rings.h"
+#include "kern/kern.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
 

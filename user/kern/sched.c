@@ -34,12 +34,9 @@
 #include <bpf/libbpf.h>
 #include <event-parse.h>
 
-#include "record/links.h"
-#include "kern/gaps.h"
+#include "kern/kern.h"
 #include "format/tbrecords.h"
-#include "kern/rings.h"
 #include "format/tbctl.h"
-#include "kern/sched_events.h"
 #include "sched.skel.h"
 #include "format/tbfile.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * slots.c - the slot rings, read by the recorder (see slots.h). The
+ * slots.c - the slot rings, read by the recorder (see kern.h). The
  * program stores a slot, then its CPU's head; the recorder loads the head
  * (acquire), reads the slots below it, then stores the tail (release), and
  * the program writes a slot only while head - tail is below the ring's
@@ -17,8 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "format/tbrecords.h"
-#include "kern/rings.h"
-#include "kern/slots.h"
+#include "kern/kern.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)
 

@@ -10,6 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <linux/types.h>
+#include "format/tbrecords.h"
+#include "tracebpf.h"
 
 #define TB_PROVIDER "tracebpf"
 #define TB_PROBE    "event"
@@ -67,5 +70,41 @@ int tb_resolve_cmd(const char *cmd, char *out, size_t len);
 /* Adds exe and each shared library it links (as resolved by its dynamic
  * loader) that carries tracebpf probes. */
 int tb_cmd_probe_objects(const char *exe, struct tb_paths *out);
+
+/* ---- usdt.c ---- */
+/*
+ * usdt.c - other programs' USDT probes (record --usdt): which probes a
+ * recording takes, and how each is shown (docs/tracebpf-record.md, "OTHER
+ * PROGRAMS' PROBES"). The rules come from the command line and from
+ * catalogs (tools/usdt/NAME.usdt, installed in share/tracebpf/usdt), whose
+ * lines are the same options without their dashes.
+ */
+
+struct tb_usdt_rules;
+
+/* The rules of n options (catalogs read). 0, or -EINVAL with the reason in
+ * why (a catalog's line named), -ENOMEM. */
+int tb_usdt_rules_build(struct tb_usdt_rules **out, const struct tb_usdt_opt *opts, int n,
+			char *why, size_t whylen);
+void tb_usdt_rules_free(struct tb_usdt_rules *r);
+
+/* Whether provider:name is recorded (never tracebpf's own provider). */
+bool tb_usdt_wanted(const struct tb_usdt_rules *r, const char *provider, const char *name);
+
+/* How a probe with nargs arguments in its note is shown. */
+struct tb_usdt_desc {
+	enum tb_usdt_kind kind;
+	char event[128];                  /* its events' name */
+	int nargs;                        /* arguments shown */
+	unsigned char src[TB_USDT_MAX_ARGS], type[TB_USDT_MAX_ARGS];
+	char argname[TB_USDT_MAX_ARGS][32];
+	unsigned strs;                    /* bit k: the note's argument k is a string */
+	bool switch_only;                 /* --usdt-enable: attached, not recorded */
+};
+void tb_usdt_describe(const struct tb_usdt_rules *r, const char *provider, const char *name,
+		      int nargs, struct tb_usdt_desc *d);
+
+/* Arguments in a note's argument spec ("-4@%edi 8@%rsi": 2). */
+int tb_usdt_spec_nargs(const char *args);
 
 #endif

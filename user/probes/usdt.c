@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* usdt.c - the rules of record --usdt and its catalogs (see usdt.h). */
+/* usdt.c - the rules of record --usdt and its catalogs (see probes.h). */
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "probes/probes.h"
-#include "probes/usdt.h"
 
 #define PROV_MAX 64
 #define NAME_MAX_ 128

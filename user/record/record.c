@@ -23,12 +23,11 @@
 #include <linux/types.h>
 #include <bpf/libbpf.h>
 
-#include "record/links.h"
+#include "kern/kern.h"
 #include "record.skel.h"
 #include "fast/fast.h"
 #include "record/recorder.h"
 #include "ctl/ctl.h"
-#include "kern/sched_events.h"
 #include "record/serve.h"
 #include "format/tbfile.h"
 #include "tracebpf.h"

@@ -21,19 +21,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "record/links.h"
+#include "kern/kern.h"
 #include "format/tbrecords.h"
 #include "record.skel.h"
 #include "format/tbctl.h"
 #include "ctl/ctl.h"
 #include "fast/fast.h"
-#include "kern/gaps.h"
 #include "format/outfile.h"
-#include "kern/slots.h"
 #include "probes/probes.h"
 #include "record/recorder.h"
-#include "kern/rings.h"
-#include "kern/sched_events.h"
 #include "tracebpf.h"
 
 static int add_traced(struct recorder *r, pid_t pid, __u64 gen)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-#include "ctl/cats.h"
+#include "ctl/ctl.h"
 #include "fast/fast.h"
 #include "record/recorder.h"
 #include "format/tbfile.h"

@@ -21,13 +21,10 @@
 #include "record.skel.h"
 #include "ctl/ctl.h"
 #include "fast/fast.h"
-#include "kern/gaps.h"
+#include "kern/kern.h"
 #include "probes/probes.h"
 #include "record/recorder.h"
-#include "kern/rings.h"
-#include "kern/sched_events.h"
 #include "record/serve.h"
-#include "kern/slots.h"
 #include "format/tbfile.h"
 
 /* Everything the programs wrote: the ring buffers, then the slot rings. */

@@ -28,10 +28,10 @@
 #include "format/outfile.h"
 #include "probes/probes.h"
 #include "record/recorder.h"
-#include "kern/sched_events.h"
+#include "kern/kern.h"
 #include "record/serve.h"
 #include "format/tbfile.h"
-#include "cli/tbio.h"
+#include "cli/cli.h"
 #include "tracebpf.h"
 
 /* 0, or -ELOOP when path is a symbolic link tracebpf does not follow: one

@@ -23,7 +23,7 @@
 
 #include "hmap.h"
 #include "record/recorder.h"
-#include "kern/sched_events.h"
+#include "kern/kern.h"
 #include "format/tbfile.h"
 
 /* Records kept per process and kind, at most: a traced process names its

@@ -28,7 +28,7 @@
 #include "fast/fast.h"
 #include "print.h"
 #include "record/recorder.h"
-#include "kern/sched_events.h"
+#include "kern/kern.h"
 #include "format/tbfile.h"
 #include "tracebpf.h"
 

@@ -13,11 +13,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "record/links.h"
+#include "kern/kern.h"
 #include "record.skel.h"
 #include "record/recorder.h"
 #include "format/tbfile.h"
-#include "probes/usdt.h"
+#include "probes/probes.h"
 
 /* A probe a recording attached somewhere: its id is its index. */
 struct usdt_probe {

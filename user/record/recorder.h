@@ -34,11 +34,9 @@
 #include <linux/types.h>
 
 #include "ctl/ctl.h"
-#include "kern/gaps.h"
+#include "kern/kern.h"
 #include "hmap.h"
 #include "probes/probes.h"
-#include "kern/rings.h"
-#include "kern/slots.h"
 #include "tracebpf.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: record: " fmt "\n", ##__VA_ARGS__)

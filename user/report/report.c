@@ -27,7 +27,7 @@
 
 #include "report/report.h"
 #include "report/report_internal.h"
-#include "cli/tbio.h"
+#include "cli/cli.h"
 
 #define PFX "tracebpf: report: "
 

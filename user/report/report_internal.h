@@ -26,7 +26,7 @@
 #include <stdio.h>
 
 #include "chain.h"
-#include "cli/filter_args.h"
+#include "cli/cli.h"
 #include "report/hist.h"
 #include "convert/model.h"
 

@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * tbio.h - what the reading commands (convert, dump, info, pack) share:
- * opening a trace from a path, stdin or a recorder's --serve socket,
- * following it, gzip output, and the storage commands themselves.
+ * cli.h - user/cli/'s interface: the small commands (info, dump, pack,
+ * list, convert: tracebpf.h declares their entry points) and what every
+ * command that reads a trace shares: opening its input (tbio.c: a file,
+ * a recording still written, a --serve socket) and the filter options
+ * (filter_args.c). Each part keeps the head comment it had as a header
+ * of its own.
  */
-#ifndef TRACEBPF_TBIO_H
-#define TRACEBPF_TBIO_H
+#ifndef TRACEBPF_CLI_CLI_H
+#define TRACEBPF_CLI_CLI_H
 
 #include <argp.h>
 #include <stdio.h>
-
 #include "print.h"
 #include "format/tbfile.h"
+#include "filter.h"
+
+/* ---- tbio.c ---- */
+/*
+ * tbio.c - what the reading commands (convert, dump, info, pack) share:
+ * opening a trace from a path, stdin or a recorder's --serve socket,
+ * following it, gzip output, and the storage commands themselves.
+ */
 
 /* Set by SIGINT/SIGTERM once tb_io_catch_signals() ran: a follower stops. */
 extern volatile int tb_io_stop;
@@ -50,7 +60,6 @@ FILE *tb_io_gz_wrap(FILE *f);
  * being read. 0 otherwise, "-" and files that do not exist yet included. */
 int tb_io_check_distinct(const char *cmd, const char *in, const char *out);
 
-
 /* Says, after reading, whether the trace ended cleanly. */
 void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);
 
@@ -59,5 +68,21 @@ int tb_cmd_dump(int argc, char **argv);
 /* `tracebpf list`: the sites in a program's ELF files (user/cli/list.c). */
 int tb_cmd_list(int argc, char **argv);
 int tb_cmd_pack(int argc, char **argv);
+
+/* ---- filter_args.c ---- */
+/* filter_args.c - the filter options of tracebpf convert and report. */
+
+/* The five options (--pid, --tid, --cat, --name, --time) for a command's
+ * argp, one definition for every command that filters: add it as a child
+ * (struct argp_child) whose input is a struct tb_filter_args (set
+ * state->child_inputs[i] at ARGP_KEY_INIT). A bad value is said as
+ * "tracebpf: CMD: bad --OPT 'ARG': WHY", then argp's "Try ... --help",
+ * and exits 64. */
+struct tb_filter_args {
+	const char *cmd;               /* for the message: "convert", "report" */
+	struct tb_filter filter;
+};
+struct argp;
+extern const struct argp tb_filter_argp;
 
 #endif
