@@ -48,7 +48,7 @@ struct tb_record_opts {
 	bool keep_running;               /* --keep-running: -- CMD outlives the recording */
 	bool realtime;                   /* --realtime: asked for (a refusal is said) */
 	bool no_realtime;                /* --no-realtime: never SCHED_FIFO */
-	char *cmdline;                   /* the recorder's own command line */
+	const char *cmdline;             /* the recorder's own command line */
 	const char *serve;               /* --serve: Unix socket path */
 	size_t serve_max_lag;            /* --serve-max-lag: bytes */
 	bool no_sched;                   /* --no-sched: no scheduler events */
@@ -69,6 +69,24 @@ struct tb_record_opts {
 };
 
 int tb_record(const struct tb_record_opts *o);
+
+/* A command of `tracebpf` (main.c's table): run with its own argv
+ * (argv[0] "tracebpf NAME") and the whole command line, as typed. 0, 1
+ * when it failed (said), 64 for a usage error. */
+struct tb_command {
+	const char *name;
+	int (*run)(int argc, char **argv, const char *cmdline);
+	const char *summary;
+};
+
+int tb_cmd_record(int argc, char **argv, const char *cmdline);    /* record/record_args.c */
+int tb_cmd_convert(int argc, char **argv, const char *cmdline);   /* cli/convert_cmd.c */
+int tb_cmd_info(int argc, char **argv, const char *cmdline);      /* cli/info.c */
+int tb_cmd_report(int argc, char **argv, const char *cmdline);    /* report/report.c */
+int tb_cmd_dump(int argc, char **argv, const char *cmdline);      /* cli/dump.c */
+int tb_cmd_list(int argc, char **argv, const char *cmdline);      /* cli/list.c */
+int tb_cmd_pack(int argc, char **argv, const char *cmdline);      /* cli/pack.c */
+int tb_cmd_ctl(int argc, char **argv, const char *cmdline);       /* ctl/ctl.c */
 
 /* tracebpf convert (user/cli/convert_cmd.c): o->in to o->out. The output file
  * appears whole or not at all (written to a temporary next to it, then

@@ -256,9 +256,20 @@ def test_man_pages_cover_every_command(dest):
                             text=True).stdout
     cmds = re.findall(r"^  ([a-z]+)\s{2,}", helped.split("Commands:")[1].split("\n\n")[0], re.M)
     assert "record" in cmds, helped
-    for cmd in cmds:
-        if cmd != "version":
-            assert f"tracebpf-{cmd}.1" in names, f"no man page for 'tracebpf {cmd}'"
+    # one table (user/main.c) says the commands, for dispatch and for help
+    table = subprocess.run([str(dest / "usr/bin/tracebpf"), "help", "--commands"],
+                           capture_output=True, text=True).stdout.split()
+    assert table == cmds, (table, cmds)
+    with_pages = {c for c in cmds if c not in ("version", "help")}
+    for cmd in with_pages:
+        assert f"tracebpf-{cmd}.1" in names, f"no man page for 'tracebpf {cmd}'"
+    pages = {n[len("tracebpf-"):-len(".1")] for n in names if n.startswith("tracebpf-")}
+    assert pages == with_pages, f"man pages of no command: {pages - with_pages}"
+    for cmd in cmds:   # each dispatches to a command of that name
+        r = subprocess.run([str(dest / "usr/bin/tracebpf"), cmd, "--help"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and (cmd in ("version", "help") or
+                                      f"tracebpf {cmd}" in r.stdout), (cmd, r.stdout[:200])
 
 
 @pytest.mark.parametrize("layout", ["destdir", "prefix"])

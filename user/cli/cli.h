@@ -46,6 +46,9 @@ error_t tb_io_source_parse(int key, char *arg, struct argp_state *state);
 
 /* An option's whole-number value from lo to hi; anything else is a usage
  * error (exit 64): "invalid WHAT 'ARG': give LO to HI[ UNIT]". */
+/* "64K", "8M", "1G" (K, M, G: powers of 2; "KiB", "KB" alike) into *out.
+ * 0 or -EINVAL. */
+int tb_parse_size(const char *s, size_t *out);
 long tb_io_arg_range(struct argp_state *state, const char *arg, long lo, long hi,
 		     const char *what, const char *unit);
 /* tb_io_open of a parsed source. */
@@ -63,11 +66,7 @@ int tb_io_check_distinct(const char *cmd, const char *in, const char *out);
 /* Says, after reading, whether the trace ended cleanly. */
 void tb_io_report_end(const char *cmd, struct tb_reader *r, int connected);
 
-int tb_cmd_info(int argc, char **argv);
-int tb_cmd_dump(int argc, char **argv);
 /* `tracebpf list`: the sites in a program's ELF files (user/cli/list.c). */
-int tb_cmd_list(int argc, char **argv);
-int tb_cmd_pack(int argc, char **argv);
 
 /* ---- filter_args.c ---- */
 /* filter_args.c - the filter options of tracebpf convert and report. */

@@ -192,3 +192,100 @@ out:
 	tb_reader_close(r);
 	return err;
 }
+
+/* `tracebpf convert`'s options. */
+struct convert_args {
+	struct tb_io_source src;   /* first: tb_io_source_parse's state->input */
+	const char *out;
+	bool verbose;
+	struct tb_filter_args filter;   /* tb_filter_argp's input */
+	size_t split;
+};
+
+enum { OPT_SPLIT = 2000 };
+
+static const struct argp_option convert_options[] = {
+	{ "output", 'o', "FILE", 0, "Output JSON (default: the input with .json; - for stdout; "
+				     "FILE.json.gz is gzip-compressed)", 0 },
+	{ "follow", 'f', NULL, 0, "Read a trace still being written, until the recorder "
+				  "finishes it or Ctrl-C", 0 },
+	{ "connect", 'c', "SOCKET", 0, "Read a live recording from 'record --serve SOCKET'", 0 },
+	{ "verbose", 'v', NULL, 0, "Say more", 0 },
+	{ "split", OPT_SPLIT, "SIZE", 0, "Write OUT-001.json, OUT-002.json, ... of about "
+					 "SIZE each (K/M/G suffix, at least 64K) instead of "
+					 "OUT.json, each a trace of its own", 0 },
+	{ 0 },
+};
+
+/* "tracebpf: convert: bad --OPT 'ARG': WHY", then argp's "Try --help"
+ * and exit 64. */
+static void bad_option(struct argp_state *state, const char *opt, const char *arg,
+		       const char *why)
+{
+	fprintf(stderr, "tracebpf: convert: bad --%s '%s': %s\n", opt, arg, why);
+	argp_state_help(state, stderr, ARGP_HELP_STD_ERR);
+}
+
+static error_t convert_parse(int key, char *arg, struct argp_state *state)
+{
+	struct convert_args *a = state->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		a->filter.cmd = "convert";
+		state->child_inputs[0] = &a->filter;
+		break;
+	case 'o': a->out = arg; break;
+	case 'v': a->verbose = true; break;
+	case OPT_SPLIT:
+		if (tb_parse_size(arg, &a->split) || a->split < (64 << 10))
+			bad_option(state, "split", arg, "give a size of at least 64K, e.g. 400M");
+		break;
+	default:   /* the trace source: as dump and info */
+		return tb_io_source_parse(key, arg, state);
+	}
+	return 0;
+}
+
+int tb_cmd_convert(int argc, char **argv, const char *cmdline)
+{
+	static const struct argp_child children[] = { { &tb_filter_argp, 0, NULL, 1 }, { 0 } };
+	static const struct argp argp = { convert_options, convert_parse, "FILE.tbt",
+					  "Render a trace file as Chrome trace JSON (Perfetto UI, "
+					  "chrome://tracing, Chrome DevTools).", children, NULL, NULL };
+	struct convert_args a = {};
+	char out[PATH_MAX];
+	struct tb_convert_opts co = {};
+	int ret;
+
+	(void)cmdline;
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	if (!a.src.in)
+		a.src.in = "-";   /* --connect alone: the output defaults to stdout */
+	if (!a.out) {
+		size_t len = strlen(a.src.in);
+		int base = len > 4 && !strcmp(a.src.in + len - 4, ".tbt") ? (int)len - 4 : (int)len;
+
+		if (!strcmp(a.src.in, "-"))
+			snprintf(out, sizeof(out), "-");
+		else
+			snprintf(out, sizeof(out), "%.*s.json", base, a.src.in);
+		a.out = out;
+	}
+	co.in = a.src.in;
+	co.out = a.out;
+	co.verbose = a.verbose;
+	co.follow = a.src.follow;
+	co.connect = a.src.connect;
+	co.filter = &a.filter.filter;
+	co.split = a.split;
+	if (a.split && (!strcmp(a.out, "-") || tb_is_gz(a.out))) {
+		fprintf(stderr, "tracebpf: convert: --split writes files NAME-001.json, ...: give "
+			"-o NAME.json (neither stdout nor .gz)\n");
+		tb_filter_free(&a.filter.filter);
+		return 64;
+	}
+	ret = tb_convert(&co) ? 1 : 0;
+	tb_filter_free(&a.filter.filter);
+	return ret;
+}

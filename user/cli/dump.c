@@ -19,6 +19,7 @@
 #include "hmap.h"
 #include "convert/model.h"
 #include "cli/cli.h"
+#include "tracebpf.h"
 
 /* A SITE record read, and its descriptor as the model parses it (the
  * strings point into the copy of the record). */
@@ -422,7 +423,7 @@ static void read_sites_first(struct tb_io_source *a)
 	tb_reader_close(r);
 }
 
-int tb_cmd_dump(int argc, char **argv)
+int tb_cmd_dump(int argc, char **argv, const char *cmdline)
 {
 	static const struct argp_option opts[] = {
 		{ "follow", 'f', NULL, 0, "Keep reading a file still being written (like tail -f) "
@@ -438,6 +439,7 @@ int tb_cmd_dump(int argc, char **argv)
 	struct tb_reader *r;
 	int ret;
 
+	(void)cmdline;
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	if (tb_ftrace_new(&kernel))
 		kernel = NULL;   /* kernel records then print as type=N */

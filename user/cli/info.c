@@ -17,6 +17,7 @@
 #include "convert/model.h"
 #include "swchain.h"
 #include "cli/cli.h"
+#include "tracebpf.h"
 
 /* The gap marks (TB_REC_GAP) of one kind of records: how many, how many
  * records they lost, per CPU. */
@@ -204,7 +205,7 @@ static void print_losses(struct tb_reader *r, const struct stats_stream *ss,
 		       dropped_bytes);
 }
 
-int tb_cmd_info(int argc, char **argv)
+int tb_cmd_info(int argc, char **argv, const char *cmdline)
 {
 	static const struct argp_option opts[] = {
 		{ "connect", 'c', "SOCKET", 0, "Read from a recorder's --serve socket", 0 },
@@ -222,6 +223,7 @@ int tb_cmd_info(int argc, char **argv)
 	uint64_t recs, lo, hi, bytes, dropped_bytes = 0;
 	int ret;
 
+	(void)cmdline;
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	if (tb_io_open_source(&r, "info", &a))
 		return 1;

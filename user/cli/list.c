@@ -25,6 +25,7 @@
 #include "convert/model.h"
 #include "probes/probes.h"
 #include "cli/cli.h"
+#include "tracebpf.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: list: " fmt "\n", ##__VA_ARGS__)
 
@@ -424,7 +425,7 @@ static void print_categories(struct tb_json *j, const struct cat_count *v, size_
 	printf("\n");
 }
 
-int tb_cmd_list(int argc, char **argv)
+int tb_cmd_list(int argc, char **argv, const char *cmdline)
 {
 	static const struct argp_option options[] = {
 		{ "pid", 'p', "PID", 0, "The objects a running process has mapped", 0 },
@@ -446,6 +447,7 @@ int tb_cmd_list(int argc, char **argv)
 	size_t ncats = 0, total = 0;
 	int err;
 
+	(void)cmdline;
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	if (a.usdt)
 		tb_probes_also(any_note, NULL);

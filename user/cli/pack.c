@@ -28,6 +28,7 @@
 #include "convert/model.h"
 #include "format/outfile.h"
 #include "cli/cli.h"
+#include "tracebpf.h"
 
 /* A SITE record kept, by (pid, address, epoch, CRC and length of its
  * bytes). */
@@ -412,7 +413,7 @@ static int pack_finish(struct pack *k, int err)
 	return 0;
 }
 
-int tb_cmd_pack(int argc, char **argv)
+int tb_cmd_pack(int argc, char **argv, const char *cmdline)
 {
 	static const struct argp_option opts[] = {
 		{ "compress-level", 'z', "N", 0, "zlib level (default 9)", 0 },
@@ -425,6 +426,7 @@ int tb_cmd_pack(int argc, char **argv)
 	bool opened;
 	int err;
 
+	(void)cmdline;
 	argp_parse(&argp, argc, argv, 0, NULL, &k.a);
 	err = pack_open(&k);
 	if (err == 1)

@@ -18,6 +18,7 @@
 #include "ctl/ctl_int.h"
 #include "kern/kern.h"
 #include "format/tbfile.h"
+#include "tracebpf.h"
 
 #define ERR(fmt, ...) fprintf(stderr, "tracebpf: ctl: " fmt "\n", ##__VA_ARGS__)
 
@@ -897,7 +898,7 @@ static int refuse_to_guess(const struct recording *v, int n, const char *verb)
 	return -EINVAL;
 }
 
-int tb_cmd_ctl(int argc, char **argv)
+int tb_cmd_ctl(int argc, char **argv, const char *cmdline)
 {
 	static const struct argp argp = { ctl_options, ctl_parse,
 		"start|stop|status|list\nrestart [-o FILE]\nfilter add|remove [--tid LIST] [--pid LIST]\nfilter clear [tid|pid]\nenable|disable [CATEGORY...] [--sched] [-e SUBSYS:EVENT]",
@@ -914,6 +915,7 @@ int tb_cmd_ctl(int argc, char **argv)
 	struct recording *v = NULL, *r = NULL;
 	int n = 0, err, i;
 
+	(void)cmdline;
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	err = find_recordings(&v, &n);
 	if (err) {

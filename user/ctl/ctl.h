@@ -86,7 +86,6 @@ void tb_ctl_ack(struct tb_ctl_rec *c);
 void tb_ctl_close(struct tb_ctl_rec *c);
 
 /* `tracebpf ctl ...`: the exit status. */
-int tb_cmd_ctl(int argc, char **argv);
 
 /* ---- cats.c ---- */
 /*

@@ -28,6 +28,7 @@
 #include "report/report.h"
 #include "report/report_internal.h"
 #include "cli/cli.h"
+#include "tracebpf.h"
 
 #define PFX "tracebpf: report: "
 
@@ -122,7 +123,7 @@ int tb_report_file(struct tb_reader *r, FILE *out, bool json, bool per_thread,
 	return report_run(&o, r, &verb);
 }
 
-int tb_cmd_report(int argc, char **argv)
+int tb_cmd_report(int argc, char **argv, const char *cmdline)
 {
 	static const struct argp_child children[] = { { &tb_filter_argp, 0, NULL, 1 }, { 0 } };
 	static const struct argp argp = { report_options, report_parse, "FILE.tbt",
@@ -135,6 +136,7 @@ int tb_cmd_report(int argc, char **argv)
 	const char *verb;
 	int err;
 
+	(void)cmdline;
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	err = tb_io_open(&rd, "report", o.in, NULL, 0);
 	if (err) {

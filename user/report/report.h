@@ -12,7 +12,6 @@
 #include "format/tbfile.h"
 
 /* The command: argv[0] is "tracebpf report". Returns the exit status. */
-int tb_cmd_report(int argc, char **argv);
 
 struct tb_filter;
 
