@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * fast.c - the recorder's side of the fast path (see fast.h).
+ * fast.c - the recorder's side of the fast path (see fast.h), its top
+ * layer (fast_int.h): the session and the drain.
  *
  * The session's directory is TRACEBPF_FAST_ROOT/s<recorder pid>; a traced
- * process that asks for a ring gets a directory <pid> in it, owned by its
- * user with mode 0700, holding `ctl` (the session's switch, read-only) and
- * its threads' rings r<tid>-<key>; TRACEBPF_FAST_ROOT/<pid> is a symbolic
+ * process that asks for a ring gets a directory <pid> in it (root's, 0711:
+ * docs/security.md), holding `ctl` (its switch) and the spares made ahead
+ * of its threads (fast_pool.c); TRACEBPF_FAST_ROOT/<pid> is a symbolic
  * link to it, which is how the process finds it. A session a recorder left
  * behind (killed) is switched off and removed by the next one.
  */
@@ -53,12 +54,6 @@ _Static_assert(TB_FAST_EVENT == TRACEBPF_FAST_EVENT && TB_FAST_SITE == TRACEBPF_
 
 #define BPF_FS "/sys/fs/bpf"
 
-static void ctl_dead(int fd);
-
-bool fast_pid_alive(long pid)
-{
-	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-}
 
 /* The entries of TRACEBPF_FAST_ROOT (opened as root_fd), or NULL. */
 static DIR *root_entries(int root_fd)
@@ -120,134 +115,10 @@ static int make_template(struct tb_fast *f)
 	return f->tmpl_fd < 0 ? -errno : 0;
 }
 
-/* A process's switch: made off, LIVE once the process is this session's
- * alone (get_proc), off again when the session ends. */
-int fast_ctl_make(uint32_t wait_us)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
-	struct tracebpf_fast_ctl off = { .pid = (uint32_t)getpid(),
-					 .features = TRACEBPF_FAST_F_BATCH,
-					 .wait_us = wait_us };
-	__u32 zero = 0;
-	int fd, err;
-
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tb_fast_ctl", 4, sizeof(off), 1, &mo);
-	if (fd < 0)
-		return -errno;
-	if (bpf_map_update_elem(fd, &zero, &off, 0)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/* Sets a switch's `live` to `to` if it is `from` (any, when from is 0),
- * in place: the rest of it (the spares' pools) is the processes' too. */
-static void ctl_swap(int fd, uint32_t from, uint32_t to)
-{
-	volatile struct tracebpf_fast_ctl *c;
-	size_t len = TRACEBPF_FAST_CTL_BYTES;
-	uint32_t cur;
-
-	if (fd < 0)
-		return;
-	c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (c == MAP_FAILED)   /* an older recorder's one-page switch */
-		c = mmap(NULL, len = 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (c == MAP_FAILED)
-		return;
-	cur = from ? from : __atomic_load_n(&c->live, __ATOMIC_ACQUIRE);
-	__atomic_compare_exchange_n(&c->live, &cur, to, false, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE);
-	munmap((void *)c, len);
-}
-
-void fast_ctl_set(int fd, uint32_t live)
-{
-	ctl_swap(fd, 0, live);
-}
-
-static void ctl_dead(int fd)
-{
-	ctl_swap(fd, 0, 0);
-}
-
-/* The recorder of e when it is another live session's directory, or 0. */
-static long other_recorder(const struct dirent *e)
-{
-	long p = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
-
-	return e->d_type == DT_DIR && p != getpid() && fast_pid_alive(p) ? p : 0;
-}
-
-/* The recorder of another live session than ours, or 0. */
-long fast_other_session(void)
-{
-	DIR *d = opendir(TRACEBPF_FAST_ROOT);
-	struct dirent *e;
-	long pid = 0;
-
-	while (d && !pid && (e = readdir(d)))
-		pid = other_recorder(e);
-	if (d)
-		closedir(d);
-	return pid;
-}
-
-/* Switches every process another live session has on its fast path to
- * its probes (TB_FAST_SHARED), so that this session sees all of its
- * events too. */
-static void share_others(void)
-{
-	DIR *d = opendir(TRACEBPF_FAST_ROOT);
-	char path[PATH_MAX], target[96];
-	struct dirent *e;
-	ssize_t n;
-	long rec;
-	int fd;
-
-	while (d && (e = readdir(d))) {
-		if (e->d_type != DT_LNK)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n <= 1 || target[0] != 's')
-			continue;
-		target[n] = 0;
-		rec = atol(target + 1);
-		if (rec == getpid() || !fast_pid_alive(rec))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/ctl", TRACEBPF_FAST_ROOT, e->d_name);
-		fd = bpf_obj_get(path);
-		if (fd < 0)
-			continue;
-		ctl_swap(fd, TRACEBPF_FAST_LIVE, TB_FAST_SHARED);
-		close(fd);
-	}
-	if (d)
-		closedir(d);
-}
-
 /* This session's directory. It is made with the fast path off too: it
  * tells other sessions that one more recorder runs (get_proc). */
 static char announced[64];
 static int root_fd = -1, sess_fd = -1;   /* TRACEBPF_FAST_ROOT, announced */
-static bool other_seen;   /* and said so */
-
-bool fast_other_seen(void)
-{
-	return other_seen;
-}
-
-void fast_say_other(long other)
-{
-	if (!other || other_seen)
-		return;
-	other_seen = true;
-	fprintf(stderr, "tracebpf: record: another tracebpf (pid %ld) is recording: while both "
-			"record, processes take their probes for every event\n", other);
-}
 
 /* Sessions announce themselves, then look at the others; a process is
  * given the fast path only after its link is made and no other session
@@ -272,7 +143,7 @@ static int announce(void)
 		return fd;
 	sess_fd = fd;
 	snprintf(announced, sizeof(announced), "%s/%s", TRACEBPF_FAST_ROOT, name);
-	share_others();
+	fast_share_others();
 	other = fast_other_session();
 	fast_say_other(other);
 	return 0;
@@ -322,7 +193,7 @@ bool tb_fast_held_elsewhere(uint32_t pid)
 	int fd;
 
 	while (d && !held && (e = readdir(d))) {
-		if (!other_recorder(e))
+		if (!fast_other_recorder(e))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stopped", TRACEBPF_FAST_ROOT, e->d_name);
 		fd = bpf_obj_get(path);
@@ -596,25 +467,6 @@ static int drain_ring(struct tb_fast *f, __u32 slot, struct fring *r, unsigned l
 	return 0;
 }
 
-void fast_unmap_ring(struct fring *r)
-{
-	if (r->data)
-		munmap((void *)r->data, r->size);
-	r->data = NULL;
-	munmap((void *)r->pos, RING_META);
-	close(r->fd);
-	r->fd = -1;
-}
-
-/* Bytes of r its thread has written and the drain not yet taken. */
-unsigned long fast_ring_used(const struct fring *r)
-{
-	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
-	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
-
-	return prod - cons;
-}
-
 /* A ring whose thread is gone: anything left in it is the one sample the
  * thread was writing when it died (BUSY forever), lost. */
 static uint64_t mono_ns(void)
@@ -679,45 +531,6 @@ static void drain_broken(struct tb_fast *f, int err)
 		if (c.final)
 			fast_close_slot(f, i);
 	}
-}
-
-/* A ring that holds nothing of anyone's: closed, its slot taken out of
- * fast_rings with the others at the round's end (fast_flush_stale). */
-void fast_close_slot(struct tb_fast *f, __u32 slot)
-{
-	struct fring *r = &f->rings[slot];
-
-
-	if (r->path[0])
-		fast_dir_unpin(f->sess_fd, r->pid, r->path);
-	r->path[0] = 0;
-	fast_unmap_ring(r);
-	r->stale = true;
-}
-
-/* Each update or delete of a map-in-map waits for an RCU grace period
- * (milliseconds here), but a batch waits once: the slots closed in a
- * round are overwritten together with the template ring (empty, never
- * drained), which lets their rings go. (Arrays of maps have no batch
- * delete.) */
-void fast_flush_stale(struct tb_fast *f)
-{
-	__u32 *keys = calloc(f->o.max_rings, sizeof(*keys)), n = 0, count;
-	int *fds = calloc(f->o.max_rings, sizeof(*fds));
-
-	for (__u32 i = 0; keys && fds && i < f->o.max_rings; i++)
-		if (f->rings[i].stale) {
-			keys[n] = i;
-			fds[n++] = f->tmpl_fd;
-		}
-	count = n;
-	if (n && bpf_map_update_batch(f->outer_fd, keys, fds, &count, NULL))
-		for (__u32 i = 0; i < n; i++)
-			bpf_map_delete_elem(f->outer_fd, &keys[i]);
-	for (__u32 i = 0; i < n; i++)
-		f->rings[keys[i]].stale = false;
-	free(keys);
-	free(fds);
 }
 
 /* ring_used, per mille of the ring's size. */
@@ -787,7 +600,7 @@ void tb_fast_finish(struct tb_fast *f)
 		return;
 	now = mono_ns();
 	for (size_t i = 0; i < f->nprocs; i++)
-		ctl_dead(f->procs[i]->ctl_fd);
+		fast_ctl_set(f->procs[i]->ctl_fd, 0);
 	/* A write that saw the session live takes well under this. */
 	nanosleep(&ms, NULL);
 	for (unsigned i = 0; i < f->o.max_rings; i++)

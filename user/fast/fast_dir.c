@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * fast_dir.c - the fast path's directories in bpffs (docs/security.md).
+ * fast_dir.c - the fast path's bottom layer (fast_int.h): its
+ * directories in bpffs (docs/security.md), the processes' switches, and
+ * the other sessions seen there.
  * Every directory the recorder makes there is root's, mode 0711: a traced
  * process may open the pins given to its user by name (its switch, its
  * spares), and can neither list, add, remove nor replace anything. The
@@ -14,8 +16,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -230,4 +235,129 @@ void fast_dir_unpin(int sess_fd, uint32_t pid, const char *leaf)
 		return;
 	unlinkat(fd, leaf, 0);
 	close(fd);
+}
+
+bool fast_pid_alive(long pid)
+{
+	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* A process's switch: made off, LIVE once the process is this session's
+ * alone (get_proc), off again when the session ends. */
+int fast_ctl_make(uint32_t wait_us)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	struct tracebpf_fast_ctl off = { .pid = (uint32_t)getpid(),
+					 .features = TRACEBPF_FAST_F_BATCH,
+					 .wait_us = wait_us };
+	__u32 zero = 0;
+	int fd, err;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tb_fast_ctl", 4, sizeof(off), 1, &mo);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_update_elem(fd, &zero, &off, 0)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Sets a switch's `live` to `to` if it is `from` (any, when from is 0),
+ * in place: the rest of it (the spares' pools) is the processes' too. */
+static void ctl_swap(int fd, uint32_t from, uint32_t to)
+{
+	volatile struct tracebpf_fast_ctl *c;
+	size_t len = TRACEBPF_FAST_CTL_BYTES;
+	uint32_t cur;
+
+	if (fd < 0)
+		return;
+	c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)   /* an older recorder's one-page switch */
+		c = mmap(NULL, len = 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)
+		return;
+	cur = from ? from : __atomic_load_n(&c->live, __ATOMIC_ACQUIRE);
+	__atomic_compare_exchange_n(&c->live, &cur, to, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	munmap((void *)c, len);
+}
+
+void fast_ctl_set(int fd, uint32_t live)
+{
+	ctl_swap(fd, 0, live);
+}
+
+/* The recorder of e when it is another live session's directory, or 0. */
+long fast_other_recorder(const struct dirent *e)
+{
+	long p = e->d_name[0] == 's' ? atol(e->d_name + 1) : 0;
+
+	return e->d_type == DT_DIR && p != getpid() && fast_pid_alive(p) ? p : 0;
+}
+
+/* The recorder of another live session than ours, or 0. */
+long fast_other_session(void)
+{
+	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	struct dirent *e;
+	long pid = 0;
+
+	while (d && !pid && (e = readdir(d)))
+		pid = fast_other_recorder(e);
+	if (d)
+		closedir(d);
+	return pid;
+}
+
+/* Switches every process another live session has on its fast path to
+ * its probes (TB_FAST_SHARED), so that this session sees all of its
+ * events too. */
+void fast_share_others(void)
+{
+	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	char path[PATH_MAX], target[96];
+	struct dirent *e;
+	ssize_t n;
+	long rec;
+	int fd;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_LNK)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 1 || target[0] != 's')
+			continue;
+		target[n] = 0;
+		rec = atol(target + 1);
+		if (rec == getpid() || !fast_pid_alive(rec))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/ctl", TRACEBPF_FAST_ROOT, e->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		ctl_swap(fd, TRACEBPF_FAST_LIVE, TB_FAST_SHARED);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
+static bool other_seen;   /* another session seen, and said so */
+
+bool fast_other_seen(void)
+{
+	return other_seen;
+}
+
+void fast_say_other(long other)
+{
+	if (!other || other_seen)
+		return;
+	other_seen = true;
+	fprintf(stderr, "tracebpf: record: another tracebpf (pid %ld) is recording: while both "
+			"record, processes take their probes for every event\n", other);
 }

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * fast_int.h - what fast.c (the session: its directory in bpffs, the
- * drain, the end) and fast_pool.c (the processes: their directories and
- * switches, the spare rings made ahead of their threads, growth) share.
+ * fast_int.h - what the fast path's files share, in layers that call
+ * only down:
+ *   fast.c       the session (its directory, the drain, the end): fast.h
+ *   fast_pool.c  the processes (their directories and switches), the spare
+ *                rings made ahead of their threads, growth, the rings' slots
+ *   fast_read.c  one ring read into records
+ *   fast_dir.c   bpffs: directories and pins by descriptor, switches, the
+ *                other sessions
  * Not for other users of fast.h.
  */
 #ifndef TRACEBPF_FAST_INT_H
@@ -146,17 +151,24 @@ void fast_dir_remove(int dirfd, const char *name, bool off);
 void fast_dir_unpin(int sess_fd, uint32_t pid, const char *leaf);
 void fast_remove_dir(const char *path, bool off);
 
-/* fast.c */
+struct dirent;
+
+/* fast_dir.c: the switches, and the other sessions' directories */
 bool fast_pid_alive(long pid);
 int fast_ctl_make(uint32_t wait_us);
 void fast_ctl_set(int fd, uint32_t live);
 long fast_other_session(void);
+long fast_other_recorder(const struct dirent *e);
+void fast_share_others(void);
 void fast_say_other(long other);
 bool fast_other_seen(void);
+
+/* fast_pool.c: the rings' slots */
 unsigned long fast_ring_used(const struct fring *r);
 void fast_unmap_ring(struct fring *r);
 void fast_close_slot(struct tb_fast *f, uint32_t slot);
 void fast_flush_stale(struct tb_fast *f);
+
 
 /* fast_read.c: what a ring is read under, and what was read. */
 struct fast_cut {

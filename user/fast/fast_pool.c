@@ -965,3 +965,61 @@ void fast_share_all(struct tb_fast *f)
 	for (size_t i = 0; i < f->nprocs; i++)
 		share(f->procs[i]);
 }
+
+void fast_unmap_ring(struct fring *r)
+{
+	if (r->data)
+		munmap((void *)r->data, r->size);
+	r->data = NULL;
+	munmap((void *)r->pos, RING_META);
+	close(r->fd);
+	r->fd = -1;
+}
+
+/* Bytes of r its thread has written and the drain not yet taken. */
+unsigned long fast_ring_used(const struct fring *r)
+{
+	unsigned long cons = __atomic_load_n(&r->pos[0], __ATOMIC_ACQUIRE);
+	unsigned long prod = __atomic_load_n(&r->pos[4096 / sizeof(long)], __ATOMIC_ACQUIRE);
+
+	return prod - cons;
+}
+
+/* A ring that holds nothing of anyone's: closed, its slot taken out of
+ * fast_rings with the others at the round's end (fast_flush_stale). */
+void fast_close_slot(struct tb_fast *f, __u32 slot)
+{
+	struct fring *r = &f->rings[slot];
+
+
+	if (r->path[0])
+		fast_dir_unpin(f->sess_fd, r->pid, r->path);
+	r->path[0] = 0;
+	fast_unmap_ring(r);
+	r->stale = true;
+}
+
+/* Each update or delete of a map-in-map waits for an RCU grace period
+ * (milliseconds here), but a batch waits once: the slots closed in a
+ * round are overwritten together with the template ring (empty, never
+ * drained), which lets their rings go. (Arrays of maps have no batch
+ * delete.) */
+void fast_flush_stale(struct tb_fast *f)
+{
+	__u32 *keys = calloc(f->o.max_rings, sizeof(*keys)), n = 0, count;
+	int *fds = calloc(f->o.max_rings, sizeof(*fds));
+
+	for (__u32 i = 0; keys && fds && i < f->o.max_rings; i++)
+		if (f->rings[i].stale) {
+			keys[n] = i;
+			fds[n++] = f->tmpl_fd;
+		}
+	count = n;
+	if (n && bpf_map_update_batch(f->outer_fd, keys, fds, &count, NULL))
+		for (__u32 i = 0; i < n; i++)
+			bpf_map_delete_elem(f->outer_fd, &keys[i]);
+	for (__u32 i = 0; i < n; i++)
+		f->rings[keys[i]].stale = false;
+	free(keys);
+	free(fds);
+}
