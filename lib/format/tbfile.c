@@ -170,31 +170,41 @@ void tb_grow_pipe(int fd)
 }
 
 /* Reads up to n bytes, fewer only at end of input. *got = bytes read. */
-static int read_full(int fd, void *buf, size_t n, size_t *got)
+/* n bytes of buf moved through fd, read into it or written from it: EINTR
+ * is retried and a descriptor that would block is waited for (poll), so
+ * that a pipe or socket moves all of it. *done: the bytes moved; a read
+ * stops short only at the end of the file, a write that moves nothing is
+ * -EIO. 0 or a negative errno. The one loop of the reader and the writer. */
+int tb_fd_io(int fd, void *buf, size_t n, size_t *done, bool writing)
 {
 	char *p = buf;
 
-	*got = 0;
-	while (*got < n) {
-		ssize_t r = read(fd, p + *got, n - *got);
+	*done = 0;
+	while (*done < n) {
+		ssize_t k = writing ? write(fd, p + *done, n - *done) :
+				      read(fd, p + *done, n - *done);
 
-		if (r < 0) {
+		if (k < 0) {
+			struct pollfd pfd = { .fd = fd, .events = writing ? POLLOUT : POLLIN };
+
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-					return -errno;
-				continue;
-			}
-			return -errno;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -errno;
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
 		}
-		if (r == 0)
-			break;
-		*got += (size_t)r;
+		if (k == 0)
+			return writing ? -EIO : 0;
+		*done += (size_t)k;
 	}
 	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t n, size_t *got)
+{
+	return tb_fd_io(fd, buf, n, got, false);
 }
 
 /* Bytes between the current position and the end of input: seeks when it

@@ -9,6 +9,7 @@
 #ifndef TRACEBPF_TBFILE_H
 #define TRACEBPF_TBFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -101,6 +102,10 @@ struct tb_writer_opts {
 	int no_index;                    /* no chunk index at close */
 	int excl;                        /* path must not exist: else -EEXIST */
 };
+/* Reads or writes all n bytes of buf through fd (pipes and sockets
+ * included); *done says how many moved. 0 or a negative errno. */
+int tb_fd_io(int fd, void *buf, size_t n, size_t *done, bool writing);
+
 /* path "-" writes to stdout. Writes the file header at once. The file is
  * locked (flock) while open: -EBUSY, the file untouched, when another
  * writer has it. A symbolic link at path is followed only when root (or

@@ -28,29 +28,9 @@
  * (stdout may be a non-blocking pipe). */
 static int write_all(int fd, const void *buf, size_t n)
 {
-	const char *p = buf;
+	size_t done;
 
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-
-				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-					return -errno;
-				continue;
-			}
-			return -errno;
-		}
-		if (w == 0)
-			return -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return tb_fd_io(fd, (void *)buf, n, &done, true);
 }
 
 struct wstream {
