@@ -46,4 +46,11 @@ void tb_ctl_print_filter(const struct recording *r);
  * not NULL). 0 or a negative errno from writing stdout. */
 int tb_ctl_print_json(const struct recording *v, int n, const struct recording *only);
 
+/* ctl_rec.c: the control map, as both sides map it */
+size_t tb_ctl_map_bytes(void);
+struct tb_ctl *tb_ctl_map(int fd);
+/* A request (start when !off, stop) written into the map for the
+ * recorder; its sequence number. */
+__u64 tb_ctl_ask(struct tb_ctl *m, bool off, __u32 by);
+
 #endif

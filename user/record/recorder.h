@@ -125,7 +125,7 @@ struct recorder {
 	struct tb_fast *fast;   /* the fast path (user/fast/fast.c), NULL when off */
 	pid_t releaser;        /* start_releaser's process */
 	int releaser_fd;       /* write end of its pipe */
-	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl/ctl.c) */
+	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl/ctl_rec.c) */
 	char exe[PATH_MAX];    /* -- CMD, resolved */
 	struct tb_paths found; /* objects with probes the targets map at the start */
 	bool tty;              /* a live status line on stderr */
