@@ -204,7 +204,12 @@ def test_a_forged_spare_count_is_not_trusted(recorder, scratch):
         f"fast_seq's events credited to other threads: {tids}, the attacker: {evil}"
     assert [s for s, _, _ in theirs] == list(range(len(theirs))) and len(theirs) > 100, \
         len(theirs)
-    assert all(f for _, f, _ in theirs), "fast_seq lost its fast path"
+    # beside the attacker, fast_seq keeps its fast path (a thread the drain
+    # keeps waiting past --fast-wait on a loaded machine may put an event
+    # or two on its probes, and that is all)
+    slow = [s for s, f, _ in theirs if not f]
+    assert len(slow) < len(theirs) // 20, \
+        f"fast_seq lost its fast path: {len(slow)} of {len(theirs)} events took the probes"
 
 
 def test_an_unaligned_producer_position_costs_its_process_alone(recorder, scratch):
