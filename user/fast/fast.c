@@ -243,6 +243,22 @@ static void fast_off(const char *why, int err)
 			"its probe\n", why, err ? ": " : "", err ? strerror(-err) : "");
 }
 
+/* Whether the session can pin (can_pin): 0; 1 when it cannot, said, f
+ * closed (the fast path is off); a directory someone else made refuses
+ * the recording (said): -EPERM, f closed. */
+static int pin_or_off(struct tb_fast *f)
+{
+	int err = can_pin();
+
+	if (!err)
+		return 0;
+	tb_fast_close(f);
+	if (err == -EPERM)
+		return err;
+	fast_off("cannot pin in " BPF_FS, err);
+	return 1;
+}
+
 int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 		    const struct tb_fast_opts *o)
 {
@@ -267,15 +283,11 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 		/* switches only: each process's categories, no rings */
 		fprintf(stderr, "tracebpf: record: the fast path is off (--no-fast-path): "
 				"every event of a category recorded takes its probe\n");
-		err = can_pin();
-		if (err) {
-			tb_fast_close(f);
-			if (err == -EPERM)
-				return err;   /* a directory someone else made: said */
-			fast_off("cannot pin in " BPF_FS, err);
-			goto off;
-		}
-		*fp = f;
+		err = pin_or_off(f);
+		if (err < 0)
+			return err;
+		if (!err)
+			*fp = f;
 		goto off;
 	}
 	err = make_template(f);
@@ -284,14 +296,11 @@ int tb_fast_prepare(struct tb_fast **fp, struct record_bpf *skel,
 		tb_fast_close(f);
 		goto off;
 	}
-	err = can_pin();
-	if (err) {
-		tb_fast_close(f);
-		if (err == -EPERM)
-			return err;   /* a directory someone else made: said */
-		fast_off("cannot pin in " BPF_FS, err);
+	err = pin_or_off(f);
+	if (err < 0)
+		return err;
+	if (err)
 		goto off;
-	}
 	err = bpf_map__set_max_entries(skel->maps.fast_rings, o->max_rings);
 	if (!err)
 		err = bpf_map__set_inner_map_fd(skel->maps.fast_rings, f->tmpl_fd);
