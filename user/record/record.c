@@ -34,7 +34,7 @@
 
 static volatile sig_atomic_t stop_signal;
 
-void on_signal(int sig)
+void rec_on_signal(int sig)
 {
 	stop_signal = sig;
 }
@@ -104,7 +104,7 @@ static int check_env(const struct tb_record_opts *o)
 	err = check_btf(o->btf_path ? o->btf_path : "/sys/kernel/btf/vmlinux");
 	if (err)
 		return err;
-	return check_nofile();
+	return rec_check_nofile();
 }
 
 /* How long a command told to end may take to exit while still recorded. */
@@ -148,7 +148,7 @@ static int end_command(struct recorder *r)
 	stop_signal = 0;
 	until = now_ns(CLOCK_MONOTONIC) + END_CMD_NS;
 	while (!stop_signal && !ret && r->child > 0 && now_ns(CLOCK_MONOTONIC) < until)
-		ret = poll_round(r);
+		ret = rec_poll_round(r);
 	if (r->targets_gone)
 		reap_command(r);
 	if (r->child > 0 && ret >= 0)
@@ -164,7 +164,7 @@ static int record_loop(struct recorder *r)
 
 	r->t0 = r->last_status = now_ns(CLOCK_MONOTONIC);
 	while (!stop_signal && !ret)
-		ret = poll_round(r);
+		ret = rec_poll_round(r);
 	if (ret >= 0)
 		ret = end_command(r);
 	if (r->tty)
@@ -189,32 +189,32 @@ static void destroy(struct recorder *r, int err)
 			kill(r->child, SIGKILL);
 		waitpid(r->child, NULL, err ? 0 : WNOHANG);
 	}
-	md_free(r);
+	rec_md_free(r);
 	if (r->w)
 		tb_writer_close(r->w);
 	if (r->server)
 		tb_serve_close(r->server);
 	tb_links_destroy(&r->links, &r->nlinks);
-	detach_usdt(r);
+	rec_detach_usdt(r);
 	tb_sched_destroy(r->sched);
 	tb_fast_close(r->fast);
 	if (r->skel) {
 		/* nothing stops a process any more: release whoever waits */
 		record_bpf__detach(r->skel);
-		release_stopped(r, false);
+		rec_release_stopped(r, false);
 	}
-	stop_releaser(r);
+	rec_stop_releaser(r);
 	for (i = 0; i < r->nobjs; i++) {
-		usdt_detach(&r->objs[i]);
+		rec_usdt_detach(&r->objs[i]);
 		free(r->objs[i].path);
 		close(r->objs[i].fd);
 	}
 	free(r->held);
 	free(r->objs);
 	tb_ctl_close(&r->ctl);
-	cats_close(r);
+	rec_cats_close(r);
 	free(r->filter_logged);
-	keep_free(r);
+	rec_keep_free(r);
 	free(r->base_vals);
 	tb_gaps_close(&r->gaps);
 	tb_slots_close(&r->slots);
@@ -222,7 +222,7 @@ static void destroy(struct recorder *r, int err)
 	tb_rings_close(&r->rings);
 	record_bpf__destroy(r->skel);
 	tb_paths_free(&r->found);
-	usdt_close(r);
+	rec_usdt_close(r);
 }
 
 /* The recorder runs at nice -20 when it may (root), and at the lowest
@@ -318,24 +318,24 @@ int tb_record(const struct tb_record_opts *o)
 	raise_priority(&r);
 	err = name_session(&r);
 	if (!err)
-		err = usdt_open(&r);
+		err = rec_usdt_open(&r);
 	if (!err)
-		err = find_targets(&r);
+		err = rec_find_targets(&r);
 	if (!err)
-		err = load_bpf(&r);
+		err = rec_load_bpf(&r);
 	if (!err)
-		err = open_output(&r);
+		err = rec_open_output(&r);
 	if (!err)
-		err = attach_targets(&r);
+		err = rec_attach_targets(&r);
 	if (!err) {
-		md_scan_all(&r);
-		err = finish_output(&r, record_loop(&r));
-		report(&r);
+		rec_md_scan_all(&r);
+		err = rec_finish_output(&r, record_loop(&r));
+		rec_report(&r);
 		lower_priority(&r);
 		if (!err)
-			err = write_json(&r);
+			err = rec_write_json(&r);
 	}
-	if (reap_converts(&r) && !err)   /* the files ctl restart closed */
+	if (rec_reap_converts(&r) && !err)   /* the files ctl restart closed */
 		err = -EIO;
 	destroy(&r, err);
 	return err;

@@ -135,14 +135,14 @@ static int attach_usdt(struct recorder *r, struct object *ob, const char *path)
 
 /* tracebpf ctl stop: no uprobe left, so every site's semaphore is 0 and a
  * hit costs the application a load and a branch. */
-void detach_usdt(struct recorder *r)
+void rec_detach_usdt(struct recorder *r)
 {
 	for (int i = 0; i < r->nobjs; i++) {
 		for (int k = 0; k < TB_NPROBES; k++) {
 			bpf_link__destroy(r->objs[i].link[k]);
 			r->objs[i].link[k] = NULL;
 		}
-		usdt_detach(&r->objs[i]);
+		rec_usdt_detach(&r->objs[i]);
 	}
 }
 
@@ -157,12 +157,12 @@ static int attach_probes(struct recorder *r, struct object *ob)
 
 	snprintf(via, sizeof(via), "/proc/self/fd/%d", ob->fd);
 	err = attach_usdt(r, ob, via);
-	return err ? err : usdt_attach(r, ob, via);
+	return err ? err : rec_usdt_attach(r, ob, via);
 }
 
 /* tracebpf ctl start: every object again. The first error, after trying
  * them all (each one said). */
-int reattach_usdt(struct recorder *r)
+int rec_reattach_usdt(struct recorder *r)
 {
 	int err = 0, e;
 
@@ -257,7 +257,7 @@ static int attach_object(struct recorder *r, const char *path, bool say)
 	if (!err && !r->ctl.off)
 		err = attach_probes(r, ob);
 	if (err) {
-		usdt_detach(ob);
+		rec_usdt_detach(ob);
 		for (int k = 0; k < TB_NPROBES; k++)
 			bpf_link__destroy(ob->link[k]);
 		free(ob->path);
@@ -298,7 +298,7 @@ static void attach_loader_hook(struct recorder *r)
 /* Processes the kernel side stopped at exec or at the loader hook: attach
  * to what they map now (and, after exec, to the libraries the new image's
  * loader is about to map), then let them go. */
-void release_stopped(struct recorder *r, bool attach)
+void rec_release_stopped(struct recorder *r, bool attach)
 {
 	int fd = bpf_map__fd(r->skel->maps.stopped);
 	__u32 key, next, *prev = NULL, why;
@@ -336,7 +336,7 @@ void release_stopped(struct recorder *r, bool attach)
 		}
 		/* still stopped: this is the new image's command line */
 		if (why == TB_STOP_EXEC)
-			write_cmdline(r, pids[i]);
+			rec_write_cmdline(r, pids[i]);
 		bpf_map_delete_elem(fd, &pids[i]);
 		/* another recording of it may still be attaching: it resumes it */
 		if (!tb_fast_held_elsewhere(pids[i]))
@@ -432,7 +432,7 @@ static int find_pid_objects(struct recorder *r, pid_t pid)
 	return 0;
 }
 
-int find_targets(struct recorder *r)
+int rec_find_targets(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	int err = o->cmd ? find_cmd_objects(r) : 0;
@@ -440,7 +440,7 @@ int find_targets(struct recorder *r)
 	for (int i = 0; !err && i < o->npids; i++)
 		err = find_pid_objects(r, o->pids[i]);
 	if (!err) {
-		err = output_paths(r, o->out);
+		err = rec_output_paths(r, o->out);
 		if (err) {
 			char buf[160];
 			const char *hint = tb_out_hint(o->out, err, buf, sizeof(buf));
@@ -627,7 +627,7 @@ static void pin_session_maps(struct recorder *r)
 
 /* Both BPF objects loaded, their rings in one manager, the releaser and
  * the ctl switch ready; nothing attached yet. */
-int load_bpf(struct recorder *r)
+int rec_load_bpf(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	struct tb_sched_opts so = {
@@ -643,7 +643,7 @@ int load_bpf(struct recorder *r)
 		err = load_record_bpf(r);
 	if (err)
 		return err;
-	err = start_releaser(r);
+	err = rec_start_releaser(r);
 	if (err) {
 		ERR("failed to start the process that resumes targets if tracebpf is killed: %s",
 		    strerror(-err));
@@ -654,11 +654,11 @@ int load_bpf(struct recorder *r)
 			tb_hint_bpf(err, NULL);
 		return err;
 	}
-	err = tb_rings_insert(&r->rings, bpf_map__fd(r->skel->maps.rings), &r->rb, on_record, r);
+	err = tb_rings_insert(&r->rings, bpf_map__fd(r->skel->maps.rings), &r->rb, rec_on_record, r);
 	if (!err)
 		err = tb_fast_start(r->fast);
-	tb_fast_output(r->fast, on_record, r);
-	tb_fast_between(r->fast, consume_rings);
+	tb_fast_output(r->fast, rec_on_record, r);
+	tb_fast_between(r->fast, rec_consume_rings);
 	if (err)
 		return err;
 	tb_fast_pin_stopped(bpf_map__fd(r->skel->maps.stopped));
@@ -677,7 +677,7 @@ int load_bpf(struct recorder *r)
 				"(BPF_F_MMAPABLE, Linux 5.5 and later)\n");
 		return err;
 	}
-	err = cats_open(r);
+	err = rec_cats_open(r);
 	if (err)
 		return err;
 	err = tb_gaps_open(&r->gaps, bpf_map__fd(r->skel->maps.gaps), r->ncpus, TB_GAP_APP);
@@ -693,7 +693,7 @@ int load_bpf(struct recorder *r)
 	}
 	err = tb_sched_load(r->sched, bpf_map__fd(r->skel->maps.traced),
 			    bpf_map__fd(r->skel->maps.rings), bpf_map__fd(r->skel->maps.tb_ctl),
-			    &r->rb, on_record, r);
+			    &r->rb, rec_on_record, r);
 	if (err)
 		return err;
 	tb_ctl_kernel(&r->ctl, tb_sched_tp_off_fd(r->sched));
@@ -716,7 +716,7 @@ static int trace_process(struct recorder *r, pid_t pid, __u64 gen)
 
 /* Lifecycle tracepoints first, so that no fork of a target is missed; then
  * the targets, their objects' probes, the signals, and the command runs. */
-int attach_targets(struct recorder *r)
+int rec_attach_targets(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	struct sigaction sa = {};
@@ -732,7 +732,7 @@ int attach_targets(struct recorder *r)
 	if (err)
 		return err;
 	if (o->cmd) {
-		err = spawn_child(r, r->exe);
+		err = rec_spawn_child(r, r->exe);
 		if (err) {
 			ERR("failed to start '%s': %s", o->cmd[0], strerror(-err));
 			return err;
@@ -745,8 +745,8 @@ int attach_targets(struct recorder *r)
 		err = trace_process(r, o->pids[i], 2 + i);
 		if (err)
 			return err;
-		write_comms(r, o->pids[i]);
-		write_cmdline(r, o->pids[i]);
+		rec_write_comms(r, o->pids[i]);
+		rec_write_cmdline(r, o->pids[i]);
 	}
 	for (i = 0; i < r->found.n; i++) {
 		err = attach_object(r, r->found.v[i], true);
@@ -757,9 +757,9 @@ int attach_targets(struct recorder *r)
 
 	/* Ctrl-C, kill and a closed terminal stop the recording the same
 	 * way: last drain, processes released, file finished. */
-	sa.sa_handler = on_signal;
+	sa.sa_handler = rec_on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	return o->cmd ? start_child(r) : 0;
+	return o->cmd ? rec_start_child(r) : 0;
 }

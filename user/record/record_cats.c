@@ -42,7 +42,7 @@ static void map_name(const char *session, char name[16])
 
 /* The map, with the command line's rules; the fast path's switches get
  * them from here. */
-int cats_open(struct recorder *r)
+int rec_cats_open(struct recorder *r)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
 	const char *why = "";
@@ -79,7 +79,7 @@ int cats_open(struct recorder *r)
 }
 
 /* The rules in effect, as a TB_REC_CATS record stamped ts. */
-int cats_log(struct recorder *r, __u64 ts)
+int rec_cats_log(struct recorder *r, __u64 ts)
 {
 	struct {
 		struct tb_rec_cats h;
@@ -103,17 +103,17 @@ int cats_log(struct recorder *r, __u64 ts)
  * them before asking, and waits for the answer), what was recorded under
  * the old ones is taken first, then every switch gets the new ones, and
  * the file says so from then on. */
-int cats_check(struct recorder *r)
+int rec_cats_check(struct recorder *r)
 {
 	char desc[256];
 	int err;
 
 	if (!r->cats || __atomic_load_n(&r->cats->gen, __ATOMIC_ACQUIRE) == r->cats_gen)
 		return 0;
-	take_all(r);
+	rec_take_all(r);
 	tb_fast_cats(r->fast, r->cats);
 	r->cats_gen = r->cats->gen;
-	err = cats_log(r, now_ns(CLOCK_MONOTONIC));
+	err = rec_cats_log(r, now_ns(CLOCK_MONOTONIC));
 	if (!r->o->quiet) {
 		tb_cats_describe(r->cats->rules, r->cats->len, desc, sizeof(desc));
 		fprintf(stderr, "%stracebpf: categories recorded now: %s (tracebpf ctl)\n",
@@ -122,7 +122,7 @@ int cats_check(struct recorder *r)
 	return err;
 }
 
-void cats_close(struct recorder *r)
+void rec_cats_close(struct recorder *r)
 {
 	if (r->cats)
 		munmap(r->cats, cats_bytes());

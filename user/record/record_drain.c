@@ -28,12 +28,12 @@
 #include "format/tbfile.h"
 
 /* Everything the programs wrote: the ring buffers, then the slot rings. */
-void consume_rings(void *ctx)
+void rec_consume_rings(void *ctx)
 {
 	struct recorder *r = ctx;
 
 	ring_buffer__consume(r->rb);
-	tb_slots_consume(&r->slots, on_record, r);
+	tb_slots_consume(&r->slots, rec_on_record, r);
 }
 
 static void append_rec(struct recorder *r, const struct tb_rec_hdr *h)
@@ -83,7 +83,7 @@ static void release_held(struct recorder *r)
  * cut for the next round. Everything committed before the drain is then
  * delivered in the round (merge.h's rounds). last: the session ends, and
  * everything is taken. */
-void drain_fast(struct recorder *r, bool last)
+void rec_drain_fast(struct recorder *r, bool last)
 {
 	if (!r->fast)
 		return;
@@ -99,13 +99,13 @@ void drain_fast(struct recorder *r, bool last)
  * round. The programs record nothing stamped after the stop, so what the
  * rings and the held records have is what precedes it, and `ctl stop`
  * returns only once that is in the file. */
-void take_all(struct recorder *r)
+void rec_take_all(struct recorder *r)
 {
 	release_held(r);
 	r->cut = 0;
 	if (r->fast)
 		tb_fast_drain_all(r->fast);
-	consume_rings(r);
+	rec_consume_rings(r);
 }
 
 /* Threads and images that are gone give up their fast-path rings. */
@@ -135,7 +135,7 @@ static void count_path(struct recorder *r, const struct tb_rec_hdr *h)
 	r->fast_events += !!(((const struct tb_rec_event *)h)->flags & TB_EVF_FAST);
 }
 
-int on_record(void *ctx, void *data, size_t size)
+int rec_on_record(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
 	size_t off = 0;
@@ -156,8 +156,8 @@ int on_record(void *ctx, void *data, size_t size)
 			continue;
 		}
 		fast_follow(r, h);
-		keep_note(r, h);
-		md_note(r, h);
+		rec_keep_note(r, h);
+		rec_md_note(r, h);
 		r->events++;
 		count_path(r, h);
 		if (r->cut && h->ts > r->cut)
@@ -177,7 +177,7 @@ int on_record(void *ctx, void *data, size_t size)
  * (the application's rings and the kernel's summed); the two totals into
  * *app and *kern. An error when a drop counter cannot be read: then how
  * much was lost is unknown, which the caller must say. */
-int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
+int rec_read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 {
 	__u32 zero = 0;
 
@@ -194,20 +194,20 @@ int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern)
 
 /* Processes that traced processes started but that the kernel side could
  * not add to `traced` (full): a plain read of the mapped .bss. */
-__u64 lost_procs(struct recorder *r)
+__u64 rec_lost_procs(struct recorder *r)
 {
 	return *(volatile __u64 *)&r->skel->bss->lost_procs;
 }
 
 /* A STATS record with the drop counts so far (the last one in the file
  * wins): written whenever they grew, so that a recorder killed later
- * leaves them in the file, and at the end. An error (-ENOMEM, or read_drops')
+ * leaves them in the file, and at the end. An error (-ENOMEM, or rec_read_drops')
  * only when the counts are unknown; a write error goes to r->write_err. */
-int write_stats(struct recorder *r)
+int rec_write_stats(struct recorder *r)
 {
 	int ncpus = r->ncpus < (int)TB_STATS_MAX_CPUS ? r->ncpus : (int)TB_STATS_MAX_CPUS;
 	size_t sz = sizeof(struct tb_rec_stats) + (ncpus + 1) * sizeof(__u64);
-	__u64 lost = lost_procs(r);
+	__u64 lost = rec_lost_procs(r);
 	struct tb_rec_stats *st = calloc(1, sz);
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
 	__u64 app, kern;
@@ -215,7 +215,7 @@ int write_stats(struct recorder *r)
 
 	if (!st || !vals)
 		goto out;
-	err = read_drops(r, vals, &app, &kern);
+	err = rec_read_drops(r, vals, &app, &kern);
 	if (err)
 		goto out;
 	r->stats_app = app;
@@ -247,23 +247,23 @@ out:
 }
 
 /* A new file begins (ctl restart): its STATS records count from here. */
-void stats_baseline(struct recorder *r)
+void rec_stats_baseline(struct recorder *r)
 {
 	if (!r->base_vals && !(r->base_vals = calloc(r->ncpus, sizeof(__u64))))
 		return;   /* the new file's counts then include the old one's */
-	if (read_drops(r, r->base_vals, &r->base_app, &r->base_kern)) {
+	if (rec_read_drops(r, r->base_vals, &r->base_app, &r->base_kern)) {
 		memset(r->base_vals, 0, r->ncpus * sizeof(__u64));
 		r->base_app = r->base_kern = 0;
 	}
-	r->base_lost = lost_procs(r);
+	r->base_lost = rec_lost_procs(r);
 	r->base_events = r->events;
 }
 
-/* The drop totals (0 or a negative errno, as read_drops). */
-int total_drops(struct recorder *r, __u64 *app, __u64 *kern)
+/* The drop totals (0 or a negative errno, as rec_read_drops). */
+int rec_total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 {
 	__u64 *vals = calloc(r->ncpus, sizeof(__u64));
-	int err = vals ? read_drops(r, vals, app, kern) : -ENOMEM;
+	int err = vals ? rec_read_drops(r, vals, app, kern) : -ENOMEM;
 
 	free(vals);
 	return err;
@@ -320,7 +320,7 @@ static int targets_alive(struct recorder *r, __u64 now)
 
 /* The gap marks still pending after a drain, into the file (user/kern/gaps.c):
  * a mark is in the round after its losses at the latest. */
-void sweep_gaps(struct recorder *r)
+void rec_sweep_gaps(struct recorder *r)
 {
 	int err = tb_gaps_sweep(&r->gaps, r->w);
 
@@ -340,10 +340,10 @@ static void stats_if_grown(struct recorder *r)
 {
 	__u64 app, kern;
 
-	sweep_gaps(r);
-	if ((!total_drops(r, &app, &kern) && app + kern != r->stats_app + r->stats_kern) ||
-	    lost_procs(r) != r->stats_lost)
-		write_stats(r);
+	rec_sweep_gaps(r);
+	if ((!rec_total_drops(r, &app, &kern) && app + kern != r->stats_app + r->stats_kern) ||
+	    rec_lost_procs(r) != r->stats_lost)
+		rec_write_stats(r);
 }
 
 /* Real-time (record.c) while threads wait on their probes for rings: some
@@ -364,7 +364,7 @@ static void pace(struct recorder *r)
 /* One round: drain the rings, release the processes held for attach,
  * answer ctl, append to the file. 1 when the recording is over, 0 to go
  * on, or a negative errno (said). */
-int poll_round(struct recorder *r)
+int rec_poll_round(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	int err, cerr, alive;
@@ -385,28 +385,28 @@ int poll_round(struct recorder *r)
 		r->woken++;
 	else
 		r->ticks++;
-	tb_slots_consume(&r->slots, on_record, r);   /* as poll did the ring buffers */
-	drain_fast(r, false);
+	tb_slots_consume(&r->slots, rec_on_record, r);   /* as poll did the ring buffers */
+	rec_drain_fast(r, false);
 	err = tb_sched_flush(r->sched);
 	if (err)
 		return err;
-	consume_rings(r);
+	rec_consume_rings(r);
 	/* Anything consumed from here to the next round's cut was stamped
 	 * before that cut: it belongs to the next round as it is, and holding
 	 * it would only copy it twice. */
 	r->cut = 0;
 	pace(r);
 	tb_fast_round_end(r->fast);
-	release_stopped(r, true);
+	rec_release_stopped(r, true);
 	stats_if_grown(r);
-	cerr = handle_ctl(r, r->tty);
+	cerr = rec_handle_ctl(r, r->tty);
 	if (cerr && !r->write_err)
 		r->write_err = cerr;
 	err = tb_writer_flush(r->w);
 	if (!err)
 		err = r->write_err;
 	if (err) {
-		err_write(r->tbt_path, err, false);
+		rec_err_write(r->tbt_path, err, false);
 		return err;
 	}
 	tb_ctl_ack(&r->ctl);   /* the change is in the file now */
@@ -415,9 +415,9 @@ int poll_round(struct recorder *r)
 	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
 		r->child = -1;
 	now = now_ns(CLOCK_MONOTONIC);
-	publish_stats(r, now);
+	rec_publish_stats(r, now);
 	if (r->tty && now - r->last_status >= 1000000000ull) {
-		status_line(r, (now - r->t0) / 1e9,
+		rec_status_line(r, (now - r->t0) / 1e9,
 			    (r->events - r->last_events) * 1e9 / (now - r->last_status));
 		r->last_status = now;
 		r->last_events = r->events;

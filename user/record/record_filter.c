@@ -72,7 +72,7 @@ static bool same_filter(const struct tb_rec_filter *a, const struct tb_rec_filte
 /* Logs the filter in effect, stamped ts, when it differs from the one
  * the file has (fresh: a new file, which has none, and so no filter). 0
  * or a negative errno. */
-int filter_log(struct recorder *r, __u64 ts, bool fresh)
+int rec_filter_log(struct recorder *r, __u64 ts, bool fresh)
 {
 	struct tb_rec_filter *f = filter_now(r);
 	int err;

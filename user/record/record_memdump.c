@@ -7,10 +7,10 @@
  *
  * The thread is named "tracebpf-md NN" (NN: the signal it waits for) and
  * sleeps in rt_sigtimedwait() with every signal blocked. It is found two
- * ways: in /proc when the recording starts (md_scan_all), and by its
+ * ways: in /proc when the recording starts (rec_md_scan_all), and by its
  * `dumper` site (phase 'v', tracebpf/site.h: the SITE record its first
  * hit in each process gives) when it starts while the recording runs,
- * in a process started or forked since (md_note). It is
+ * in a process started or forked since (rec_md_note). It is
  * told by a queued signal (SI_QUEUE, the value the interval in ms, 0 to
  * stop) sent through a pidfd of the thread, after its name was checked
  * through that pidfd's task: a thread id reused by another thread is
@@ -42,7 +42,7 @@ static int md_thread_signal(uint32_t pid, uint32_t tid)
 	char comm[16];
 	int sig = 0;
 
-	if (!read_comm((pid_t)pid, (pid_t)tid, comm) && !strncmp(comm, MD_COMM, strlen(MD_COMM)))
+	if (!rec_read_comm((pid_t)pid, (pid_t)tid, comm) && !strncmp(comm, MD_COMM, strlen(MD_COMM)))
 		sig = atoi(comm + strlen(MD_COMM));
 	return sig >= SIGRTMIN && sig <= SIGRTMAX ? sig : 0;
 }
@@ -131,7 +131,7 @@ static void md_on_site(struct recorder *r, const struct tb_rec_site *s)
 
 /* Every record goes by: the `dumper` sites' SITE records (no event is
  * looked at), and the processes that end. */
-void md_note(struct recorder *r, const struct tb_rec_hdr *h)
+void rec_md_note(struct recorder *r, const struct tb_rec_hdr *h)
 {
 	switch (h->type) {
 	case TB_REC_SITE:
@@ -173,15 +173,15 @@ static void md_scan(struct recorder *r, pid_t pid)
 
 /* At the start: the threads already running (their `dumper` site fired
  * before the probes were attached). */
-void md_scan_all(struct recorder *r)
+void rec_md_scan_all(struct recorder *r)
 {
 	if (r->o->memdump_ms)
-		each_traced(r, md_scan);
+		rec_each_traced(r, md_scan);
 }
 
 /* Every known thread told the interval now (ctl start), or to stop
  * (ctl stop, the recording's end: off). */
-void md_tell_all(struct recorder *r, bool off)
+void rec_md_tell_all(struct recorder *r, bool off)
 {
 	long ms = off ? 0 : (long)r->o->memdump_ms;
 	size_t i = 0;
@@ -195,7 +195,7 @@ void md_tell_all(struct recorder *r, bool off)
 			i++;
 }
 
-void md_free(struct recorder *r)
+void rec_md_free(struct recorder *r)
 {
 	free(r->md.v);
 	r->md.v = NULL;

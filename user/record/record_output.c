@@ -48,7 +48,7 @@ static int check_link(const char *path)
 /* x.json -> x.tbt + x.json; x.tbt -> x.tbt + x.json; x -> x.tbt + x.json;
  * a directory d -> d/trace.tbt + d/trace.json (d a symbolic link only when
  * it is root's: -ELOOP else) */
-int output_paths(struct recorder *r, const char *out)
+int rec_output_paths(struct recorder *r, const char *out)
 {
 	size_t len = strlen(out);
 	int base = (int)len;
@@ -82,7 +82,7 @@ int output_paths(struct recorder *r, const char *out)
 	return 0;
 }
 
-int read_comm(pid_t pid, pid_t tid, char comm[16])
+int rec_read_comm(pid_t pid, pid_t tid, char comm[16])
 {
 	char path[64], buf[64];
 	ssize_t n;
@@ -106,7 +106,7 @@ int read_comm(pid_t pid, pid_t tid, char comm[16])
 
 /* Names of the threads of pid as they are now: at the start for -p targets,
  * at the end for every process still alive. */
-void write_comms(struct recorder *r, pid_t pid)
+void rec_write_comms(struct recorder *r, pid_t pid)
 {
 	struct tb_rec_comm rec;
 	struct dirent *de;
@@ -123,7 +123,7 @@ void write_comms(struct recorder *r, pid_t pid)
 		if (tid <= 0)
 			continue;
 		memset(&rec, 0, sizeof(rec));
-		if (read_comm(pid, tid, rec.comm))
+		if (rec_read_comm(pid, tid, rec.comm))
 			continue;
 		rec.hdr.type = TB_REC_COMM;
 		rec.hdr.size = sizeof(rec);
@@ -137,7 +137,7 @@ void write_comms(struct recorder *r, pid_t pid)
 }
 
 /* The command line of pid as it is now, as a TB_REC_CMDLINE record. */
-void write_cmdline(struct recorder *r, pid_t pid)
+void rec_write_cmdline(struct recorder *r, pid_t pid)
 {
 	char path[128], dir[96], buf[sizeof(struct tb_rec_cmdline) + TB_CMDLINE_MAX + 8];
 	struct tb_rec_cmdline *rec = (void *)buf;
@@ -186,7 +186,7 @@ static void err_drops(int err)
 /* The trace file could not be written (or created): what is in it is a
  * readable prefix of the recording (docs/format.md); say how to get all of
  * it next time. */
-void err_write(const char *path, int err, bool create)
+void rec_err_write(const char *path, int err, bool create)
 {
 	char buf[160];
 	/* a link or a file of another user's refused (outfile.h), else the
@@ -288,7 +288,7 @@ static int check_links(struct recorder *r)
 			continue;
 		err = check_link(paths[i]);
 		if (err) {
-			err_write(paths[i], err, true);
+			rec_err_write(paths[i], err, true);
 			return err;
 		}
 	}
@@ -315,7 +315,7 @@ static int clear_outputs(struct recorder *r, bool *fresh)
 
 /* The trace file at r->tbt_path, opened (an existing one kept as .old),
  * with its header and the kernel events' formats. */
-int open_writer(struct recorder *r)
+int rec_open_writer(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	struct tb_file_info info = {};
@@ -339,17 +339,17 @@ int open_writer(struct recorder *r)
 	info.realtime_offset_ns = (__s64)(now_ns(CLOCK_REALTIME) - info.start_ts);
 	err = tb_writer_open(&r->w, r->tbt_path, &wo);
 	if (err) {
-		err_write(r->tbt_path, err, true);
+		rec_err_write(r->tbt_path, err, true);
 		return err;
 	}
 	err = tb_sched_write_formats(r->sched, r->w, now_ns(CLOCK_MONOTONIC));
 	if (err)
-		err_write(r->tbt_path, err, false);
+		rec_err_write(r->tbt_path, err, false);
 	return err;
 }
 
 /* The file first: nothing the kernel hands us may be lost. Then --serve. */
-int open_output(struct recorder *r)
+int rec_open_output(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	size_t n = strlen(r->tbt_path);
@@ -357,20 +357,20 @@ int open_output(struct recorder *r)
 
 	snprintf(r->out_base, sizeof(r->out_base), "%.*s", (int)(n > 4 ? n - 4 : n),
 		 r->tbt_path);   /* ctl restart's names: base.1.tbt, ... */
-	err = open_writer(r);
+	err = rec_open_writer(r);
 	if (err)
 		return err;
 	/* --paused: the file says so first, before anything is attached */
-	err = handle_ctl(r, false);
+	err = rec_handle_ctl(r, false);
 	if (!err)
-		err = cats_log(r, now_ns(CLOCK_MONOTONIC));
-	if (!err)   /* record --tid (logged already when handle_ctl ran first) */
-		err = filter_log(r, now_ns(CLOCK_MONOTONIC), false);
+		err = rec_cats_log(r, now_ns(CLOCK_MONOTONIC));
+	if (!err)   /* record --tid (logged already when rec_handle_ctl ran first) */
+		err = rec_filter_log(r, now_ns(CLOCK_MONOTONIC), false);
 	if (!err && o->paused && !o->quiet)
 		fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
 				"start' (--paused)\n");
 	if (err) {
-		err_write(r->tbt_path, err, false);
+		rec_err_write(r->tbt_path, err, false);
 		return err;
 	}
 	if (o->serve) {
@@ -386,7 +386,7 @@ int open_output(struct recorder *r)
 }
 
 /* fn(r, pid) for every process still traced. */
-void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
+void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
 {
 	int fd = bpf_map__fd(r->skel->maps.traced);
 	__u32 key, next, *prev = NULL;
@@ -403,36 +403,36 @@ void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
 }
 
 /* The threads' names of every process still traced. */
-void write_all_comms(struct recorder *r)
+void rec_write_all_comms(struct recorder *r)
 {
-	each_traced(r, write_comms);
+	rec_each_traced(r, rec_write_comms);
 }
 
 /* The command line of every process still traced. */
-void write_all_cmdlines(struct recorder *r)
+void rec_write_all_cmdlines(struct recorder *r)
 {
-	each_traced(r, write_cmdline);
+	rec_each_traced(r, rec_write_cmdline);
 }
 
 /* The last drain (everything the targets emitted is in the rings or
  * staged), the names, the last counts, the file closed. err is the
  * recording's so far; returns it, or the first error of these steps. */
-int finish_output(struct recorder *r, int err)
+int rec_finish_output(struct recorder *r, int err)
 {
 	int e;
 
-	md_tell_all(r, true);   /* no dump begins that the file would lack */
-	drain_fast(r, true);
+	rec_md_tell_all(r, true);   /* no dump begins that the file would lack */
+	rec_drain_fast(r, true);
 	e = tb_sched_flush(r->sched);
 	if (e && !err)
 		err = e;
-	consume_rings(r);
-	write_all_comms(r);
-	e = handle_ctl(r, false);   /* a request in the last round */
+	rec_consume_rings(r);
+	rec_write_all_comms(r);
+	e = rec_handle_ctl(r, false);   /* a request in the last round */
 	if (e && !r->write_err)
 		r->write_err = e;
-	sweep_gaps(r);
-	e = write_stats(r);
+	rec_sweep_gaps(r);
+	e = rec_write_stats(r);
 	if (e) {
 		err_drops(e);
 		if (!err)
@@ -447,7 +447,7 @@ int finish_output(struct recorder *r, int err)
 	if (!e)
 		e = r->write_err;   /* a record of the last drain not taken */
 	if (e && !err) {
-		err_write(r->tbt_path, e, false);
+		rec_err_write(r->tbt_path, e, false);
 		err = e;
 	}
 	if (!e)
@@ -459,7 +459,7 @@ int finish_output(struct recorder *r, int err)
  * recorded anything: a command without probes that never executed or
  * loaded anything with probes (only a warning at the start, since it
  * could have). */
-int write_json(struct recorder *r)
+int rec_write_json(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
 	int err = 0;

@@ -4,10 +4,10 @@
  * "Restarting a recording"): the recording goes on in a new trace file.
  *
  * Owns: what a new file needs from before it began, kept as the records
- * go by (keep_note): the last SITE record of every (process, site), and
+ * go by (rec_keep_note): the last SITE record of every (process, site), and
  * the last name or sort index the application gave each thread and
  * process (events of `M` sites), both dropped when their process execs
- * or exits; the switch itself (restart_output): every record drained
+ * or exits; the switch itself (rec_restart_output): every record drained
  * into the old file, which is closed complete and converted to JSON by a
  * child `tracebpf convert`, then the new file opened and given the kept
  * records, the thread names, the command lines, the categories and the
@@ -130,7 +130,7 @@ static void on_site(struct recorder *r, const struct tb_rec_site *s)
 	r->msite_miss = 0;   /* its answer may be yes now */
 }
 
-void keep_note(struct recorder *r, const struct tb_rec_hdr *h)
+void rec_keep_note(struct recorder *r, const struct tb_rec_hdr *h)
 {
 	const struct tb_rec_event *ev = (const void *)h;
 	struct kept_proc *k;
@@ -158,7 +158,7 @@ void keep_note(struct recorder *r, const struct tb_rec_hdr *h)
 	}
 }
 
-void keep_free(struct recorder *r)
+void rec_keep_free(struct recorder *r)
 {
 	for (size_t i = 0; i < r->kept.cap; i++)
 		if (r->kept.vals[i]) {
@@ -206,7 +206,7 @@ static void convert_behind(struct recorder *r, const char *tbt, const char *json
 	r->convs[r->nconvs++] = pid;
 }
 
-int reap_converts(struct recorder *r)
+int rec_reap_converts(struct recorder *r)
 {
 	int st, err = 0;
 
@@ -229,12 +229,12 @@ static int finish_old(struct recorder *r)
 {
 	int err;
 
-	take_all(r);
+	rec_take_all(r);
 	err = tb_sched_flush(r->sched);
-	consume_rings(r);
-	sweep_gaps(r);
+	rec_consume_rings(r);
+	rec_sweep_gaps(r);
 	if (!err)
-		err = write_stats(r);
+		err = rec_write_stats(r);
 	return err ? err : r->write_err;
 }
 
@@ -251,14 +251,14 @@ static int fill_new(struct recorder *r)
 		if (k && !err)
 			err = replay(r, &k->names);
 	}
-	write_all_cmdlines(r);
-	write_all_comms(r);
+	rec_write_all_cmdlines(r);
+	rec_write_all_comms(r);
 	if (!err)
-		err = cats_log(r, now_ns(CLOCK_MONOTONIC));
+		err = rec_cats_log(r, now_ns(CLOCK_MONOTONIC));
 	if (!err)
-		err = filter_log(r, now_ns(CLOCK_MONOTONIC), true);
+		err = rec_filter_log(r, now_ns(CLOCK_MONOTONIC), true);
 	if (!err)
-		err = usdt_log_all(r);
+		err = rec_usdt_log_all(r);
 	if (!err && r->ctl.off)
 		err = tb_ctl_log(&r->ctl, r->w, true, now_ns(CLOCK_MONOTONIC), getpid());
 	return err ? err : r->write_err;
@@ -295,11 +295,11 @@ static int open_new(struct recorder *r, const char *path, struct tb_writer **old
 	*old = r->w;
 	r->w = NULL;
 	if (!err)
-		err = output_paths(r, path[0] ? path : name);
+		err = rec_output_paths(r, path[0] ? path : name);
 	if (!err && !strcmp(r->tbt_path, was->tbt))
 		err = -EEXIST;
 	if (!err)
-		err = open_writer(r);   /* says why it failed */
+		err = rec_open_writer(r);   /* says why it failed */
 	if (err) {
 		snprintf(r->tbt_path, sizeof(r->tbt_path), "%s", was->tbt);
 		snprintf(r->json_path, sizeof(r->json_path), "%s", was->json);
@@ -309,7 +309,7 @@ static int open_new(struct recorder *r, const char *path, struct tb_writer **old
 	return err;
 }
 
-int restart_output(struct recorder *r, const char *path)
+int rec_restart_output(struct recorder *r, const char *path)
 {
 	static struct paths was;
 	struct tb_writer *old;
@@ -330,10 +330,10 @@ int restart_output(struct recorder *r, const char *path)
 	}
 	err = tb_writer_close(old);
 	if (err)
-		err_write(was.tbt, err, false);
+		rec_err_write(was.tbt, err, false);
 	else if (!r->o->no_json && was.json[0])
 		convert_behind(r, was.tbt, was.json);
-	stats_baseline(r);
+	rec_stats_baseline(r);
 	tb_ctl_set_path(&r->ctl, r->tbt_path);
 	if (!r->o->quiet)
 		fprintf(stderr, "%stracebpf: closed %s; recording into %s (tracebpf ctl restart)\n",

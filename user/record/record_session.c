@@ -40,7 +40,7 @@ static bool nofile_raised;
 /* Every map, program, link and per-CPU ring buffer is a file descriptor
  * (about 70 on 2 CPUs): raise the soft limit, and the hard one if need be
  * (root may), to what that takes, or say what to do. */
-int check_nofile(void)
+int rec_check_nofile(void)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	rlim_t need = 128 + 8 * (rlim_t)(ncpus > 0 ? ncpus : 1);
@@ -67,8 +67,8 @@ int check_nofile(void)
 	return 0;
 }
 
-/* Fork the command, stopped before exec until released by start_child(). */
-int spawn_child(struct recorder *r, const char *exe)
+/* Fork the command, stopped before exec until released by rec_start_child(). */
+int rec_spawn_child(struct recorder *r, const char *exe)
 {
 	int go[2], ex[2];
 	pid_t pid;
@@ -117,7 +117,7 @@ int spawn_child(struct recorder *r, const char *exe)
 	return 0;
 }
 
-int start_child(struct recorder *r)
+int rec_start_child(struct recorder *r)
 {
 	int e = 0;
 	ssize_t n;
@@ -182,7 +182,7 @@ static void releaser_main(int rfd, int map, pid_t recorder)
 	_exit(0);
 }
 
-int start_releaser(struct recorder *r)
+int rec_start_releaser(struct recorder *r)
 {
 	int p[2], map = bpf_map__fd(r->skel->maps.stopped), err;
 	pid_t pid, self = getpid();
@@ -207,7 +207,7 @@ int start_releaser(struct recorder *r)
 }
 
 /* The recorder is done and released everyone: the releaser leaves. */
-void stop_releaser(struct recorder *r)
+void rec_stop_releaser(struct recorder *r)
 {
 	if (r->releaser_fd >= 0) {
 		/* if this fails it sees EOF: a needless sweep of an empty map */
@@ -243,7 +243,7 @@ static int add_event(struct recorder *r, const char *spec)
  * stderr; so does a filter changed before the request (a TB_REC_FILTER
  * record: `ctl filter` asks once more after its change). A negative errno
  * when the file could not take the record. */
-int handle_ctl(struct recorder *r, bool tty)
+int rec_handle_ctl(struct recorder *r, bool tty)
 {
 	bool want_off, gate_off, say = !r->o->quiet;
 	char arg[TB_CTL_PATH_MAX];
@@ -254,29 +254,29 @@ int handle_ctl(struct recorder *r, bool tty)
 
 	if (!tb_ctl_request(&r->ctl, &want_off, &by, &ts, &gate_off))
 		return 0;
-	werr = cats_check(r);   /* ctl enable|disable CATEGORY */
+	werr = rec_cats_check(r);   /* ctl enable|disable CATEGORY */
 	act = werr ? 0 : tb_ctl_action(&r->ctl, arg);
 	if (act == TB_CTL_ACT_RESTART)
-		err = restart_output(r, arg);   /* the recording goes on in a new file */
+		err = rec_restart_output(r, arg);   /* the recording goes on in a new file */
 	else if (act == TB_CTL_ACT_EVENT)
 		err = add_event(r, arg);
 	say = say && by != (__u32)getpid();   /* --paused says so itself */
 	if (want_off == r->ctl.off && want_off == gate_off)
-		take_all(r);   /* a request that changes nothing: ctl filter's drain */
+		rec_take_all(r);   /* a request that changes nothing: ctl filter's drain */
 	if (!werr)
-		werr = filter_log(r, ts, false);
+		werr = rec_filter_log(r, ts, false);
 	if (!r->ctl.off && (want_off || gate_off)) {
-		take_all(r);
-		detach_usdt(r);
-		md_tell_all(r, true);
+		rec_take_all(r);
+		rec_detach_usdt(r);
+		rec_md_tell_all(r, true);
 		werr = tb_ctl_log(&r->ctl, r->w, true, ts, by);
 		if (say)
 			fprintf(stderr, "%stracebpf: recording stopped (tracebpf ctl, process %u)\n",
 				tty ? "\r\033[K" : "", by);
 	}
 	if (!want_off && r->ctl.off && !werr) {
-		err = reattach_usdt(r);
-		md_tell_all(r, false);
+		err = rec_reattach_usdt(r);
+		rec_md_tell_all(r, false);
 		werr = tb_ctl_log(&r->ctl, r->w, false, tb_ctl_open_gate(&r->ctl), by);
 		if (say)
 			fprintf(stderr, "%stracebpf: recording started (tracebpf ctl, process %u)\n",
@@ -286,12 +286,12 @@ int handle_ctl(struct recorder *r, bool tty)
 	return werr;
 }
 
-void status_line(struct recorder *r, double elapsed, double rate)
+void rec_status_line(struct recorder *r, double elapsed, double rate)
 {
 	char bytes[32], drops[24] = "?";
 	__u64 app, kern;
 
-	if (!total_drops(r, &app, &kern))
+	if (!rec_total_drops(r, &app, &kern))
 		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
 	tb_fmt_bytes(bytes, sizeof(bytes), tb_writer_bytes(r->w));
 	fprintf(stderr, "\r\033[K[%6.1fs] %llu events  %.0f/s  drops %s  %s%s",
@@ -344,7 +344,7 @@ static void limits_said(const struct recorder *r)
 }
 
 /* The summary line and a warning for every kind of loss. */
-void report(struct recorder *r)
+void rec_report(struct recorder *r)
 {
 	__u64 app = 0, kern = 0;
 	char bytes[32], drops[24] = "an unknown number";
@@ -358,7 +358,7 @@ void report(struct recorder *r)
 		app = r->stats_app;
 		kern = r->stats_kern;
 		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
-	} else if (!total_drops(r, &app, &kern)) {
+	} else if (!rec_total_drops(r, &app, &kern)) {
 		snprintf(drops, sizeof(drops), "%llu", (unsigned long long)(app + kern));
 	}
 	bytes[0] = '\0';
@@ -407,11 +407,11 @@ void report(struct recorder *r)
 				"kernel ring buffer and the ring buffer it spills into were "
 				"full; record again with a larger --kernel-buffer-size or "
 				"--buffer-size\n", (unsigned long long)kern);
-	if (lost_procs(r))
+	if (rec_lost_procs(r))
 		fprintf(stderr, "tracebpf: WARNING: %llu processes started by traced processes "
 				"were NOT TRACED because the set of traced processes was full "
 				"(%u); record again with a larger --max-processes\n",
-			(unsigned long long)lost_procs(r), r->o->max_procs);
+			(unsigned long long)rec_lost_procs(r), r->o->max_procs);
 	if (tb_fast_lost(r->fast))
 		fprintf(stderr, "tracebpf: WARNING: %llu events were LOST in fast-path rings: "
 				"each one the last event of a thread killed while writing it\n",
@@ -455,7 +455,7 @@ static void kernel_events(const struct recorder *r, char *buf, size_t len)
 	}
 }
 
-void publish_stats(struct recorder *r, __u64 now)
+void rec_publish_stats(struct recorder *r, __u64 now)
 {
 	struct tb_ctl_stats s = { .ncpus = (__u32)r->ncpus, .ts = now, .events = r->events };
 	__u64 *vals;
@@ -466,7 +466,7 @@ void publish_stats(struct recorder *r, __u64 now)
 		s.rate = (r->events - r->pub_events) * 1000000000ull / (now - r->last_pub);
 	s.bytes = tb_writer_bytes(r->w);
 	vals = calloc((size_t)r->ncpus, sizeof(*vals));
-	if (vals && !read_drops(r, vals, &s.drops_app, &s.drops_kern))
+	if (vals && !rec_read_drops(r, vals, &s.drops_app, &s.drops_kern))
 		for (int i = 0; i < r->ncpus && i < TB_CTL_STAT_CPUS; i++)
 			s.cpu_drops[i] = vals[i];
 	free(vals);

@@ -37,7 +37,7 @@ static bool want_note(const char *provider, const char *name, void *ctx)
 	return tb_usdt_wanted(ctx, provider, name);
 }
 
-int usdt_open(struct recorder *r)
+int rec_usdt_open(struct recorder *r)
 {
 	char why[512];
 	int err;
@@ -53,7 +53,7 @@ int usdt_open(struct recorder *r)
 	return 0;
 }
 
-void usdt_close(struct recorder *r)
+void rec_usdt_close(struct recorder *r)
 {
 	tb_probes_also(NULL, NULL);
 	for (int i = 0; i < r->nusdt; i++) {
@@ -110,7 +110,7 @@ static void log_probe(struct recorder *r, int id)
 	tb_writer_append(r->w, &rec->hdr);
 }
 
-int usdt_log_all(struct recorder *r)
+int rec_usdt_log_all(struct recorder *r)
 {
 	for (int i = 0; i < r->nusdt; i++)
 		log_probe(r, i);
@@ -220,7 +220,7 @@ static int attach_one(struct recorder *r, struct object *ob, const char *path,
 	return tb_links_add(&ob->ulinks, &ob->nulinks, link);
 }
 
-int usdt_attach(struct recorder *r, struct object *ob, const char *path)
+int rec_usdt_attach(struct recorder *r, struct object *ob, const char *path)
 {
 	struct wanted w = { .rules = r->usdt_rules };
 	int err;
@@ -239,7 +239,7 @@ int usdt_attach(struct recorder *r, struct object *ob, const char *path)
 	return err;
 }
 
-void usdt_detach(struct object *ob)
+void rec_usdt_detach(struct object *ob)
 {
 	tb_links_destroy(&ob->ulinks, &ob->nulinks);
 }

@@ -123,7 +123,7 @@ struct recorder {
 	struct tb_server *server;  /* --serve */
 	struct tb_sched *sched; /* scheduler and -e tracepoints (user/kern/sched.c) */
 	struct tb_fast *fast;   /* the fast path (user/fast/fast.c), NULL when off */
-	pid_t releaser;        /* start_releaser's process */
+	pid_t releaser;        /* rec_start_releaser's process */
 	int releaser_fd;       /* write end of its pipe */
 	struct tb_ctl_rec ctl; /* tracebpf ctl stop|start (user/ctl/ctl_rec.c) */
 	char exe[PATH_MAX];    /* -- CMD, resolved */
@@ -131,7 +131,7 @@ struct recorder {
 	bool tty;              /* a live status line on stderr */
 	__u64 t0;              /* the recording's start */
 	__u64 last_status, last_events;  /* at the last status line */
-	__u64 last_pub, pub_events;      /* at the last publish_stats */
+	__u64 last_pub, pub_events;      /* at the last rec_publish_stats */
 	__u64 cut;             /* with the fast path: this round takes the records
 				* stamped up to here (0: all) */
 	char *held;            /* records past the cut, for the next round */
@@ -165,83 +165,83 @@ struct recorder {
 /* Each function is described where it is defined. */
 
 /* record.c */
-void on_signal(int sig);
+void rec_on_signal(int sig);
 
 /* record_attach.c */
-void detach_usdt(struct recorder *r);
-int reattach_usdt(struct recorder *r);
-void release_stopped(struct recorder *r, bool attach);
-int find_targets(struct recorder *r);
-int load_bpf(struct recorder *r);
-int attach_targets(struct recorder *r);
+void rec_detach_usdt(struct recorder *r);
+int rec_reattach_usdt(struct recorder *r);
+void rec_release_stopped(struct recorder *r, bool attach);
+int rec_find_targets(struct recorder *r);
+int rec_load_bpf(struct recorder *r);
+int rec_attach_targets(struct recorder *r);
 
 /* record_session.c */
-int check_nofile(void);
-int spawn_child(struct recorder *r, const char *exe);
-int start_child(struct recorder *r);
-int start_releaser(struct recorder *r);
-void stop_releaser(struct recorder *r);
-int handle_ctl(struct recorder *r, bool tty);
+int rec_check_nofile(void);
+int rec_spawn_child(struct recorder *r, const char *exe);
+int rec_start_child(struct recorder *r);
+int rec_start_releaser(struct recorder *r);
+void rec_stop_releaser(struct recorder *r);
+int rec_handle_ctl(struct recorder *r, bool tty);
 /* ctl status's figures into the control map, about once a second. */
-void publish_stats(struct recorder *r, __u64 now);
+void rec_publish_stats(struct recorder *r, __u64 now);
 /* The drops so far: per CPU (vals, ncpus of them), and in all. */
-int read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
-void status_line(struct recorder *r, double elapsed, double rate);
-void report(struct recorder *r);
+int rec_read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
+void rec_status_line(struct recorder *r, double elapsed, double rate);
+void rec_report(struct recorder *r);
 
 /* record_filter.c */
-int filter_log(struct recorder *r, __u64 ts, bool fresh);
+int rec_filter_log(struct recorder *r, __u64 ts, bool fresh);
 
 /* record_restart.c */
 struct tb_rec_hdr;
-void keep_note(struct recorder *r, const struct tb_rec_hdr *h);
-void keep_free(struct recorder *r);
-int restart_output(struct recorder *r, const char *path);
-int reap_converts(struct recorder *r);
+void rec_keep_note(struct recorder *r, const struct tb_rec_hdr *h);
+void rec_keep_free(struct recorder *r);
+int rec_restart_output(struct recorder *r, const char *path);
+int rec_reap_converts(struct recorder *r);
 
 /* record_cats.c */
-int cats_open(struct recorder *r);
-int cats_log(struct recorder *r, __u64 ts);
-int cats_check(struct recorder *r);
-void cats_close(struct recorder *r);
+int rec_cats_open(struct recorder *r);
+int rec_cats_log(struct recorder *r, __u64 ts);
+int rec_cats_check(struct recorder *r);
+void rec_cats_close(struct recorder *r);
 
 /* record_usdt.c */
-int usdt_open(struct recorder *r);
-void usdt_close(struct recorder *r);
-int usdt_attach(struct recorder *r, struct object *ob, const char *path);
-void usdt_detach(struct object *ob);
-int usdt_log_all(struct recorder *r);
+int rec_usdt_open(struct recorder *r);
+void rec_usdt_close(struct recorder *r);
+int rec_usdt_attach(struct recorder *r, struct object *ob, const char *path);
+void rec_usdt_detach(struct object *ob);
+int rec_usdt_log_all(struct recorder *r);
 /* record_memdump.c */
-void md_note(struct recorder *r, const struct tb_rec_hdr *h);
-void md_scan_all(struct recorder *r);
-void md_tell_all(struct recorder *r, bool off);
-void md_free(struct recorder *r);
+void rec_md_note(struct recorder *r, const struct tb_rec_hdr *h);
+void rec_md_scan_all(struct recorder *r);
+void rec_md_tell_all(struct recorder *r, bool off);
+void rec_md_free(struct recorder *r);
 
 /* record_drain.c */
-void consume_rings(void *ctx);
-void drain_fast(struct recorder *r, bool last);
-void take_all(struct recorder *r);
-int on_record(void *ctx, void *data, size_t size);
-__u64 lost_procs(struct recorder *r);
-int write_stats(struct recorder *r);
-void stats_baseline(struct recorder *r);
-int total_drops(struct recorder *r, __u64 *app, __u64 *kern);
-void sweep_gaps(struct recorder *r);
-int poll_round(struct recorder *r);
+void rec_consume_rings(void *ctx);
+void rec_drain_fast(struct recorder *r, bool last);
+void rec_take_all(struct recorder *r);
+int rec_on_record(void *ctx, void *data, size_t size);
+__u64 rec_lost_procs(struct recorder *r);
+int rec_write_stats(struct recorder *r);
+void rec_stats_baseline(struct recorder *r);
+int rec_total_drops(struct recorder *r, __u64 *app, __u64 *kern);
+void rec_sweep_gaps(struct recorder *r);
+int rec_poll_round(struct recorder *r);
 
 /* record_output.c */
-int output_paths(struct recorder *r, const char *out);
-void each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
-int read_comm(pid_t pid, pid_t tid, char comm[16]);
-void write_comms(struct recorder *r, pid_t pid);
-void write_cmdline(struct recorder *r, pid_t pid);
-void err_write(const char *path, int err, bool create);
-int open_output(struct recorder *r);
-int open_writer(struct recorder *r);
-void write_all_comms(struct recorder *r);
-void write_all_cmdlines(struct recorder *r);
-int finish_output(struct recorder *r, int err);
-int write_json(struct recorder *r);
+int rec_output_paths(struct recorder *r, const char *out);
+void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
+int rec_read_comm(pid_t pid, pid_t tid, char comm[16]);
+void rec_write_comms(struct recorder *r, pid_t pid);
+void rec_write_cmdline(struct recorder *r, pid_t pid);
+void rec_err_write(const char *path, int err, bool create);
+int rec_open_output(struct recorder *r);
+int rec_open_writer(struct recorder *r);
+void rec_write_all_comms(struct recorder *r);
+void rec_write_all_cmdlines(struct recorder *r);
+int rec_finish_output(struct recorder *r, int err);
+int rec_write_json(struct recorder *r);
 
 /* record.c: SCHED_FIFO 1 on or off (as far as it is allowed). */
 void tb_rec_realtime(struct recorder *r, bool on);
