@@ -862,10 +862,14 @@ def test_gaps_never_pair_across_lost_records(recorder, size):
     check_marks_counted(t)
     ids = check_numbered_ids(t)
     assert ids["async"] > 0, ids
-    # 4 KiB rings lose thousands of records, flow events among them; 8 and
-    # 32 KiB may lose too few (the recorder drains at real-time priority:
-    # user/record/record.c) to hit one, and then every flow is whole
-    assert m["flow_events_left_out"] > 0 or (size != "4K" and ids["flow"] > 0), (m, ids)
+    # a flow whose one end was lost is left out; one whose two ends were
+    # kept is whole (check_numbered_ids checked those). 8 and 32 KiB may
+    # lose too few records (the recorder drains at real-time priority:
+    # user/record/record.c) to cut a flow. So may 4 KiB on a loaded
+    # machine: in a fresh clone's make test the run lost 258,418 of about
+    # 260,000 records, the rest kept in a few long runs whose edges held
+    # no flow's end, and all 61 flows kept were whole
+    assert m["flow_events_left_out"] > 0 or ids["flow"] > 0, (m, ids)
     # the marks, as dump and info show them
     d = subprocess.run([TRACEBPF, "dump", str(rec.tbt)], capture_output=True, text=True)
     assert d.returncode == 0, d.stderr
