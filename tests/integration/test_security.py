@@ -324,6 +324,23 @@ def test_a_tracebpf_directory_not_roots_is_refused(recorder, plant):
     assert "remove it, as root" in rec.stderr, rec.stderr[-2000:]
 
 
+def test_a_killed_sessions_leftovers_are_swept(recorder):
+    """A recorder killed (and its releaser with it) leaves its session's
+    directory and its processes' links behind: the next recording sweeps
+    both. The sweep listed the root directory through a dup of one
+    descriptor, whose offset the first listing had left at the end: the
+    dead links were never seen."""
+    setup = (f"mkdir -m 0711 {ROOT_DIR} && mkdir -m 0711 {ROOT_DIR}/s999999 && "
+             f"mkdir -m 0711 {ROOT_DIR}/s999999/4242 && ln -s s999999/4242 {ROOT_DIR}/4242 && "
+             f"ln -s s999998/4243 {ROOT_DIR}/4243")
+    rec = recorder("--no-sched", "--", "sh", "-c",
+                   f"ls -a {ROOT_DIR}; exec {prog('fast_seq')} run 1 10",
+                   wrap=isolated(setup)).wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    listed = set(rec.stdout.split())
+    assert not {"s999999", "4242", "4243"} & listed, rec.stdout
+
+
 def test_bpffs_mounted_by_the_recorder_is_not_world_writable(recorder):
     """Where no bpffs is mounted, the recorder mounts one: mode 0711
     (others reach the pins given to them, and make nothing there; bpffs

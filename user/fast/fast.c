@@ -55,21 +55,10 @@ _Static_assert(TB_FAST_EVENT == TRACEBPF_FAST_EVENT && TB_FAST_SITE == TRACEBPF_
 #define BPF_FS "/sys/fs/bpf"
 
 
-/* The entries of TRACEBPF_FAST_ROOT (opened as root_fd), or NULL. */
-static DIR *root_entries(int root_fd)
-{
-	int fd = dup(root_fd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d && fd >= 0)
-		close(fd);
-	return d;
-}
-
 /* Links into nothing (a process's link after its session is gone). */
 static void sweep_links(int root_fd)
 {
-	DIR *d = root_entries(root_fd);
+	DIR *d = fast_dir_list(root_fd);
 	struct dirent *e;
 	struct stat st;
 
@@ -84,7 +73,7 @@ static void sweep_links(int root_fd)
 /* Sessions whose recorder is gone, and links into nothing. */
 static void sweep(int root_fd)
 {
-	DIR *d = root_entries(root_fd);
+	DIR *d = fast_dir_list(root_fd);
 	struct dirent *e;
 
 	while (d && (e = readdir(d)))
@@ -185,7 +174,7 @@ int tb_fast_pin_session_map(const char *session, int fd, const char *file)
 
 bool tb_fast_held_elsewhere(uint32_t pid)
 {
-	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	DIR *d = fast_dir_entries();
 	char path[PATH_MAX];
 	struct dirent *e;
 	bool held = false;
@@ -195,8 +184,8 @@ bool tb_fast_held_elsewhere(uint32_t pid)
 	while (d && !held && (e = readdir(d))) {
 		if (!fast_other_recorder(e))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/stopped", TRACEBPF_FAST_ROOT, e->d_name);
-		fd = bpf_obj_get(path);
+		snprintf(path, sizeof(path), "%s/stopped", e->d_name);
+		fd = fast_dir_get(path);
 		if (fd < 0)
 			continue;
 		held = !bpf_map_lookup_elem(fd, &pid, &why);

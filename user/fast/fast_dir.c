@@ -102,11 +102,19 @@ int fast_dir_make(int dirfd, const char *name, mode_t mode, const char *shown)
 	return fd;
 }
 
-/* TRACEBPF_FAST_ROOT, checked (fast_dir_make): its descriptor. */
+/* TRACEBPF_FAST_ROOT, opened once checked (fast_dir_root), and what
+ * every look at the other sessions goes through. */
+static int root = -1;
+
+/* TRACEBPF_FAST_ROOT, checked (fast_dir_make): its descriptor, the same
+ * one every call (kept open for the process). */
 int fast_dir_root(void)
 {
-	int err = fast_dir_bpffs(), fd;
+	int err, fd;
 
+	if (root >= 0)
+		return root;
+	err = fast_dir_bpffs();
 	if (err)
 		return err;
 	fd = open(BPF_FS, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -114,7 +122,38 @@ int fast_dir_root(void)
 		return -errno;
 	err = fast_dir_make(fd, strrchr(TRACEBPF_FAST_ROOT, '/') + 1, 0711, TRACEBPF_FAST_ROOT);
 	close(fd);
+	if (err >= 0)
+		root = err;
 	return err;
+}
+
+/* The entries of directory dirfd, from the first, or NULL. Opened anew
+ * (a dup would share dirfd's offset: a second listing found it at the
+ * end, and saw nothing). */
+DIR *fast_dir_list(int dirfd)
+{
+	int fd = dirfd >= 0 ? openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
+/* The entries of TRACEBPF_FAST_ROOT (fast_dir_root's), or NULL before it
+ * was opened. */
+DIR *fast_dir_entries(void)
+{
+	return fast_dir_list(root);
+}
+
+/* Pinned object `name` (a path below TRACEBPF_FAST_ROOT: the links there
+ * and the session directories are root's) opened: its fd, or -1. */
+int fast_dir_get(const char *name)
+{
+	LIBBPF_OPTS(bpf_obj_get_opts, go, .file_flags = BPF_F_PATH_FD, .path_fd = root);
+
+	return root >= 0 ? bpf_obj_get_opts(name, &go) : -1;
 }
 
 /* Directory `name` in dirfd, opened without following a link. */
@@ -301,7 +340,7 @@ long fast_other_recorder(const struct dirent *e)
 /* The recorder of another live session than ours, or 0. */
 long fast_other_session(void)
 {
-	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	DIR *d = fast_dir_entries();
 	struct dirent *e;
 	long pid = 0;
 
@@ -317,7 +356,7 @@ long fast_other_session(void)
  * events too. */
 void fast_share_others(void)
 {
-	DIR *d = opendir(TRACEBPF_FAST_ROOT);
+	DIR *d = fast_dir_entries();
 	char path[PATH_MAX], target[96];
 	struct dirent *e;
 	ssize_t n;
@@ -327,16 +366,15 @@ void fast_share_others(void)
 	while (d && (e = readdir(d))) {
 		if (e->d_type != DT_LNK)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", TRACEBPF_FAST_ROOT, e->d_name);
-		n = readlink(path, target, sizeof(target) - 1);
+		n = readlinkat(root, e->d_name, target, sizeof(target) - 1);
 		if (n <= 1 || target[0] != 's')
 			continue;
 		target[n] = 0;
 		rec = atol(target + 1);
 		if (rec == getpid() || !fast_pid_alive(rec))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/ctl", TRACEBPF_FAST_ROOT, e->d_name);
-		fd = bpf_obj_get(path);
+		snprintf(path, sizeof(path), "%s/ctl", e->d_name);
+		fd = fast_dir_get(path);
 		if (fd < 0)
 			continue;
 		ctl_swap(fd, TRACEBPF_FAST_LIVE, TB_FAST_SHARED);

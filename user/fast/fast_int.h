@@ -13,6 +13,7 @@
 #ifndef TRACEBPF_FAST_INT_H
 #define TRACEBPF_FAST_INT_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -143,6 +144,9 @@ struct tb_fast {
 /* fast_dir.c: the directories in bpffs, root's, handled by descriptor */
 int fast_dir_bpffs(void);
 int fast_dir_root(void);
+DIR *fast_dir_list(int dirfd);
+DIR *fast_dir_entries(void);
+int fast_dir_get(const char *name);
 int fast_dir_make(int dirfd, const char *name, mode_t mode, const char *shown);
 int fast_dir_open(int dirfd, const char *name);
 int fast_dir_pin(int fd, int dirfd, const char *name, uid_t uid, gid_t gid, mode_t mode);
@@ -151,7 +155,6 @@ void fast_dir_remove(int dirfd, const char *name, bool off);
 void fast_dir_unpin(int sess_fd, uint32_t pid, const char *leaf);
 void fast_remove_dir(const char *path, bool off);
 
-struct dirent;
 
 /* fast_dir.c: the switches, and the other sessions' directories */
 bool fast_pid_alive(long pid);
