@@ -381,3 +381,22 @@ def test_serve_slow_clients_do_not_hold_the_exit(tmp_path):
         assert 0 < n < size, (n, size, ln)
     idle.close()
     slow.close()
+
+
+def test_serve_removes_only_its_own_socket(tmp_path):
+    """The recorder removes its socket at the end by name: in a directory
+    others write to, what is at that name by then may be someone else's.
+    It removes the name only while it is still the socket it bound."""
+    rec, sock = serving(tmp_path)
+    try:
+        os.rename(sock, tmp_path / "moved.sock")
+        sock.write_bytes(b"another's file\n")
+    except BaseException:
+        kill(rec)
+        raise
+    stop(rec)
+    assert sock.read_bytes() == b"another's file\n", "the recorder removed another's file"
+    (tmp_path / "again").mkdir()
+    rec2, sock2 = serving(tmp_path, sock_dir=tmp_path / "again")
+    stop(rec2)
+    assert not sock2.exists(), "the recorder left its own socket behind"

@@ -36,7 +36,32 @@ struct tb_server {
 	int n;
 	unsigned next_id;
 	uint64_t prev_size;   /* file size at the previous pump */
+	dev_t dev;            /* the socket's, as bound: what the end removes */
+	ino_t ino;
 };
+
+/* The socket's identity, as bound (unlink_ours). */
+static int bound_as(struct tb_server *s, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return -errno;
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	return 0;
+}
+
+/* The socket removed at the end, if the name is still it: in a directory
+ * others write to, what is there by then may be someone else's. */
+static void unlink_ours(const struct tb_server *s)
+{
+	struct stat st;
+
+	if (!lstat(s->path, &st) && S_ISSOCK(st.st_mode) && st.st_dev == s->dev &&
+	    st.st_ino == s->ino)
+		unlink(s->path);
+}
 
 /* The recording's user: the one sudo ran it for (SUDO_UID, when it is a
  * number), else the real uid. */
@@ -76,8 +101,11 @@ static int listen_at(struct tb_server *s, const char *path)
 		close(s->lfd);
 		return err;
 	}
-	if ((s->user && lchown(path, s->user, (gid_t)-1)) || listen(s->lfd, 8)) {
+	if ((s->user && lchown(path, s->user, (gid_t)-1)) || listen(s->lfd, 8))
 		err = -errno;
+	if (!err)
+		err = bound_as(s, path);
+	if (err) {
 		close(s->lfd);
 		unlink(path);
 	}
@@ -300,6 +328,6 @@ void tb_serve_close(struct tb_server *s)
 		drop(s, 0);
 	close(s->lfd);
 	close(s->file_fd);
-	unlink(s->path);
+	unlink_ours(s);
 	free(s);
 }
