@@ -455,8 +455,10 @@ static int flow_pair(struct flow *f, struct oev *e)
  * flows), and a viewer keeps a start without its end open for good,
  * ignoring the next start of the same flow and joining it to the next end
  * (Perfetto does). So a flow open at a gap is cut: none of its events is
- * written again; and no flow event inside a gap is. 1: written, 0: left
- * out (its record freed), or -ENOMEM. */
+ * written again; and no flow event inside a gap is. Nor is a step or end
+ * whose start was not written (lost, left out, or before the recording):
+ * Perfetto would join it to an earlier start of its id, an arrow that
+ * never was. 1: written, 0: left out (its record freed), or -ENOMEM. */
 static int flow_gate(struct conv *c, struct oev *e)
 {
 	bool start = e->site->phase == 's';
@@ -466,7 +468,7 @@ static int flow_gate(struct conv *c, struct oev *e)
 		f->cut = true;   /* a gap came while it was open */
 		tb_conv_pair_abandon(c, f->pair);
 	}
-	if ((f && f->cut) || e->ts <= c->gap.until) {
+	if ((f && f->cut) || (!f && !start) || e->ts <= c->gap.until) {
 		free((void *)e->ev);
 		c->gap.flows_left_out++;
 		return 0;
