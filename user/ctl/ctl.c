@@ -461,18 +461,6 @@ static int switch_cats(struct recording *r, const struct ctl_args *a, bool on)
 	return err;
 }
 
-bool tb_ctl_read_cats(const struct recording *r, struct tracebpf_cats *k)
-{
-	__u32 key = 0;
-	int fd = r->m[TB_CTL_RECORDER].cats_id ?
-		 bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].cats_id) : -1;
-	bool ok = fd >= 0 && !bpf_map_lookup_elem(fd, &key, k);
-
-	if (fd >= 0)
-		close(fd);
-	return ok && k->len <= TRACEBPF_CATS_BYTES;
-}
-
 /* `ctl enable|disable [CATEGORY...] --sched -e SUBSYS:EVENT`: after a
  * request that has the recorder drain every ring, as `filter` does (and
  * apply the categories written before it). */

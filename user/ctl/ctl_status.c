@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* ctl_status.c - what `tracebpf ctl` prints of a running recording:
  * `list`, `status` (text and --json) and the filters in effect, read from
- * its control map and the maps whose ids it holds (ctl_int.h). */
+ * its control map and the maps whose ids it holds (ctl_int.h): its
+ * figures and its categories. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +93,19 @@ static void print_status(const struct recording *r)
 	if (rec->ts != st->ts)
 		printf("recording %u: the %s asked by process %u waits for the recorder\n",
 		       r->pid, st->want_off ? "stop" : "start", st->pid);
+}
+
+/* The recorder's categories, as its category map holds them. */
+bool tb_ctl_read_cats(const struct recording *r, struct tracebpf_cats *k)
+{
+	__u32 key = 0;
+	int fd = r->m[TB_CTL_RECORDER].cats_id ?
+		 bpf_map_get_fd_by_id(r->m[TB_CTL_RECORDER].cats_id) : -1;
+	bool ok = fd >= 0 && !bpf_map_lookup_elem(fd, &key, k);
+
+	if (fd >= 0)
+		close(fd);
+	return ok && k->len <= TRACEBPF_CATS_BYTES;
 }
 
 /* The recorder's last figures (a consistent copy: seq even and the same

@@ -34,11 +34,6 @@
 
 enum { OPT_PER_THREAD = 0x100 };   /* long options only */
 
-const char *const report_sort_names[NSORT] = {
-	[SORT_TOTAL] = "total", [SORT_SELF] = "self", [SORT_COUNT] = "count",
-	[SORT_MAX] = "max", [SORT_MEAN] = "mean",
-};
-
 static const struct argp_option report_options[] = {
 	{ "sort", 's', "KEY", 0, "Order slices by total (default), self, count, max or mean", 0 },
 	{ "top", 'n', "N", 0, "Show N names per table (default 10 on the terminal, all in "

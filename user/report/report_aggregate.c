@@ -17,6 +17,12 @@
 
 #include "report/report_internal.h"
 
+/* The --sort keys by name: the option, and the tables' headings. */
+const char *const report_sort_names[NSORT] = {
+	[SORT_TOTAL] = "total", [SORT_SELF] = "self", [SORT_COUNT] = "count",
+	[SORT_MAX] = "max", [SORT_MEAN] = "mean",
+};
+
 static uint64_t key_count(const struct key *k)
 {
 	return k->instant ? k->instants : k->hist.count;
