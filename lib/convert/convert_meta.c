@@ -329,7 +329,7 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 		tb_json_kuint(j, "memory_dumps", c->md_dumps);
 	if (c->md_orphans)
 		tb_json_kuint(j, "memory_dump_records_without_dump", c->md_orphans);
-	if (c->cats) {   /* the last rules; docs/output.md, "Categories" */
+	if (c->cats) {   /* the last rules; docs/output.md, "Processes, threads and metadata" */
 		tb_json_key(j, "categories");
 		tb_json_begin_array(j);
 		for (i = 0; i < c->cats->len;
@@ -339,7 +339,7 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 		tb_json_end_array(j);
 		tb_json_kuint(j, "events_of_categories_off", c->cats_left_out);
 	}
-	if (c->nfilters)   /* docs/output.md, "Filters" */
+	if (c->nfilters)   /* docs/output.md, "Processes, threads and metadata" */
 		write_filters(c, j);
 	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
 	if (tb_conv_sched_any(c))

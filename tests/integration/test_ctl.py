@@ -320,7 +320,8 @@ def test_filters_at_run_time(recorder, tmp_path):
     t = ph.rec.trace()
     seqs = sorted(e["args"]["seq"] for e in t.named("phase"))
     assert seqs == [0, 1, 5, 6, 7, 8, 10, 11, 13], seqs
-    # docs/output.md, "Filters": each change, in order, in the file
+    # docs/output.md, "Processes, threads and metadata": each filter
+    # change, in order, in the file
     both = sorted([1, pid])
     filters = t.meta["event_filters"]
     assert [{k: v for k, v in x.items() if k != "from_ns"} for x in filters] == [
@@ -466,7 +467,7 @@ def check_late_names(t, pid, worker):
 
 @pytest.mark.both_paths
 def test_names_set_before_attach_survive(recorder, spawn):
-    """docs/api.md, "Names": names the program set before `record -p`
+    """docs/api.md, "Names and ordering": names the program set before `record -p`
     attached are written again once its threads find the session: into
     their fast-path rings, or through the probe when they take no ring
     (--no-fast-path); so the JSON names them (it said "late_names"

@@ -406,7 +406,7 @@ def test_notes_with_other_registers(recorder):
     rec = recorder("-v", "--no-sched", "--", prog("other_regs"), n).wait()
     assert rec.rc == 0, rec.stderr[-2000:]
     # 4: other, older, fixed, and the header's own probe for names set
-    # before a recording (docs/api.md, "Names")
+    # before a recording (docs/api.md, "Names and ordering")
     assert re.search(r"tracebpf: record: 2 of the 4 event probes in '.*other_regs' use other "
                      r"registers than this trace.h: decoding their arguments per hit",
                      rec.stderr), rec.stderr[-3000:]
@@ -1024,7 +1024,8 @@ def test_tid_records_only_those_threads(recorder, spawn):
     for tid in chosen:
         s = [e["args"]["seq"] for e in sorted(seq, key=lambda e: e["ts"]) if e["tid"] == tid]
         assert s == list(range(s[0], s[0] + len(s))), f"thread {tid}: a hole"
-    # docs/output.md, "Filters": the file says so from its start
+    # docs/output.md, "Processes, threads and metadata": the filter, from
+    # the file's start
     f = t.meta["event_filters"]
     assert [{k: v for k, v in x.items() if k != "from_ns"} for x in f] == \
         [{"tids": sorted(chosen)}], f

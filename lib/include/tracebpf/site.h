@@ -8,7 +8,8 @@
  * readers in user/ (which parse those records). No includes of its own:
  * the includer provides uint8_t, uint16_t and uint32_t (<stdint.h> in user
  * space, vmlinux.h in BPF programs). Changing the layout is a trace-file
- * format change (docs/format.md, "TB_REC_SITE").
+ * format change (docs/format.md, "TB_REC_SITE (2): a site descriptor, 40
+ * bytes + descriptor").
  */
 #ifndef TRACEBPF_SITE_H
 #define TRACEBPF_SITE_H
