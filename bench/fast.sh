@@ -24,7 +24,7 @@
 #                  holds the whole loop and whose pages this process has
 #                  not touched before, as a thread's new ring: what the
 #                  host charges for a process's first touch of a page
-#                  (docs/design.md, "The fast path": microseconds a page
+#                  (docs/fast-path.md, "What a new ring costs": microseconds a page
 #                  on a VM with shadow page tables)
 #   F lapped ring  A with `--fast-buffer-size 4M --fast-buffer-max 4M`: a
 #                  ring that may not grow, so the thread laps pages it

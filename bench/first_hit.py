@@ -10,7 +10,7 @@ time between each event and the one before it:
           nothing in the way
   stall   the longer intervals that end in an event on the fast path
           (`[fast]`): the thread stopped, mostly on a page it touched for
-          the first time (docs/design.md, "What a new ring costs"), at
+          the first time (docs/fast-path.md, "What a new ring costs"), at
           times preempted or interrupted
   slow    the longer intervals that end in an event that took its probe
           (the slow path: a trap, the BPF program, the recorder's ring)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * fast.bpf.h - the fast path's kernel side (docs/design.md, "The fast
+ * fast.bpf.h - the fast path's kernel side (docs/fast-path.md, "The fast
  * path"), included at the end of record.bpf.c: the request for a thread's
  * ring, and the program that moves a thread's ring past the samples the
  * recorder has read.

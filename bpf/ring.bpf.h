@@ -5,7 +5,7 @@
  * the set of traced processes, and the wakeup policy. Included by
  * record.bpf.c and sched.bpf.c. Each object gets its own rings, drop
  * counter and `gaps` (user space makes the kernel events' rings small:
- * docs/design.md, "Small rings for kernel events"); sched.bpf.c's `traced`,
+ * docs/rings.md, "Small rings for kernel events"); sched.bpf.c's `traced`,
  * and its `spill` rings, are pointed at record.bpf.c's `traced` and `rings`
  * with bpf_map__reuse_fd (user/kern/sched.c).
  *

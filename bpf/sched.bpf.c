@@ -7,7 +7,7 @@
  * its `traced` map share record.bpf.c's with bpf_map__reuse_fd, and gives it
  * per-CPU rings of its own (--kernel-buffer-size, small so that they stay
  * warm, spilling into record.bpf.c's when full: `spill`) with their own
- * `drops` counter. See docs/design.md, "Scheduler events".
+ * `drops` counter. See docs/rings.md, "Scheduler events".
  *
  * Every program exists twice: SEC("?tp_btf/X") and SEC("?raw_tp/X"). Both
  * are off by default ("?"); user space turns one of each pair on after
@@ -25,7 +25,7 @@
  * (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU), so a staged record is as
  * late as a ring record at most: the recorder's flush interval. A program
  * that interrupts another one writing the same buffer (`busy`) writes its
- * record straight to the ring instead. See docs/design.md, "Staging".
+ * record straight to the ring instead. See docs/rings.md, "Staging".
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,7 +36,7 @@
 
 /* The application's rings (record.bpf.c's `rings`: user space points this
  * map at them). This object's own rings are small so that they stay warm
- * (docs/design.md, "Small rings for kernel events"); when one is full, as in
+ * (docs/rings.md, "Small rings for kernel events"); when one is full, as in
  * a storm of processes starting and exiting, its records spill into the
  * application's ring of the same CPU instead of being lost. */
 struct {

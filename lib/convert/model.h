@@ -2,7 +2,7 @@
 /*
  * model.h - the trace model that convert builds, for every output of it.
  *
- * The converter (lib/convert*.c, docs/design.md "The converter's stages")
+ * The converter (lib/convert/, docs/converter.md "The converter's stages")
  * turns a trace file's records into finished output events:
  * begin/end matched per thread into complete slices (X, with dur), pid
  * reuse, ghost slices after fork, exec and exit, tracebpf ctl stop/start

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * ctl.h - the control map: `tracebpf ctl stop` and `tracebpf ctl start`
- * switch a running recording off and on (docs/design.md, "Stopping and
+ * switch a running recording off and on (docs/control.md, "Stopping and
  * starting a recording").
  *
  * Every recorder has one BPF array map named TB_CTL_MAP_NAME with three

@@ -130,7 +130,7 @@ _Static_assert(TB_MAX_ARGS == TRACEBPF_MAX_ARGS && TB_SITE_MAX == TRACEBPF_SITE_
  * is outside enum tb_rec_type. */
 #define TB_RING_KICK      0xffffu
 
-/* The fast path (docs/design.md, "The fast path"): the samples a thread
+/* The fast path (docs/fast-path.md, "The fast path"): the samples a thread
  * writes into its own user ring buffer, as lib/include/tracebpf/trace.h
  * lays them out (struct tracebpf_fast_rec; user/fast/fast.c asserts that the two
  * agree). The recorder turns them into TB_REC_EVENT and TB_REC_SITE
@@ -517,7 +517,7 @@ enum tb_gap_kind {
 #define TB_REC_ALIGN(n)   (((n) + 7u) & ~7u)
 
 /* Not in the file: the value of bpf/sched.bpf.c's per-CPU `stage` map, where
- * the hot scheduler programs batch their records (docs/design.md,
+ * the hot scheduler programs batch their records (docs/rings.md,
  * "Staging"). Here because user space reads it too, when it cannot have a
  * CPU flush its own buffer (user/kern/sched.c, unstage). buf holds len bytes of
  * whole records; it has room for one more record past TB_STAGE_BYTES so the
@@ -541,7 +541,7 @@ struct tb_stage {
  * (TB_GAP_IN each) and TB_GAP_TAKING: a taker claims the fields only while
  * no program updates them, and keeps what it took only if `word` did not
  * change meanwhile, so a mark never takes a count without the times and
- * threads of its records (docs/design.md, "Gaps"). */
+ * threads of its records (docs/rings.md, "Gaps"). */
 struct tb_gap_state {
 	__u64 word;
 	__u64 first_inv;   /* ~(earliest time of a lost record); 0: none */
@@ -562,7 +562,7 @@ struct tb_gap_state {
  * `head` is the program's (slots written; stored after the slot), `tail`
  * the recorder's (slots read; stored after reading them), `busy` a
  * program between the two (another one on the CPU, which preempted it,
- * takes the ring buffer instead). docs/design.md, "Slot rings". */
+ * takes the ring buffer instead). docs/rings.md, "Slot rings". */
 struct tb_slot {
 	__u64 ts;
 	__u64 pid_tgid;

@@ -52,8 +52,8 @@ struct tb_writer {
 	size_t pk_cap;
 	/* chunks are compressed with libdeflate: the same zlib streams that
 	 * readers uncompress() (TB_CHUNK_ZLIB), written about 1.65x faster
-	 * than zlib's deflate at level 1, and a little smaller (docs/design.md,
-	 * "Numbers"); NULL until the first chunk */
+	 * than zlib's deflate at level 1, and a little smaller (docs/format.md,
+	 * "How the recorder writes it"); NULL until the first chunk */
 	struct libdeflate_compressor *zc;
 	bool raw, no_index;
 	struct tb_index_entry *idx;

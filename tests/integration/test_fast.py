@@ -1,4 +1,4 @@
-"""The fast path (docs/design.md, "The fast path"): threads of a process
+"""The fast path (docs/fast-path.md, "The fast path"): threads of a process
 recorded (unless --no-fast-path) write their events into ring buffers the
 recorder's BPF maps own, mapped into them, instead of trapping into their
 probes. Every test runs real BPF against tests/progs/fast_seq, which reads

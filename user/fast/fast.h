@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * fast.h - the recorder's side of the fast path (docs/design.md, "The fast
+ * fast.h - the recorder's side of the fast path (docs/fast-path.md, "The fast
  * path"): the session's directory in bpffs, one user ring buffer per
  * thread (and object) that asks for one, read every round by the
  * recorder (fast_read.c), which hands the records to tb_fast_output's

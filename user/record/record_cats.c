@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * record_cats.c - the categories a recording records (tracebpf/cats.h,
- * docs/design.md "Categories"): the rules of --categories and
+ * docs/control.md "Categories"): the rules of --categories and
  * --exclude-categories in the session's map (named after the session:
  * the "session map"), which `tracebpf ctl
  * enable|disable CATEGORY` rewrites; in every traced process's switch,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * record_restart.c - `tracebpf ctl restart [-o FILE]` (docs/design.md,
+ * record_restart.c - `tracebpf ctl restart [-o FILE]` (docs/control.md,
  * "Restarting a recording"): the recording goes on in a new trace file.
  *
  * Owns: what a new file needs from before it began, kept as the records

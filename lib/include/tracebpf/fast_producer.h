@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * tracebpf/fast_producer.h - part of tracebpf/trace.h, not to be included
- * on its own: the fast path's producer (docs/design.md, "The fast path").
+ * on its own: the fast path's producer (docs/fast-path.md, "The fast path").
  * A thread takes a ring the recorder made ahead (a spare), writes its
  * events into it in batches by the protocol of tracebpf/fast_ring.h, waits
  * for the drain when the ring is full, grows it when the wait runs out,

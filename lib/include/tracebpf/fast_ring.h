@@ -14,7 +14,7 @@
 #include "site.h"
 #include "cats.h"
 
-/* The fast path (docs/design.md, "The fast path"). While the tracebpf
+/* The fast path (docs/fast-path.md, "The fast path"). While the tracebpf
  * recorder records this process, an enabled site writes its record into a
  * ring buffer of the calling thread that the recorder's BPF maps own (a
  * BPF_MAP_TYPE_USER_RINGBUF pinned in bpffs for this process's user), and

@@ -407,8 +407,8 @@ tracebpf__sys(long n, long a, long b, long c, long d, long e, long f)
 
 /* Linux 6.18 rewrites a hit 5-byte-nop site into a call to its
  * [uprobes-trampoline] page, which fork() does not copy: a child would
- * crash on the first site its parent had hit (docs/design.md, "Known
- * limits"). Every site's address is also in section tracebpf_pcs (one per
+ * crash on the first site its parent had hit (docs/probe-site.md, "Sites
+ * across fork"). Every site's address is also in section tracebpf_pcs (one per
  * object); in the child, before fork() returns, each site that is such a
  * call (0xe8: nothing else writes it) is put back into the state of a
  * registered uprobe not yet optimized, int3 and the nop's tail, through
