@@ -6,8 +6,8 @@
  * -> configure -> load the BPF objects, open the output, attach, poll until
  * the targets exit, a signal or --duration, finish the file, report,
  * render the JSON, and destroy(), the one cleanup path. The steps are in
- * record_attach.c, record_session.c, record_drain.c and record_output.c
- * (recorder.h says which file owns what).
+ * record_attach.c, record_procs.c, record_session.c, record_drain.c and
+ * record_output.c (recorder.h says which file owns what).
  */
 #include <errno.h>
 #include <sched.h>

@@ -8,8 +8,10 @@
  *                     tb_record's steps in order, the poll loop, destroy()
  *   record_attach.c   the targets, the BPF objects loaded, their probes
  *                     attached (and detached, and attached again)
- *   record_session.c  the processes around the recording (the command,
- *                     the releaser), `tracebpf ctl`, the status lines
+ *   record_session.c  `tracebpf ctl` requests answered, ctl status, the
+ *                     status lines
+ *   record_procs.c    the processes around the recording: the command,
+ *                     the releaser, the open-files limit
  *   record_filter.c   the threads and processes recorded, in the file
  *   record_cats.c     the categories recorded: the rules, in the switches,
  *                     in the file, changed by `tracebpf ctl`
@@ -176,11 +178,6 @@ int rec_load_bpf(struct recorder *r);
 int rec_attach_targets(struct recorder *r);
 
 /* record_session.c */
-int rec_check_nofile(void);
-int rec_spawn_child(struct recorder *r, const char *exe);
-int rec_start_child(struct recorder *r);
-int rec_start_releaser(struct recorder *r);
-void rec_stop_releaser(struct recorder *r);
 int rec_handle_ctl(struct recorder *r, bool tty);
 /* ctl status's figures into the control map, about once a second. */
 void rec_publish_stats(struct recorder *r, __u64 now);
@@ -242,6 +239,13 @@ void rec_write_all_comms(struct recorder *r);
 void rec_write_all_cmdlines(struct recorder *r);
 int rec_finish_output(struct recorder *r, int err);
 int rec_write_json(struct recorder *r);
+
+/* record_procs.c */
+int rec_check_nofile(void);
+int rec_spawn_child(struct recorder *r, const char *exe);
+int rec_start_child(struct recorder *r);
+int rec_start_releaser(struct recorder *r);
+void rec_stop_releaser(struct recorder *r);
 
 /* record.c: SCHED_FIFO 1 on or off (as far as it is allowed). */
 void tb_rec_realtime(struct recorder *r, bool on);
