@@ -82,28 +82,6 @@ int rec_output_paths(struct recorder *r, const char *out)
 	return 0;
 }
 
-int rec_read_comm(pid_t pid, pid_t tid, char comm[16])
-{
-	char path[64], buf[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	n = strlen(buf);
-	memset(comm, 0, 16);
-	memcpy(comm, buf, n < 15 ? n : 15);
-	return 0;
-}
-
 /* Names of the threads of pid as they are now: at the start for -p targets,
  * at the end for every process still alive. */
 void rec_write_comms(struct recorder *r, pid_t pid)
@@ -383,23 +361,6 @@ int rec_open_output(struct recorder *r)
 		}
 	}
 	return err;
-}
-
-/* fn(r, pid) for every process still traced. */
-void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
-{
-	int fd = bpf_map__fd(r->skel->maps.traced);
-	__u32 key, next, *prev = NULL;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		fn(r, key);
-	}
-	if (errno != ENOENT)
-		fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
-				"processes (%s): the trace may lack the names and command "
-				"lines of their threads\n", strerror(errno));
 }
 
 /* The threads' names of every process still traced. */

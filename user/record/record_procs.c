@@ -2,9 +2,10 @@
 /*
  * record_procs.c - the processes around the recording: the open-files
  * limit (raised for the recorder, given back to the command), the command
- * it starts (-- CMD, held before exec until the probes are attached), and
- * the releaser (the child that resumes stopped targets if the recorder is
- * killed). It calls no other file of the recorder.
+ * it starts (-- CMD, held before exec until the probes are attached), the
+ * releaser (the child that resumes stopped targets if the recorder is
+ * killed), and the traced processes listed and their threads' names read.
+ * It calls no other file of the recorder.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -211,4 +212,45 @@ void rec_stop_releaser(struct recorder *r)
 		waitpid(r->releaser, NULL, 0);
 		r->releaser = -1;
 	}
+}
+
+/* fn(r, pid) for every process still traced. */
+void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t))
+{
+	int fd = bpf_map__fd(r->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		fn(r, key);
+	}
+	if (errno != ENOENT)
+		fprintf(stderr, "tracebpf: record: warning: failed to list the traced "
+				"processes (%s): the trace may lack the names and command "
+				"lines of their threads\n", strerror(errno));
+}
+
+/* The name of thread tid of process pid, cut to 15 bytes and NUL-padded:
+ * 0, or a negative errno. */
+int rec_read_comm(pid_t pid, pid_t tid, char comm[16])
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	n = strlen(buf);
+	memset(comm, 0, 16);
+	memcpy(comm, buf, n < 15 ? n : 15);
+	return 0;
 }

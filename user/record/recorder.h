@@ -11,7 +11,8 @@
  *   record_session.c  `tracebpf ctl` requests answered, ctl status, the
  *                     status lines
  *   record_procs.c    the processes around the recording: the command,
- *                     the releaser, the open-files limit
+ *                     the releaser, the open-files limit, the traced
+ *                     processes listed, their threads' names
  *   record_filter.c   the threads and processes recorded, in the file
  *   record_cats.c     the categories recorded: the rules, in the switches,
  *                     in the file, changed by `tracebpf ctl`
@@ -228,8 +229,6 @@ int rec_poll_round(struct recorder *r);
 
 /* record_output.c */
 int rec_output_paths(struct recorder *r, const char *out);
-void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
-int rec_read_comm(pid_t pid, pid_t tid, char comm[16]);
 void rec_write_comms(struct recorder *r, pid_t pid);
 void rec_write_cmdline(struct recorder *r, pid_t pid);
 void rec_err_write(const char *path, int err, bool create);
@@ -246,6 +245,8 @@ int rec_spawn_child(struct recorder *r, const char *exe);
 int rec_start_child(struct recorder *r);
 int rec_start_releaser(struct recorder *r);
 void rec_stop_releaser(struct recorder *r);
+void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
+int rec_read_comm(pid_t pid, pid_t tid, char comm[16]);
 
 /* record.c: SCHED_FIFO 1 on or off (as far as it is allowed). */
 void tb_rec_realtime(struct recorder *r, bool on);
