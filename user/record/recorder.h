@@ -16,8 +16,9 @@
  *   record_filter.c   the threads and processes recorded, in the file
  *   record_cats.c     the categories recorded: the rules, in the switches,
  *                     in the file, changed by `tracebpf ctl`
- *   record_restart.c  ctl restart: the records a new file needs, kept;
- *                     the old file closed and converted, the new opened
+ *   record_restart.c  ctl restart: the old file closed and converted, the
+ *                     new opened
+ *   record_keep.c     the records a file begun by ctl restart needs, kept
  *   record_memdump.c  the application's memory dumps: its dumping threads
  *                     found and told the interval
  *   record_usdt.c     other programs' USDT probes (--usdt): attached, and
@@ -50,6 +51,7 @@ struct bpf_link;
 struct record_bpf;
 struct ring_buffer;
 struct tb_fast;
+struct tb_rec_hdr;
 struct tb_sched;
 struct tb_server;
 struct tb_writer;
@@ -139,7 +141,7 @@ struct recorder {
 				* stamped up to here (0: all) */
 	char *held;            /* records past the cut, for the next round */
 	size_t nheld, cheld;
-	/* ctl restart (record_restart.c) */
+	/* ctl restart (record_restart.c; kept: record_keep.c) */
 	struct tb_hmap kept;   /* pid -> struct kept_proc: SITE and name records */
 	__u64 kept_over;       /* records not kept: their process's were full */
 	__u64 msite_bloom[TB_MSITE_BLOOM_BITS / 64];   /* M sites' addresses */
@@ -191,9 +193,6 @@ void rec_report(struct recorder *r);
 int rec_filter_log(struct recorder *r, __u64 ts, bool fresh);
 
 /* record_restart.c */
-struct tb_rec_hdr;
-void rec_keep_note(struct recorder *r, const struct tb_rec_hdr *h);
-void rec_keep_free(struct recorder *r);
 int rec_restart_output(struct recorder *r, const char *path);
 int rec_reap_converts(struct recorder *r);
 
@@ -238,6 +237,11 @@ void rec_write_all_comms(struct recorder *r);
 void rec_write_all_cmdlines(struct recorder *r);
 int rec_finish_output(struct recorder *r, int err);
 int rec_write_json(struct recorder *r);
+
+/* record_keep.c */
+void rec_keep_note(struct recorder *r, const struct tb_rec_hdr *h);
+int rec_keep_replay(struct recorder *r);
+void rec_keep_free(struct recorder *r);
 
 /* record_procs.c */
 int rec_check_nofile(void);
