@@ -34,7 +34,7 @@
 
 static volatile sig_atomic_t stop_signal;
 
-void rec_on_signal(int sig)
+static void on_signal(int sig)
 {
 	stop_signal = sig;
 }
@@ -105,6 +105,30 @@ static int check_env(const struct tb_record_opts *o)
 	if (err)
 		return err;
 	return rec_check_nofile();
+}
+
+/* Ctrl-C, kill and a closed terminal stop the recording the same way:
+ * last drain, processes released, file finished. */
+static void catch_signals(void)
+{
+	struct sigaction sa = {};
+
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Everything attached (record_attach.c), the signals caught, then the
+ * command runs. */
+static int attach_and_start(struct recorder *r)
+{
+	int err = rec_attach_targets(r);
+
+	if (err)
+		return err;
+	catch_signals();
+	return r->o->cmd ? rec_start_child(r) : 0;
 }
 
 /* How long a command told to end may take to exit while still recorded. */
@@ -326,7 +350,7 @@ int tb_record(const struct tb_record_opts *o)
 	if (!err)
 		err = rec_open_output(&r);
 	if (!err)
-		err = rec_attach_targets(&r);
+		err = attach_and_start(&r);
 	if (!err) {
 		rec_md_scan_all(&r);
 		err = rec_finish_output(&r, record_loop(&r));

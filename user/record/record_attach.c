@@ -715,11 +715,11 @@ static int trace_process(struct recorder *r, pid_t pid, __u64 gen)
 }
 
 /* Lifecycle tracepoints first, so that no fork of a target is missed; then
- * the targets, their objects' probes, the signals, and the command runs. */
+ * the targets (the command started, held before exec) and their objects'
+ * probes. */
 int rec_attach_targets(struct recorder *r)
 {
 	const struct tb_record_opts *o = r->o;
-	struct sigaction sa = {};
 	int err, i;
 
 	err = record_bpf__attach(r->skel);
@@ -754,12 +754,5 @@ int rec_attach_targets(struct recorder *r)
 			return err;
 	}
 	attach_loader_hook(r);
-
-	/* Ctrl-C, kill and a closed terminal stop the recording the same
-	 * way: last drain, processes released, file finished. */
-	sa.sa_handler = rec_on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	return o->cmd ? rec_start_child(r) : 0;
+	return 0;
 }

@@ -169,9 +169,6 @@ struct recorder {
 
 /* Each function is described where it is defined. */
 
-/* record.c */
-void rec_on_signal(int sig);
-
 /* record_attach.c */
 void rec_detach_usdt(struct recorder *r);
 int rec_reattach_usdt(struct recorder *r);
