@@ -1051,7 +1051,7 @@ def run_record(*args):
                                      (["--no-realtime"], False)],
                          ids=["default", "realtime", "no-rings", "no-realtime"])
 def test_recorder_realtime_while_threads_wait_for_rings(tmp_path, args, rt):
-    """user/record/record.c, raise_priority, and record_drain.c, pace: the
+    """user/record/record.c, raise_priority and pace: the
     recorder is at SCHED_FIFO 1 in the rounds in which threads wait on
     their probes for rings (8 threads starting: some rounds), never
     without rings to make (--no-fast-path), nor with --no-realtime; what
@@ -1105,7 +1105,7 @@ def test_record_p_of_a_process_whose_group_leader_ended(recorder, spawn, tmp_pat
     reads that thread's memory map and root (tb_proc_dir, user/probes/probes.c:
     the leader's are empty); the recorder prunes a traced process that is
     a zombie with no thread left (one whose exit it did not see, which a
-    parent that reaps only later keeps as a zombie: user/record/record_drain.c,
+    parent that reaps only later keeps as a zombie: user/record/record_procs.c,
     process_exited), not this one. Every event of the thread is recorded,
     with the process's command line, and the recording ends when the
     thread does, though the process is reaped only after.

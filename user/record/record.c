@@ -131,6 +131,144 @@ static int attach_and_start(struct recorder *r)
 	return r->o->cmd ? rec_start_child(r) : 0;
 }
 
+/* The recorder runs at nice -20 when it may (root), and at the lowest
+ * real-time priority (SCHED_FIFO 1) while threads wait on their probes for
+ * fast-path rings (pace, below; not with --no-realtime): 500 threads
+ * starting at once on 2 CPUs, each on its probes until its ring is made,
+ * left a recorder at nice -20 one share in seven; it made their rings too
+ * late and their events filled its rings. Not longer: a recorder
+ * draining a thread that writes flat out runs round after round, and at
+ * real-time priority would keep a CPU from everything else. What it starts
+ * (the command, the releaser, converters) and its threads run as anything
+ * else does (SCHED_RESET_ON_FORK); the command gets the nice the recorder
+ * had. The attach runs at nice -20: at real-time priority it ran without a
+ * break, and no thread of a target ran between the sites it enabled. Where
+ * SCHED_FIFO is refused (no CAP_SYS_NICE, no real-time budget in the
+ * cgroup) the recording goes on at nice -20, said when --realtime asked
+ * for it, and with -v. */
+static void raise_priority(struct recorder *r)
+{
+	errno = 0;
+	r->nice0 = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		r->nice0 = 0;
+	if (setpriority(PRIO_PROCESS, 0, -20) == 0 && r->o->verbose)
+		fprintf(stderr, "tracebpf: record: running at nice -20 (the command at %d)\n",
+			r->nice0);
+	r->may_rt = !r->o->no_realtime;   /* tried when a round needs it */
+}
+
+/* SCHED_FIFO 1 on or off (as far as it is allowed). */
+static void realtime(struct recorder *r, bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+
+	if (!r->may_rt || on == r->realtime)
+		return;
+	if (!sched_setscheduler(0, on ? SCHED_FIFO | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp)) {
+		r->realtime = on;
+	} else if (on) {
+		r->may_rt = false;   /* not allowed: said once */
+		if (!r->o->realtime && !r->o->verbose)
+			return;
+		fprintf(stderr, "tracebpf: record: %s: cannot run at SCHED_FIFO (%s): "
+				"recording at nice -20\n",
+			r->o->realtime ? "warning: --realtime" : "real-time rounds", strerror(errno));
+		fprintf(stderr, "tracebpf: hint: it needs CAP_SYS_NICE, and a real-time "
+				"budget for the recorder's cgroup (cpu.rt_runtime_us)\n");
+	}
+}
+
+/* The recording is over: rendering the JSON is no longer urgent. */
+static void lower_priority(struct recorder *r)
+{
+	realtime(r, false);
+	r->may_rt = false;
+}
+
+/* SCHED_FIFO (realtime) while threads wait on their probes for rings: some
+ * events since the last round took the probes where rings are made, or
+ * threads started or asked for rings; not while rounds run back to back
+ * (a thread writing flat out), where it would keep a CPU. */
+static void pace(struct recorder *r)
+{
+	__u64 slow = r->app_events - r->fast_events;
+	bool want = tb_fast_has_rings(r->fast) && r->wait_ms > 0 &&
+		    (slow != r->slow_seen || tb_fast_pending(r->fast));
+
+	realtime(r, want);
+	r->rt_rounds += want && r->realtime;
+	r->slow_seen = slow;
+}
+
+/* One round: drain the rings, release the processes held for attach,
+ * answer ctl, append to the file. 1 when the recording is over, 0 to go
+ * on, or a negative errno (said). */
+static int poll_round(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int err, cerr, alive;
+	__u64 now;
+
+	/* Records are submitted without wakeups below the threshold, so poll
+	 * wakes on the timeout: that bounds the delivery latency. A thread
+	 * that fills its fast-path ring faster shortens it. */
+	r->wait_ms = tb_fast_round_wait(r->wait_ms, tb_fast_fill(r->fast), o->flush_ms);
+	err = ring_buffer__poll(r->rb, (int)r->wait_ms);
+	if (err == -EINTR)
+		return 0;
+	if (err < 0) {
+		ERR("failed to poll ring buffers: %s", strerror(-err));
+		return err;
+	}
+	if (err > 0)
+		r->woken++;
+	else
+		r->ticks++;
+	tb_slots_consume(&r->slots, rec_on_record, r);   /* as poll did the ring buffers */
+	rec_drain_fast(r, false);
+	err = tb_sched_flush(r->sched);
+	if (err)
+		return err;
+	rec_consume_rings(r);
+	/* Anything consumed from here to the next round's cut was stamped
+	 * before that cut: it belongs to the next round as it is, and holding
+	 * it would only copy it twice. */
+	r->cut = 0;
+	pace(r);
+	tb_fast_round_end(r->fast);
+	rec_release_stopped(r, true);
+	rec_stats_if_grown(r);
+	cerr = rec_handle_ctl(r, r->tty);
+	if (cerr && !r->write_err)
+		r->write_err = cerr;
+	err = tb_writer_flush(r->w);
+	if (!err)
+		err = r->write_err;
+	if (err) {
+		rec_err_write(r->tbt_path, err, false);
+		return err;
+	}
+	tb_ctl_ack(&r->ctl);   /* the change is in the file now */
+	if (r->server)
+		tb_serve_pump(r->server, tb_writer_bytes(r->w));
+	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
+		r->child = -1;
+	now = now_ns(CLOCK_MONOTONIC);
+	rec_publish_stats(r, now);
+	if (r->tty && now - r->last_status >= 1000000000ull) {
+		rec_status_line(r, (now - r->t0) / 1e9,
+			    (r->events - r->last_events) * 1e9 / (now - r->last_status));
+		r->last_status = now;
+		r->last_events = r->events;
+	}
+	if (o->duration > 0 && !r->ending && now - r->t0 >= o->duration * 1e9)
+		return 1;
+	alive = rec_targets_alive(r, now);
+	r->targets_gone = !alive;
+	return alive <= 0 ? (alive ? alive : 1) : 0;
+}
+
 /* How long a command told to end may take to exit while still recorded. */
 #define END_CMD_NS (5ull * 1000000000ull)
 
@@ -172,7 +310,7 @@ static int end_command(struct recorder *r)
 	stop_signal = 0;
 	until = now_ns(CLOCK_MONOTONIC) + END_CMD_NS;
 	while (!stop_signal && !ret && r->child > 0 && now_ns(CLOCK_MONOTONIC) < until)
-		ret = rec_poll_round(r);
+		ret = poll_round(r);
 	if (r->targets_gone)
 		reap_command(r);
 	if (r->child > 0 && ret >= 0)
@@ -188,7 +326,7 @@ static int record_loop(struct recorder *r)
 
 	r->t0 = r->last_status = now_ns(CLOCK_MONOTONIC);
 	while (!stop_signal && !ret)
-		ret = rec_poll_round(r);
+		ret = poll_round(r);
 	if (ret >= 0)
 		ret = end_command(r);
 	if (r->tty)
@@ -247,60 +385,6 @@ static void destroy(struct recorder *r, int err)
 	record_bpf__destroy(r->skel);
 	tb_paths_free(&r->found);
 	rec_usdt_close(r);
-}
-
-/* The recorder runs at nice -20 when it may (root), and at the lowest
- * real-time priority (SCHED_FIFO 1) while threads wait on their probes for
- * fast-path rings (record_drain.c, pace; not with --no-realtime): 500
- * threads starting at once on 2 CPUs, each on its probes until its ring is
- * made, left a recorder at nice -20 one share in seven; it made their
- * rings too late and their events filled its rings. Not longer: a recorder
- * draining a thread that writes flat out runs round after round, and at
- * real-time priority would keep a CPU from everything else. What it starts
- * (the command, the releaser, converters) and its threads run as anything
- * else does (SCHED_RESET_ON_FORK); the command gets the nice the recorder
- * had. The attach runs at nice -20: at real-time priority it ran without a
- * break, and no thread of a target ran between the sites it enabled. Where
- * SCHED_FIFO is refused (no CAP_SYS_NICE, no real-time budget in the
- * cgroup) the recording goes on at nice -20, said when --realtime asked
- * for it, and with -v. */
-static void raise_priority(struct recorder *r)
-{
-	errno = 0;
-	r->nice0 = getpriority(PRIO_PROCESS, 0);
-	if (errno)
-		r->nice0 = 0;
-	if (setpriority(PRIO_PROCESS, 0, -20) == 0 && r->o->verbose)
-		fprintf(stderr, "tracebpf: record: running at nice -20 (the command at %d)\n",
-			r->nice0);
-	r->may_rt = !r->o->no_realtime;   /* tried when a round needs it */
-}
-
-void tb_rec_realtime(struct recorder *r, bool on)
-{
-	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
-
-	if (!r->may_rt || on == r->realtime)
-		return;
-	if (!sched_setscheduler(0, on ? SCHED_FIFO | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp)) {
-		r->realtime = on;
-	} else if (on) {
-		r->may_rt = false;   /* not allowed: said once */
-		if (!r->o->realtime && !r->o->verbose)
-			return;
-		fprintf(stderr, "tracebpf: record: %s: cannot run at SCHED_FIFO (%s): "
-				"recording at nice -20\n",
-			r->o->realtime ? "warning: --realtime" : "real-time rounds", strerror(errno));
-		fprintf(stderr, "tracebpf: hint: it needs CAP_SYS_NICE, and a real-time "
-				"budget for the recorder's cgroup (cpu.rt_runtime_us)\n");
-	}
-}
-
-/* The recording is over: rendering the JSON is no longer urgent. */
-static void lower_priority(struct recorder *r)
-{
-	tb_rec_realtime(r, false);
-	r->may_rt = false;
 }
 
 /* The session's name: --session, or tb-<our pid>; one that a running

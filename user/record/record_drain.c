@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * record_drain.c - the recorder's rounds: each drains the ring buffers,
- * the slot rings and the fast-path rings into the trace file (cut at one
- * instant, records past it held for the next round), releases the
- * processes held for attach, answers ctl and flushes the file; and the
- * drop counts, written as STATS records whenever they grew.
+ * record_drain.c - the rings drained into the trace file: the ring
+ * buffers, the slot rings and the fast-path rings, in a round cut at one
+ * instant (records past it held for the next round) or all at once; every
+ * record as it goes by (rec_on_record); and the drop counts, written as
+ * STATS records whenever they grew, with the gap marks. The rounds
+ * themselves are record.c's.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -24,7 +23,6 @@
 #include "kern/kern.h"
 #include "probes/probes.h"
 #include "record/recorder.h"
-#include "record/serve.h"
 #include "format/tbfile.h"
 
 /* Everything the programs wrote: the ring buffers, then the slot rings. */
@@ -269,55 +267,6 @@ int rec_total_drops(struct recorder *r, __u64 *app, __u64 *kern)
 	return err;
 }
 
-/* Whether traced process pid has exited: it is gone, or (deep) it is a
- * zombie its parent has not reaped with no thread left running
- * (tb_proc_ended: a group leader that ended before its threads is a
- * zombie too). */
-static bool process_exited(__u32 pid, bool deep)
-{
-	if (kill(pid, 0))
-		return errno == ESRCH;
-	return deep && tb_proc_ended((pid_t)pid);
-}
-
-/* How often targets_alive looks for zombies in /proc. */
-#define ZOMBIE_CHECK_NS 250000000ull
-
-/* The traced map is empty once every traced process has exited. A pid that
- * ended without an exit record (it exited before we added it, between the
- * exit tracepoint's attach and the map's update) is pruned: gone, or, at
- * most every ZOMBIE_CHECK_NS, a zombie (a parent that reaps it only once
- * the recorder is done, as a test harness does, would wait for ever).
- * 1 while one lives, 0 when none does, a negative errno (printed) when the
- * map cannot be listed. */
-static int targets_alive(struct recorder *r, __u64 now)
-{
-	int fd = bpf_map__fd(r->skel->maps.traced);
-	__u32 key, next, *prev = NULL;
-	bool deep = now - r->zombie_check >= ZOMBIE_CHECK_NS;
-	int any = 0;
-
-	if (deep)
-		r->zombie_check = now;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (process_exited(key, deep))
-			bpf_map_delete_elem(fd, &key);
-		else
-			any = 1;
-	}
-	if (errno != ENOENT) {
-		int err = -errno;
-
-		ERR("failed to list the traced processes: %s", strerror(-err));
-		tb_hint_bpf(err, NULL);
-		return err;
-	}
-	return any;
-}
-
-
 /* The gap marks still pending after a drain, into the file (user/kern/gaps.c):
  * a mark is in the round after its losses at the latest. */
 void rec_sweep_gaps(struct recorder *r)
@@ -336,7 +285,7 @@ void rec_sweep_gaps(struct recorder *r)
  * STATS record in every round in which the counters grew (they are
  * totals: if they cannot be read now, the read at the end still gets them
  * all, or says it cannot). */
-static void stats_if_grown(struct recorder *r)
+void rec_stats_if_grown(struct recorder *r)
 {
 	__u64 app, kern;
 
@@ -344,87 +293,4 @@ static void stats_if_grown(struct recorder *r)
 	if ((!rec_total_drops(r, &app, &kern) && app + kern != r->stats_app + r->stats_kern) ||
 	    rec_lost_procs(r) != r->stats_lost)
 		rec_write_stats(r);
-}
-
-/* Real-time (record.c) while threads wait on their probes for rings: some
- * events since the last round took the probes where rings are made, or
- * threads started or asked for rings; not while rounds run back to back
- * (a thread writing flat out), where it would keep a CPU. */
-static void pace(struct recorder *r)
-{
-	__u64 slow = r->app_events - r->fast_events;
-	bool want = tb_fast_has_rings(r->fast) && r->wait_ms > 0 &&
-		    (slow != r->slow_seen || tb_fast_pending(r->fast));
-
-	tb_rec_realtime(r, want);
-	r->rt_rounds += want && r->realtime;
-	r->slow_seen = slow;
-}
-
-/* One round: drain the rings, release the processes held for attach,
- * answer ctl, append to the file. 1 when the recording is over, 0 to go
- * on, or a negative errno (said). */
-int rec_poll_round(struct recorder *r)
-{
-	const struct tb_record_opts *o = r->o;
-	int err, cerr, alive;
-	__u64 now;
-
-	/* Records are submitted without wakeups below the threshold, so poll
-	 * wakes on the timeout: that bounds the delivery latency. A thread
-	 * that fills its fast-path ring faster shortens it. */
-	r->wait_ms = tb_fast_round_wait(r->wait_ms, tb_fast_fill(r->fast), o->flush_ms);
-	err = ring_buffer__poll(r->rb, (int)r->wait_ms);
-	if (err == -EINTR)
-		return 0;
-	if (err < 0) {
-		ERR("failed to poll ring buffers: %s", strerror(-err));
-		return err;
-	}
-	if (err > 0)
-		r->woken++;
-	else
-		r->ticks++;
-	tb_slots_consume(&r->slots, rec_on_record, r);   /* as poll did the ring buffers */
-	rec_drain_fast(r, false);
-	err = tb_sched_flush(r->sched);
-	if (err)
-		return err;
-	rec_consume_rings(r);
-	/* Anything consumed from here to the next round's cut was stamped
-	 * before that cut: it belongs to the next round as it is, and holding
-	 * it would only copy it twice. */
-	r->cut = 0;
-	pace(r);
-	tb_fast_round_end(r->fast);
-	rec_release_stopped(r, true);
-	stats_if_grown(r);
-	cerr = rec_handle_ctl(r, r->tty);
-	if (cerr && !r->write_err)
-		r->write_err = cerr;
-	err = tb_writer_flush(r->w);
-	if (!err)
-		err = r->write_err;
-	if (err) {
-		rec_err_write(r->tbt_path, err, false);
-		return err;
-	}
-	tb_ctl_ack(&r->ctl);   /* the change is in the file now */
-	if (r->server)
-		tb_serve_pump(r->server, tb_writer_bytes(r->w));
-	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
-		r->child = -1;
-	now = now_ns(CLOCK_MONOTONIC);
-	rec_publish_stats(r, now);
-	if (r->tty && now - r->last_status >= 1000000000ull) {
-		rec_status_line(r, (now - r->t0) / 1e9,
-			    (r->events - r->last_events) * 1e9 / (now - r->last_status));
-		r->last_status = now;
-		r->last_events = r->events;
-	}
-	if (o->duration > 0 && !r->ending && now - r->t0 >= o->duration * 1e9)
-		return 1;
-	alive = targets_alive(r, now);
-	r->targets_gone = !alive;
-	return alive <= 0 ? (alive ? alive : 1) : 0;
 }

@@ -4,8 +4,8 @@
  * limit (raised for the recorder, given back to the command), the command
  * it starts (-- CMD, held before exec until the probes are attached), the
  * releaser (the child that resumes stopped targets if the recorder is
- * killed), and the traced processes listed and their threads' names read.
- * It calls no other file of the recorder.
+ * killed), and the traced processes: listed, their threads' names read,
+ * and whether any still lives. It calls no other file of the recorder.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -253,4 +253,52 @@ int rec_read_comm(pid_t pid, pid_t tid, char comm[16])
 	memset(comm, 0, 16);
 	memcpy(comm, buf, n < 15 ? n : 15);
 	return 0;
+}
+
+/* Whether traced process pid has exited: it is gone, or (deep) it is a
+ * zombie its parent has not reaped with no thread left running
+ * (tb_proc_ended: a group leader that ended before its threads is a
+ * zombie too). */
+static bool process_exited(__u32 pid, bool deep)
+{
+	if (kill(pid, 0))
+		return errno == ESRCH;
+	return deep && tb_proc_ended((pid_t)pid);
+}
+
+/* How often rec_targets_alive looks for zombies in /proc. */
+#define ZOMBIE_CHECK_NS 250000000ull
+
+/* The traced map is empty once every traced process has exited. A pid that
+ * ended without an exit record (it exited before we added it, between the
+ * exit tracepoint's attach and the map's update) is pruned: gone, or, at
+ * most every ZOMBIE_CHECK_NS, a zombie (a parent that reaps it only once
+ * the recorder is done, as a test harness does, would wait for ever).
+ * 1 while one lives, 0 when none does, a negative errno (printed) when the
+ * map cannot be listed. */
+int rec_targets_alive(struct recorder *r, __u64 now)
+{
+	int fd = bpf_map__fd(r->skel->maps.traced);
+	__u32 key, next, *prev = NULL;
+	bool deep = now - r->zombie_check >= ZOMBIE_CHECK_NS;
+	int any = 0;
+
+	if (deep)
+		r->zombie_check = now;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (process_exited(key, deep))
+			bpf_map_delete_elem(fd, &key);
+		else
+			any = 1;
+	}
+	if (errno != ENOENT) {
+		int err = -errno;
+
+		ERR("failed to list the traced processes: %s", strerror(-err));
+		tb_hint_bpf(err, NULL);
+		return err;
+	}
+	return any;
 }

@@ -5,14 +5,15 @@
  * across each other. Not used outside user/record*.c.
  *
  *   record.c          the command's flow: check the environment, then
- *                     tb_record's steps in order, the poll loop, destroy()
+ *                     tb_record's steps in order, the poll loop and its
+ *                     rounds, destroy()
  *   record_attach.c   the targets, the BPF objects loaded, their probes
  *                     attached (and detached, and attached again)
  *   record_session.c  `tracebpf ctl` requests answered, ctl status, the
  *                     status lines
  *   record_procs.c    the processes around the recording: the command,
  *                     the releaser, the open-files limit, the traced
- *                     processes listed, their threads' names
+ *                     processes listed, named, and whether any lives
  *   record_filter.c   the threads and processes recorded, in the file
  *   record_cats.c     the categories recorded: the rules, in the switches,
  *                     in the file, changed by `tracebpf ctl`
@@ -23,7 +24,8 @@
  *                     found and told the interval
  *   record_usdt.c     other programs' USDT probes (--usdt): attached, and
  *                     described in the file
- *   record_drain.c    the rings drained in rounds, the drop counts
+ *   record_drain.c    the rings drained, every record as it goes by, the
+ *                     drop counts
  *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
  */
 #ifndef TRACEBPF_RECORDER_H
@@ -88,11 +90,11 @@ struct md_thread {
 
 struct recorder {
 	int nice0;                       /* the nice the recorder had (the command's) */
-	bool realtime;                   /* at SCHED_FIFO (record.c, tb_rec_realtime) */
+	bool realtime;                   /* at SCHED_FIFO (record.c, realtime) */
 	bool may_rt;                     /* SCHED_FIFO is allowed, and wanted */
 	__u64 slow_seen;                 /* app_events - fast_events at the last pace() */
 	__u64 rt_rounds;                 /* rounds at SCHED_FIFO (-v) */
-	__u64 zombie_check;              /* last look for zombie targets (record_drain.c) */
+	__u64 zombie_check;              /* last look for zombie targets (record_procs.c) */
 	bool targets_gone;               /* every traced process has exited */
 	const struct tb_record_opts *o;
 	struct record_bpf *skel;
@@ -221,7 +223,7 @@ int rec_write_stats(struct recorder *r);
 void rec_stats_baseline(struct recorder *r);
 int rec_total_drops(struct recorder *r, __u64 *app, __u64 *kern);
 void rec_sweep_gaps(struct recorder *r);
-int rec_poll_round(struct recorder *r);
+void rec_stats_if_grown(struct recorder *r);
 
 /* record_output.c */
 int rec_output_paths(struct recorder *r, const char *out);
@@ -248,8 +250,6 @@ int rec_start_releaser(struct recorder *r);
 void rec_stop_releaser(struct recorder *r);
 void rec_each_traced(struct recorder *r, void (*fn)(struct recorder *, pid_t));
 int rec_read_comm(pid_t pid, pid_t tid, char comm[16]);
-
-/* record.c: SCHED_FIFO 1 on or off (as far as it is allowed). */
-void tb_rec_realtime(struct recorder *r, bool on);
+int rec_targets_alive(struct recorder *r, __u64 now);
 
 #endif
