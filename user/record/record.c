@@ -107,6 +107,43 @@ static int check_env(const struct tb_record_opts *o)
 	return rec_check_nofile();
 }
 
+/* The file first: nothing the kernel hands us may be lost. Then --serve. */
+static int open_output(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	size_t n = strlen(r->tbt_path);
+	int err;
+
+	snprintf(r->out_base, sizeof(r->out_base), "%.*s", (int)(n > 4 ? n - 4 : n),
+		 r->tbt_path);   /* ctl restart's names: base.1.tbt, ... */
+	err = rec_open_writer(r);
+	if (err)
+		return err;
+	/* --paused: the file says so first, before anything is attached */
+	err = rec_handle_ctl(r, false);
+	if (!err)
+		err = rec_cats_log(r, now_ns(CLOCK_MONOTONIC));
+	if (!err)   /* record --tid (logged already when rec_handle_ctl ran first) */
+		err = rec_filter_log(r, now_ns(CLOCK_MONOTONIC), false);
+	if (!err && o->paused && !o->quiet)
+		fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
+				"start' (--paused)\n");
+	if (err) {
+		rec_err_write(r->tbt_path, err, false);
+		return err;
+	}
+	if (o->serve) {
+		err = tb_serve_open(&r->server, o->serve, tb_writer_fd(r->w), o->serve_max_lag);
+		if (err) {
+			ERR("failed to serve on '%s': %s", o->serve, strerror(-err));
+			if (err == -EADDRINUSE)
+				fprintf(stderr, "tracebpf: hint: remove the stale socket or "
+						"choose another path\n");
+		}
+	}
+	return err;
+}
+
 /* Ctrl-C, kill and a closed terminal stop the recording the same way:
  * last drain, processes released, file finished. */
 static void catch_signals(void)
@@ -334,6 +371,55 @@ static int record_loop(struct recorder *r)
 	return ret < 0 ? ret : 0;
 }
 
+/* The drop counters could not be read at the end. */
+static void err_drops(int err)
+{
+	ERR("failed to read the drop counters: %s (the trace was written, but whether "
+	    "records were lost since the last count in it is unknown)", strerror(-err));
+	tb_hint_bpf(err, "record again");
+}
+
+/* The last drain (everything the targets emitted is in the rings or
+ * staged), the names, the last counts, the file closed. err is the
+ * recording's so far; returns it, or the first error of these steps. */
+static int finish_output(struct recorder *r, int err)
+{
+	int e;
+
+	rec_md_tell_all(r, true);   /* no dump begins that the file would lack */
+	rec_drain_fast(r, true);
+	e = tb_sched_flush(r->sched);
+	if (e && !err)
+		err = e;
+	rec_consume_rings(r);
+	rec_write_all_comms(r);
+	e = rec_handle_ctl(r, false);   /* a request in the last round */
+	if (e && !r->write_err)
+		r->write_err = e;
+	rec_sweep_gaps(r);
+	e = rec_write_stats(r);
+	if (e) {
+		err_drops(e);
+		if (!err)
+			err = e;
+	}
+	r->stats_final = !e;
+	e = tb_writer_close(r->w);
+	r->w = NULL;
+	/* the rest to --serve's clients: 2 s for one taking nothing, 10 s in all */
+	tb_serve_finish(r->server, 2000, 10000);
+	r->server = NULL;
+	if (!e)
+		e = r->write_err;   /* a record of the last drain not taken */
+	if (e && !err) {
+		rec_err_write(r->tbt_path, e, false);
+		err = e;
+	}
+	if (!e)
+		tb_ctl_ack(&r->ctl);
+	return err;
+}
+
 /* Undo whatever the steps did, whichever failed. */
 static void destroy(struct recorder *r, int err)
 {
@@ -432,12 +518,12 @@ int tb_record(const struct tb_record_opts *o)
 	if (!err)
 		err = rec_load_bpf(&r);
 	if (!err)
-		err = rec_open_output(&r);
+		err = open_output(&r);
 	if (!err)
 		err = attach_and_start(&r);
 	if (!err) {
 		rec_md_scan_all(&r);
-		err = rec_finish_output(&r, record_loop(&r));
+		err = finish_output(&r, record_loop(&r));
 		rec_report(&r);
 		lower_priority(&r);
 		if (!err)

@@ -2,10 +2,11 @@
 /*
  * record_output.c - where `tracebpf record` writes: the output paths (-o:
  * x.tbt and x.json, a directory, or - for the trace on stdout), an
- * existing trace kept as .old, the trace file opened (its header,
- * formats, --serve) and finished (the last drain, the names, the last
- * counts, the file closed), the records of the targets' thread names and
- * command lines, the write errors and their hints, and the JSON at the end.
+ * existing trace kept as .old, the trace file opened (its header and the
+ * kernel events' formats), the records of the targets' thread names and
+ * command lines, the write errors and their hints, and the JSON at the
+ * end. Opening and finishing the output as steps of the recording
+ * (ctl's first answer, --serve, the last drain) are record.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,17 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 
 #include "format/tbrecords.h"
-#include "record.skel.h"
 #include "convert/convert.h"
 #include "format/outfile.h"
 #include "probes/probes.h"
 #include "record/recorder.h"
 #include "kern/kern.h"
-#include "record/serve.h"
 #include "format/tbfile.h"
 #include "cli/cli.h"
 #include "tracebpf.h"
@@ -152,13 +149,6 @@ void rec_write_cmdline(struct recorder *r, pid_t pid)
 	rec->hdr.pid = pid;
 	rec->hdr.tid = pid;
 	tb_writer_append(r->w, &rec->hdr);
-}
-
-static void err_drops(int err)
-{
-	ERR("failed to read the drop counters: %s (the trace was written, but whether "
-	    "records were lost since the last count in it is unknown)", strerror(-err));
-	tb_hint_bpf(err, "record again");
 }
 
 /* The trace file could not be written (or created): what is in it is a
@@ -326,43 +316,6 @@ int rec_open_writer(struct recorder *r)
 	return err;
 }
 
-/* The file first: nothing the kernel hands us may be lost. Then --serve. */
-int rec_open_output(struct recorder *r)
-{
-	const struct tb_record_opts *o = r->o;
-	size_t n = strlen(r->tbt_path);
-	int err;
-
-	snprintf(r->out_base, sizeof(r->out_base), "%.*s", (int)(n > 4 ? n - 4 : n),
-		 r->tbt_path);   /* ctl restart's names: base.1.tbt, ... */
-	err = rec_open_writer(r);
-	if (err)
-		return err;
-	/* --paused: the file says so first, before anything is attached */
-	err = rec_handle_ctl(r, false);
-	if (!err)
-		err = rec_cats_log(r, now_ns(CLOCK_MONOTONIC));
-	if (!err)   /* record --tid (logged already when rec_handle_ctl ran first) */
-		err = rec_filter_log(r, now_ns(CLOCK_MONOTONIC), false);
-	if (!err && o->paused && !o->quiet)
-		fprintf(stderr, "tracebpf: recording is stopped until 'tracebpf ctl "
-				"start' (--paused)\n");
-	if (err) {
-		rec_err_write(r->tbt_path, err, false);
-		return err;
-	}
-	if (o->serve) {
-		err = tb_serve_open(&r->server, o->serve, tb_writer_fd(r->w), o->serve_max_lag);
-		if (err) {
-			ERR("failed to serve on '%s': %s", o->serve, strerror(-err));
-			if (err == -EADDRINUSE)
-				fprintf(stderr, "tracebpf: hint: remove the stale socket or "
-						"choose another path\n");
-		}
-	}
-	return err;
-}
-
 /* The threads' names of every process still traced. */
 void rec_write_all_comms(struct recorder *r)
 {
@@ -373,47 +326,6 @@ void rec_write_all_comms(struct recorder *r)
 void rec_write_all_cmdlines(struct recorder *r)
 {
 	rec_each_traced(r, rec_write_cmdline);
-}
-
-/* The last drain (everything the targets emitted is in the rings or
- * staged), the names, the last counts, the file closed. err is the
- * recording's so far; returns it, or the first error of these steps. */
-int rec_finish_output(struct recorder *r, int err)
-{
-	int e;
-
-	rec_md_tell_all(r, true);   /* no dump begins that the file would lack */
-	rec_drain_fast(r, true);
-	e = tb_sched_flush(r->sched);
-	if (e && !err)
-		err = e;
-	rec_consume_rings(r);
-	rec_write_all_comms(r);
-	e = rec_handle_ctl(r, false);   /* a request in the last round */
-	if (e && !r->write_err)
-		r->write_err = e;
-	rec_sweep_gaps(r);
-	e = rec_write_stats(r);
-	if (e) {
-		err_drops(e);
-		if (!err)
-			err = e;
-	}
-	r->stats_final = !e;
-	e = tb_writer_close(r->w);
-	r->w = NULL;
-	/* the rest to --serve's clients: 2 s for one taking nothing, 10 s in all */
-	tb_serve_finish(r->server, 2000, 10000);
-	r->server = NULL;
-	if (!e)
-		e = r->write_err;   /* a record of the last drain not taken */
-	if (e && !err) {
-		rec_err_write(r->tbt_path, e, false);
-		err = e;
-	}
-	if (!e)
-		tb_ctl_ack(&r->ctl);
-	return err;
 }
 
 /* The JSON (unless --no-json), and the one recording that cannot have

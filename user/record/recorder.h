@@ -5,7 +5,8 @@
  * across each other. Not used outside user/record*.c.
  *
  *   record.c          the command's flow: check the environment, then
- *                     tb_record's steps in order, the poll loop and its
+ *                     tb_record's steps in order (the output opened
+ *                     and finished, --serve), the poll loop and its
  *                     rounds, destroy()
  *   record_attach.c   the targets, the BPF objects loaded, their probes
  *                     attached (and detached, and attached again)
@@ -26,7 +27,8 @@
  *                     described in the file
  *   record_drain.c    the rings drained, every record as it goes by, the
  *                     drop counts
- *   record_output.c   the trace file, stdout (-o -), --serve, the JSON
+ *   record_output.c   the trace file's paths, .old, header, thread names
+ *                     and command lines, write errors; the JSON
  */
 #ifndef TRACEBPF_RECORDER_H
 #define TRACEBPF_RECORDER_H
@@ -230,11 +232,9 @@ int rec_output_paths(struct recorder *r, const char *out);
 void rec_write_comms(struct recorder *r, pid_t pid);
 void rec_write_cmdline(struct recorder *r, pid_t pid);
 void rec_err_write(const char *path, int err, bool create);
-int rec_open_output(struct recorder *r);
 int rec_open_writer(struct recorder *r);
 void rec_write_all_comms(struct recorder *r);
 void rec_write_all_cmdlines(struct recorder *r);
-int rec_finish_output(struct recorder *r, int err);
 int rec_write_json(struct recorder *r);
 
 /* record_keep.c */
