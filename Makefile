@@ -62,7 +62,7 @@ CORE_SRCS := $(LIB_SRCS) $(WRITER_SRC) user/report/hist.c user/report/report.c u
              user/report/report_aggregate.c user/report/report_text.c user/report/report_json.c user/cli/tbio.c \
              user/cli/convert_cmd.c user/cli/filter_args.c
 LOAD_SRCS := user/record/record.c user/record/record_args.c user/record/record_attach.c user/record/record_session.c user/record/record_procs.c user/record/record_drain.c \
-             user/record/record_output.c user/record/record_cats.c user/record/record_filter.c user/record/record_restart.c user/record/record_keep.c user/record/record_memdump.c user/fast/fast.c user/fast/fast_dir.c user/fast/fast_pool.c user/fast/fast_read.c user/probes/probes.c user/main.c user/kern/sched.c user/kern/rings.c \
+             user/record/record_output.c user/record/record_filter.c user/record/record_restart.c user/record/record_keep.c user/record/record_memdump.c user/fast/fast.c user/fast/fast_dir.c user/fast/fast_pool.c user/fast/fast_read.c user/probes/probes.c user/main.c user/kern/sched.c user/kern/rings.c \
              user/kern/gaps.c user/kern/slots.c user/cli/info.c user/cli/dump.c user/cli/pack.c user/record/serve.c user/ctl/ctl.c user/ctl/ctl_rec.c \
              user/ctl/ctl_status.c user/cli/list.c user/ctl/cats.c user/record/record_usdt.c user/probes/usdt.c
 LIB_OBJS  := $(patsubst lib/%.c,$(OUT)/lib/%.o,$(LIB_SRCS))

@@ -197,7 +197,7 @@ static int session_maps(__u32 ctl_id, __u32 set[256])
 /* The session's BPF objects: its programs, those that use one of its maps
  * (the ids of at most MAX_PROGS into ids; every map a recorder creates is
  * its own), the control map's id and the session map's (its categories:
- * record_cats.c). The count of programs. */
+ * user/record/record_filter.c). The count of programs. */
 static int session_objects(const struct recording *r, __u32 *ids, __u32 *ctl_id)
 {
 	struct bpf_map_info mi = {};

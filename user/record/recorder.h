@@ -15,9 +15,9 @@
  *   record_procs.c    the processes around the recording: the command,
  *                     the releaser, the open-files limit, the traced
  *                     processes listed, named, and whether any lives
- *   record_filter.c   the threads and processes recorded, in the file
- *   record_cats.c     the categories recorded: the rules, in the switches,
- *                     in the file, changed by `tracebpf ctl`
+ *   record_filter.c   the categories recorded (the rules, in the switches,
+ *                     changed by `tracebpf ctl`) and the threads and
+ *                     processes recorded, both in the file
  *   record_restart.c  ctl restart: the old file closed and converted, the
  *                     new opened
  *   record_keep.c     the records a file begun by ctl restart needs, kept
@@ -158,7 +158,7 @@ struct recorder {
 	/* the counts when the current file began: its STATS count from there */
 	__u64 *base_vals, base_app, base_kern, base_lost, base_events;
 	char added_events[256];   /* -e events ctl enabled later, ", " between */
-	int cats_fd;           /* the session map (record_cats.c) */
+	int cats_fd;           /* the session map (record_filter.c) */
 	struct tracebpf_cats *cats;   /* ... mapped */
 	__u32 cats_gen;        /* the rules in the switches and the file */
 	struct tb_rec_filter *filter_logged;   /* the file's latest (record_filter.c) */
@@ -190,18 +190,17 @@ int rec_read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
 void rec_status_line(struct recorder *r, double elapsed, double rate);
 void rec_report(struct recorder *r);
 
-/* record_filter.c */
-int rec_filter_log(struct recorder *r, __u64 ts, bool fresh);
 
 /* record_restart.c */
 int rec_restart_output(struct recorder *r, const char *path);
 int rec_reap_converts(struct recorder *r);
 
-/* record_cats.c */
+/* record_filter.c */
 int rec_cats_open(struct recorder *r);
 int rec_cats_log(struct recorder *r, __u64 ts);
 int rec_cats_check(struct recorder *r);
 void rec_cats_close(struct recorder *r);
+int rec_filter_log(struct recorder *r, __u64 ts, bool fresh);
 
 /* record_usdt.c */
 int rec_usdt_open(struct recorder *r);
