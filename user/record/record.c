@@ -238,22 +238,21 @@ static void pace(struct recorder *r)
 	r->slow_seen = slow;
 }
 
-/* One round: drain the rings, release the processes held for attach,
- * answer ctl, append to the file. 1 when the recording is over, 0 to go
- * on, or a negative errno (said). */
-static int poll_round(struct recorder *r)
+/* A round's drain: waits for the kernel's records (at most the round's
+ * wait), then drains every ring up to the round's cut (record_drain.c).
+ * 0; 1 when a signal cut the wait short (nothing drained); or a negative
+ * errno (said). */
+static int drain_round(struct recorder *r)
 {
-	const struct tb_record_opts *o = r->o;
-	int err, cerr, alive;
-	__u64 now;
+	int err;
 
 	/* Records are submitted without wakeups below the threshold, so poll
 	 * wakes on the timeout: that bounds the delivery latency. A thread
 	 * that fills its fast-path ring faster shortens it. */
-	r->wait_ms = tb_fast_round_wait(r->wait_ms, tb_fast_fill(r->fast), o->flush_ms);
+	r->wait_ms = tb_fast_round_wait(r->wait_ms, tb_fast_fill(r->fast), r->o->flush_ms);
 	err = ring_buffer__poll(r->rb, (int)r->wait_ms);
 	if (err == -EINTR)
-		return 0;
+		return 1;
 	if (err < 0) {
 		ERR("failed to poll ring buffers: %s", strerror(-err));
 		return err;
@@ -272,8 +271,16 @@ static int poll_round(struct recorder *r)
 	 * before that cut: it belongs to the next round as it is, and holding
 	 * it would only copy it twice. */
 	r->cut = 0;
-	pace(r);
-	tb_fast_round_end(r->fast);
+	return 0;
+}
+
+/* The round into the file: the processes held for attach released, the
+ * losses' records, ctl answered, the file flushed and --serve's clients
+ * sent it. 0, or a negative errno (said). */
+static int write_round(struct recorder *r)
+{
+	int err, cerr;
+
 	rec_release_stopped(r, true);
 	rec_stats_if_grown(r);
 	cerr = rec_handle_ctl(r, r->tty);
@@ -289,21 +296,54 @@ static int poll_round(struct recorder *r)
 	tb_ctl_ack(&r->ctl);   /* the change is in the file now */
 	if (r->server)
 		tb_serve_pump(r->server, tb_writer_bytes(r->w));
+	return 0;
+}
+
+/* The live status line, about once a second. */
+static void status_tick(struct recorder *r, __u64 now)
+{
+	if (!r->tty || now - r->last_status < 1000000000ull)
+		return;
+	rec_status_line(r, (now - r->t0) / 1e9,
+			(r->events - r->last_events) * 1e9 / (now - r->last_status));
+	r->last_status = now;
+	r->last_events = r->events;
+}
+
+/* After a round: the command reaped when it has exited, ctl status's
+ * figures, the status line. 1 when the recording is over (--duration, or
+ * every target has exited), 0 to go on, or a negative errno (said). */
+static int end_round(struct recorder *r)
+{
+	const struct tb_record_opts *o = r->o;
+	int alive;
+	__u64 now;
+
 	if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child)
 		r->child = -1;
 	now = now_ns(CLOCK_MONOTONIC);
 	rec_publish_stats(r, now);
-	if (r->tty && now - r->last_status >= 1000000000ull) {
-		rec_status_line(r, (now - r->t0) / 1e9,
-			    (r->events - r->last_events) * 1e9 / (now - r->last_status));
-		r->last_status = now;
-		r->last_events = r->events;
-	}
+	status_tick(r, now);
 	if (o->duration > 0 && !r->ending && now - r->t0 >= o->duration * 1e9)
 		return 1;
 	alive = rec_targets_alive(r, now);
 	r->targets_gone = !alive;
 	return alive <= 0 ? (alive ? alive : 1) : 0;
+}
+
+/* One round: drain the rings, release the processes held for attach,
+ * answer ctl, append to the file. 1 when the recording is over, 0 to go
+ * on, or a negative errno (said). */
+static int poll_round(struct recorder *r)
+{
+	int err = drain_round(r);
+
+	if (err)
+		return err > 0 ? 0 : err;   /* a signal: the loop sees it */
+	pace(r);
+	tb_fast_round_end(r->fast);
+	err = write_round(r);
+	return err ? err : end_round(r);
 }
 
 /* How long a command told to end may take to exit while still recorded. */
