@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * record.c - `tracebpf record`: the command's flow (main.c parses the
- * options). tb_record checks the environment (privileges, kernel BTF, the
- * open-files limit), then runs its steps in order: find the targets, open
- * -> configure -> load the BPF objects, open the output, attach, poll until
- * the targets exit, a signal or --duration, finish the file, report,
- * render the JSON, and destroy(), the one cleanup path. The steps are in
- * record_attach.c, record_procs.c, record_session.c, record_drain.c and
- * record_output.c (recorder.h says which file owns what).
+ * record.c - `tracebpf record`: the command's flow (record_args.c parses
+ * the options). tb_record checks the environment (privileges, kernel BTF,
+ * the open-files limit), then runs its steps in order: find the targets,
+ * open -> configure -> load the BPF objects, open the output (the file,
+ * ctl's first answer, --serve), attach, catch the signals and let the
+ * command run, poll round by round until the targets exit, a signal or
+ * --duration (each round drains the rings, releases the processes held
+ * for attach, answers ctl and flushes the file), finish the file (the
+ * last drain, the last counts), report, render the JSON, and destroy(),
+ * the one cleanup path. It owns the flow and calls down into the other
+ * files of the recorder, which never call back up (recorder.h gives their
+ * order).
  */
 #include <errno.h>
 #include <sched.h>

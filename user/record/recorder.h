@@ -2,33 +2,40 @@
 /*
  * recorder.h - `tracebpf record`'s internal interface: the recorder's state
  * (one struct recorder per recording) and the functions its files call
- * across each other. Not used outside user/record*.c.
+ * across each other. Not used outside user/record/.
  *
- *   record.c          the command's flow: check the environment, then
- *                     tb_record's steps in order (the output opened
- *                     and finished, --serve), the poll loop and its
- *                     rounds, destroy()
+ * Calls run one way: a file calls only the files below it in this list,
+ * never one above; a helper that several need sits in the lowest file
+ * that fits. Top to bottom:
+ *
+ *   record_args.c     the options, parsed and checked, then tb_record
+ *   record.c          the command's flow: the environment checked, then
+ *                     tb_record's steps in order (the output opened and
+ *                     finished, the command started), the poll loop and
+ *                     its rounds, destroy()
+ *   record_session.c  a `tracebpf ctl` request answered, ctl status, the
+ *                     status line, the summary
+ *   record_restart.c  ctl restart: the old file closed and converted, the
+ *                     new one opened
  *   record_attach.c   the targets, the BPF objects loaded, their probes
- *                     attached (and detached, and attached again)
- *   record_session.c  `tracebpf ctl` requests answered, ctl status, the
- *                     status lines
- *   record_procs.c    the processes around the recording: the command,
- *                     the releaser, the open-files limit, the traced
- *                     processes listed, named, and whether any lives
+ *                     attached (and detached, and attached again), the
+ *                     processes stopped for attach released
+ *   record_usdt.c     other programs' USDT probes (--usdt): attached, and
+ *                     described in the file
  *   record_filter.c   the categories recorded (the rules, in the switches,
  *                     changed by `tracebpf ctl`) and the threads and
  *                     processes recorded, both in the file
- *   record_restart.c  ctl restart: the old file closed and converted, the
- *                     new opened
- *   record_keep.c     the records a file begun by ctl restart needs, kept
+ *   record_drain.c    the rings drained, every record as it goes by, the
+ *                     drop counts and the gap marks
  *   record_memdump.c  the application's memory dumps: its dumping threads
  *                     found and told the interval
- *   record_usdt.c     other programs' USDT probes (--usdt): attached, and
- *                     described in the file
- *   record_drain.c    the rings drained, every record as it goes by, the
- *                     drop counts
+ *   record_keep.c     the records a file begun by ctl restart needs, kept
  *   record_output.c   the trace file's paths, .old, header, thread names
  *                     and command lines, write errors; the JSON
+ *   record_procs.c    the processes around the recording: the command,
+ *                     the releaser, the open-files limit; the traced
+ *                     processes listed, named, and whether any lives
+ *   serve.c           --serve's socket (serve.h)
  */
 #ifndef TRACEBPF_RECORDER_H
 #define TRACEBPF_RECORDER_H
@@ -171,7 +178,19 @@ struct recorder {
 	} md;
 };
 
-/* Each function is described where it is defined. */
+/* Each function is described where it is defined; the files in the
+ * order above. */
+
+/* record_session.c */
+int rec_handle_ctl(struct recorder *r, bool tty);
+/* ctl status's figures into the control map, about once a second. */
+void rec_publish_stats(struct recorder *r, __u64 now);
+void rec_status_line(struct recorder *r, double elapsed, double rate);
+void rec_report(struct recorder *r);
+
+/* record_restart.c */
+int rec_restart_output(struct recorder *r, const char *path);
+int rec_reap_converts(struct recorder *r);
 
 /* record_attach.c */
 void rec_detach_usdt(struct recorder *r);
@@ -181,19 +200,12 @@ int rec_find_targets(struct recorder *r);
 int rec_load_bpf(struct recorder *r);
 int rec_attach_targets(struct recorder *r);
 
-/* record_session.c */
-int rec_handle_ctl(struct recorder *r, bool tty);
-/* ctl status's figures into the control map, about once a second. */
-void rec_publish_stats(struct recorder *r, __u64 now);
-/* The drops so far: per CPU (vals, ncpus of them), and in all. */
-int rec_read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
-void rec_status_line(struct recorder *r, double elapsed, double rate);
-void rec_report(struct recorder *r);
-
-
-/* record_restart.c */
-int rec_restart_output(struct recorder *r, const char *path);
-int rec_reap_converts(struct recorder *r);
+/* record_usdt.c */
+int rec_usdt_open(struct recorder *r);
+void rec_usdt_close(struct recorder *r);
+int rec_usdt_attach(struct recorder *r, struct object *ob, const char *path);
+void rec_usdt_detach(struct object *ob);
+int rec_usdt_log_all(struct recorder *r);
 
 /* record_filter.c */
 int rec_cats_open(struct recorder *r);
@@ -202,29 +214,30 @@ int rec_cats_check(struct recorder *r);
 void rec_cats_close(struct recorder *r);
 int rec_filter_log(struct recorder *r, __u64 ts, bool fresh);
 
-/* record_usdt.c */
-int rec_usdt_open(struct recorder *r);
-void rec_usdt_close(struct recorder *r);
-int rec_usdt_attach(struct recorder *r, struct object *ob, const char *path);
-void rec_usdt_detach(struct object *ob);
-int rec_usdt_log_all(struct recorder *r);
-/* record_memdump.c */
-void rec_md_note(struct recorder *r, const struct tb_rec_hdr *h);
-void rec_md_scan_all(struct recorder *r);
-void rec_md_tell_all(struct recorder *r, bool off);
-void rec_md_free(struct recorder *r);
-
 /* record_drain.c */
 void rec_consume_rings(void *ctx);
 void rec_drain_fast(struct recorder *r, bool last);
 void rec_take_all(struct recorder *r);
 int rec_on_record(void *ctx, void *data, size_t size);
+/* The drops so far: per CPU (vals, ncpus of them), and in all. */
+int rec_read_drops(struct recorder *r, __u64 *vals, __u64 *app, __u64 *kern);
 __u64 rec_lost_procs(struct recorder *r);
 int rec_write_stats(struct recorder *r);
 void rec_stats_baseline(struct recorder *r);
 int rec_total_drops(struct recorder *r, __u64 *app, __u64 *kern);
 void rec_sweep_gaps(struct recorder *r);
 void rec_stats_if_grown(struct recorder *r);
+
+/* record_memdump.c */
+void rec_md_note(struct recorder *r, const struct tb_rec_hdr *h);
+void rec_md_scan_all(struct recorder *r);
+void rec_md_tell_all(struct recorder *r, bool off);
+void rec_md_free(struct recorder *r);
+
+/* record_keep.c */
+void rec_keep_note(struct recorder *r, const struct tb_rec_hdr *h);
+int rec_keep_replay(struct recorder *r);
+void rec_keep_free(struct recorder *r);
 
 /* record_output.c */
 int rec_output_paths(struct recorder *r, const char *out);
@@ -235,11 +248,6 @@ int rec_open_writer(struct recorder *r);
 void rec_write_all_comms(struct recorder *r);
 void rec_write_all_cmdlines(struct recorder *r);
 int rec_write_json(struct recorder *r);
-
-/* record_keep.c */
-void rec_keep_note(struct recorder *r, const struct tb_rec_hdr *h);
-int rec_keep_replay(struct recorder *r);
-void rec_keep_free(struct recorder *r);
 
 /* record_procs.c */
 int rec_check_nofile(void);
