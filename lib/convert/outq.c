@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* outq.c - batches of bytes between two threads (see outq.h). */
 #include <errno.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 /* C11 threads: <pthread.h> would find user/sched.h for <sched.h> */
 #include <threads.h>
 
 #include "convert/outq.h"
+#include "thread.h"
 
 #define BATCH_SIZE (4 * TB_OUTQ_MAX)
 #define NBATCHES   4
@@ -113,20 +113,6 @@ static struct tb_outq *alloc_q(void *ctx)
 	for (i = 1; i < NBATCHES; i++)
 		give_back(q, &q->all[i]);
 	return q;
-}
-
-int tb_thread_start(thrd_t *t, thrd_start_t fn, void *arg)
-{
-	sigset_t all, old;
-	int err;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = thrd_create(t, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err != thrd_success)
-		return err == thrd_nomem ? -ENOMEM : -EAGAIN;
-	return 0;
 }
 
 /* Runs fn (consumer or producer) on a thread of its own (tb_thread_start).

@@ -23,10 +23,6 @@
 
 struct tb_outq;
 
-/* Runs fn(arg) on a new thread with every signal blocked there: they go
- * to the caller's threads. 0 or -errno. */
-int tb_thread_start(thrd_t *t, thrd_start_t fn, void *arg);
-
 /* Starts the consumer thread, which calls consume(ctx, data, len) for
  * each batch. 0 or -errno (then no thread runs). */
 int tb_outq_start(struct tb_outq **q, void (*consume)(void *ctx, char *data, size_t len),

@@ -30,8 +30,8 @@
 #include <zlib.h>
 
 #include "format/chunk.h"
-#include "convert/outq.h"
 #include "format/tbfile.h"
+#include "thread.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the trace file is little endian and this code stores native layouts"
