@@ -323,11 +323,9 @@ struct tb_model {
 
 /* ---- convert_model.c: processes, threads, sites, names; loading ---- */
 
-int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
 uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
 struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
 struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
-void *tb_conv_copy_rec(const void *rec);
 struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
 int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
 /* TB_REC_RSS: the process's counter of that kind, and its total. */
@@ -381,9 +379,6 @@ void tb_conv_out_direct(struct conv *c, const struct oev *e);
 void tb_conv_out_flush(struct conv *c, uint64_t now, bool all);
 void tb_conv_out_free(struct conv *c, struct oev *e);
 struct oev *tb_conv_fifo_at(const struct conv *c, size_t i);
-void *tb_conv_pool_copy(struct conv *c, const struct tb_rec_hdr *h);
-void tb_conv_pool_put(struct conv *c, const void *rec);
-void tb_conv_pool_free(struct conv *c);
 void tb_conv_out_send(struct conv *c, const struct oev *e);
 void tb_conv_write_batch(void *ctx, char *data, size_t len);
 
@@ -444,5 +439,19 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
  * with its incarnation when its pid was reused. */
 #define TB_PROC_LABEL_MAX 320
 void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
+
+/* ---- convert_util.c: arrays, record copies, the pool ---- */
+
+/* *p, an array of *cap elements of elem bytes, grown (doubling, from 64)
+ * to hold need. 0 or -ENOMEM (*p unchanged). */
+int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem);
+/* A copy of a record (its header's size), allocated at its pool class's
+ * size (POOL_*), or NULL. */
+void *tb_conv_copy_rec(const void *rec);
+/* tb_conv_copy_rec, from the pool when it has one of that class. */
+void *tb_conv_pool_copy(struct conv *c, const struct tb_rec_hdr *h);
+/* A copy no longer needed: to the pool, or freed (NULL: nothing). */
+void tb_conv_pool_put(struct conv *c, const void *rec);
+void tb_conv_pool_free(struct conv *c);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

@@ -28,24 +28,6 @@
 #include "merge.h"
 #include "swchain.h"
 
-int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 64;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 static void copy_comm(char dst[17], const char *src)
 {
 	size_t n = strnlen(src, 16);
@@ -216,21 +198,6 @@ uint32_t tb_model_rank(uint16_t type)
 	default:
 		return 4;
 	}
-}
-
-static size_t rec_alloc_size(size_t size)
-{
-	return size <= POOL_MAX_SIZE ? (size + POOL_STEP - 1) & ~(size_t)(POOL_STEP - 1) : size;
-}
-
-void *tb_conv_copy_rec(const void *rec)
-{
-	const struct tb_rec_hdr *h = rec;
-	void *c = malloc(rec_alloc_size(h->size));
-
-	if (c)
-		memcpy(c, h, h->size);
-	return c;
 }
 
 /* Every offset is checked: the bytes come from the traced application. */

@@ -5,9 +5,10 @@
  *
  * Owns: the output events held until nothing still to come can precede
  * them (a FIFO of those that came in ts order, most of them, and a
- * min-heap of the others), the pool their record copies come from and go
- * back to, and the batches (outq.h) that carry events to the writer
- * thread, which renders them while this one reads and pairs.
+ * min-heap of the others), and the batches (outq.h) that carry events
+ * to the writer thread, which renders them while this one reads and
+ * pairs. An event written gives its record copies back to the pool
+ * (tb_conv_pool_put, convert_util.c).
  *
  * Receives: finished output events (struct oev) from the pairing stage
  * (tb_conv_add_out, convert_pair.c), owning their records' copies.
@@ -27,57 +28,6 @@
 #define OUT_MAX   (1u << 20)
 
 static int cmp_out(const void *a, const void *b);
-
-/* The pool slot for a record of size bytes, or -1. */
-static int pool_class(size_t size)
-{
-	return size <= POOL_MAX_SIZE ? (int)((size - 1) / POOL_STEP) : -1;
-}
-
-/* tb_conv_copy_rec, from the pool when it has one of that class. */
-void *tb_conv_pool_copy(struct conv *c, const struct tb_rec_hdr *h)
-{
-	int k = pool_class(h->size);
-	void **p;
-
-	if (k < 0 || !c->pool[k])
-		return tb_conv_copy_rec(h);
-	p = c->pool[k];
-	c->pool[k] = *p;
-	c->npool[k]--;
-	memcpy(p, h, h->size);
-	return p;
-}
-
-/* A copy no longer needed: to the pool, or freed. */
-void tb_conv_pool_put(struct conv *c, const void *rec)
-{
-	const struct tb_rec_hdr *h = rec;
-	int k;
-
-	if (!h)
-		return;
-	k = pool_class(h->size);
-	if (k < 0 || c->npool[k] >= POOL_KEEP) {
-		free((void *)h);
-		return;
-	}
-	*(void **)h = c->pool[k];
-	c->pool[k] = (void *)h;
-	c->npool[k]++;
-}
-
-void tb_conv_pool_free(struct conv *c)
-{
-	for (size_t k = 0; k < POOL_MAX_SIZE / POOL_STEP; k++) {
-		while (c->pool[k]) {
-			void **p = c->pool[k];
-
-			c->pool[k] = *p;
-			free(p);
-		}
-	}
-}
 
 void tb_conv_out_free(struct conv *c, struct oev *e)
 {

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * convert_util.c - what any stage of the converter may use, calling no
+ * stage itself (the last file of the order in lib/convert/convert.c).
+ *
+ * Owns: growing the arrays of struct conv and the stages' own; the
+ * copies of records the stages keep (an open slice's begin, an output
+ * event's records), and the pool those copies come from and go back to
+ * (POOL_*, convert_int.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/convert_int.h"
+
+int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 64;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static size_t rec_alloc_size(size_t size)
+{
+	return size <= POOL_MAX_SIZE ? (size + POOL_STEP - 1) & ~(size_t)(POOL_STEP - 1) : size;
+}
+
+void *tb_conv_copy_rec(const void *rec)
+{
+	const struct tb_rec_hdr *h = rec;
+	void *c = malloc(rec_alloc_size(h->size));
+
+	if (c)
+		memcpy(c, h, h->size);
+	return c;
+}
+
+/* The pool slot for a record of size bytes, or -1. */
+static int pool_class(size_t size)
+{
+	return size <= POOL_MAX_SIZE ? (int)((size - 1) / POOL_STEP) : -1;
+}
+
+/* tb_conv_copy_rec, from the pool when it has one of that class. */
+void *tb_conv_pool_copy(struct conv *c, const struct tb_rec_hdr *h)
+{
+	int k = pool_class(h->size);
+	void **p;
+
+	if (k < 0 || !c->pool[k])
+		return tb_conv_copy_rec(h);
+	p = c->pool[k];
+	c->pool[k] = *p;
+	c->npool[k]--;
+	memcpy(p, h, h->size);
+	return p;
+}
+
+/* A copy no longer needed: to the pool, or freed. */
+void tb_conv_pool_put(struct conv *c, const void *rec)
+{
+	const struct tb_rec_hdr *h = rec;
+	int k;
+
+	if (!h)
+		return;
+	k = pool_class(h->size);
+	if (k < 0 || c->npool[k] >= POOL_KEEP) {
+		free((void *)h);
+		return;
+	}
+	*(void **)h = c->pool[k];
+	c->pool[k] = (void *)h;
+	c->npool[k]++;
+}
+
+void tb_conv_pool_free(struct conv *c)
+{
+	for (size_t k = 0; k < POOL_MAX_SIZE / POOL_STEP; k++) {
+		while (c->pool[k]) {
+			void **p = c->pool[k];
+
+			c->pool[k] = *p;
+			free(p);
+		}
+	}
+}
