@@ -405,9 +405,6 @@ void tb_conv_sched_free(struct conv *c);
 
 /* ---- convert_select.c: filters and --split ---- */
 
-struct pair *tb_conv_pair_new(void);
-struct pair *tb_conv_pair_ref(struct pair *p);
-void tb_conv_pair_put(struct pair *p);
 void tb_conv_pair_decide(struct conv *c, struct pair *p, const struct oev *e);
 void tb_conv_pair_abandon(struct conv *c, struct pair *p);
 bool tb_conv_sel_match(const struct conv *c, const struct oev *e);
@@ -440,7 +437,7 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
 #define TB_PROC_LABEL_MAX 320
 void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
 
-/* ---- convert_util.c: arrays, record copies, the pool ---- */
+/* ---- convert_util.c: arrays, record copies, the pool, pairs ---- */
 
 /* *p, an array of *cap elements of elem bytes, grown (doubling, from 64)
  * to hold need. 0 or -ENOMEM (*p unchanged). */
@@ -453,5 +450,11 @@ void *tb_conv_pool_copy(struct conv *c, const struct tb_rec_hdr *h);
 /* A copy no longer needed: to the pool, or freed (NULL: nothing). */
 void tb_conv_pool_put(struct conv *c, const void *rec);
 void tb_conv_pool_free(struct conv *c);
+/* A new pair, its one reference the caller's (NULL: no memory). */
+struct pair *tb_conv_pair_new(void);
+/* Another reference to p (NULL: none). */
+struct pair *tb_conv_pair_ref(struct pair *p);
+/* Drops a reference to p (NULL: none); the last frees it. */
+void tb_conv_pair_put(struct pair *p);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

@@ -28,28 +28,6 @@
 #include "ftrace.h"
 #include "print.h"
 
-struct pair *tb_conv_pair_new(void)
-{
-	struct pair *p = calloc(1, sizeof(*p));
-
-	if (p)
-		p->refs = 1;
-	return p;
-}
-
-struct pair *tb_conv_pair_ref(struct pair *p)
-{
-	if (p)
-		p->refs++;
-	return p;
-}
-
-void tb_conv_pair_put(struct pair *p)
-{
-	if (p && !--p->refs)
-		free(p);
-}
-
 /* Whether e passes the filters: by its real pid (e->pid is the recorded
  * one until tb_conv_add_out, the incarnation's after: TB_PID_SPAN). */
 bool tb_conv_sel_match(const struct conv *c, const struct oev *e)

@@ -6,7 +6,9 @@
  * Owns: growing the arrays of struct conv and the stages' own; the
  * copies of records the stages keep (an open slice's begin, an output
  * event's records), and the pool those copies come from and go back to
- * (POOL_*, convert_int.h).
+ * (POOL_*, convert_int.h); the life of a struct pair (an async slice's
+ * or a flow's events share one, each holding a reference), which the
+ * pairing stage makes, the selection decides and the queue lets go of.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -96,4 +98,28 @@ void tb_conv_pool_free(struct conv *c)
 			free(p);
 		}
 	}
+}
+
+/* ------------------------------------------------------------ pairs -- */
+
+struct pair *tb_conv_pair_new(void)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->refs = 1;
+	return p;
+}
+
+struct pair *tb_conv_pair_ref(struct pair *p)
+{
+	if (p)
+		p->refs++;
+	return p;
+}
+
+void tb_conv_pair_put(struct pair *p)
+{
+	if (p && !--p->refs)
+		free(p);
 }
