@@ -419,10 +419,6 @@ void tb_conv_free_parts(struct conv *c);
 
 /* ---- convert_render.c: JSON rendering and templates ---- */
 
-const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
-uint64_t tb_conv_ev_id(const struct tb_rec_event *ev);
-const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
-			    int i, size_t *n);
 struct tmpls *tb_conv_tmpls_new(void);
 void tb_conv_tmpls_free(struct tmpls *ts);
 void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e);
@@ -437,7 +433,7 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
 #define TB_PROC_LABEL_MAX 320
 void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
 
-/* ---- convert_util.c: arrays, record copies, the pool, pairs ---- */
+/* ---- convert_util.c: arrays, record copies, the pool, pairs, records ---- */
 
 /* *p, an array of *cap elements of elem bytes, grown (doubling, from 64)
  * to hold need. 0 or -ENOMEM (*p unchanged). */
@@ -456,5 +452,13 @@ struct pair *tb_conv_pair_new(void);
 struct pair *tb_conv_pair_ref(struct pair *p);
 /* Drops a reference to p (NULL: none); the last frees it. */
 void tb_conv_pair_put(struct pair *p);
+/* The event's name, *n bytes: for a COPY site, the name copied at the
+ * hit; NULL when that could not be read. */
+const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n);
+/* An event_id hit's id; another program's probe's: its first argument. */
+uint64_t tb_conv_ev_id(const struct tb_rec_event *ev);
+/* String argument i of site s's event ev, *n bytes; NULL when unreadable. */
+const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
+			    int i, size_t *n);
 
 #endif /* TRACEBPF_CONVERT_INT_H */

@@ -8,7 +8,8 @@
  * templates most events are written from (one per site and phase); the
  * end of each file (names, systemTraceEvents, metadata) is
  * convert_meta.c's. Also the event accessors of model.h (names, counter
- * series, the public API's events).
+ * series, the public API's events). What a record holds (its name, id,
+ * string arguments) it reads with convert_util.c's accessors.
  *
  * Receives: output events (struct oev) with the JSON writer (struct
  * tb_json) they go to, from the writer thread (convert_queue.c), the
@@ -80,50 +81,6 @@ static void args_of(struct args *as, const struct site *s,
 	for (i = 0; i < s->nargs; i++)
 		if (has_arg(s, ev, i))
 			args_add(as, (struct arg){ .name = s->argname[i], .site = s, .ev = ev, .i = i });
-}
-
-static size_t ev_fixed_size(const struct tb_rec_event *ev)
-{
-	return ev->hdr.type == TB_REC_EVENT_ID ? sizeof(struct tb_rec_event_id)
-					       : sizeof(*ev);
-}
-
-/* The bytes of string argument i: str_len[k] bytes for each string
- * argument k in order after the fixed part. NULL when unreadable. */
-/* A TB_REC_USDT's: str_len[k] bytes for each note argument k with some. */
-static const char *usdt_str(const struct site *s, const struct tb_rec_usdt *u, int i,
-			    size_t *n)
-{
-	size_t off = sizeof(*u), len;
-	int k, src = s->argsrc[i];
-
-	if (src >= u->nargs)
-		return NULL;
-	for (k = 0; k < src; k++)
-		off += u->str_len[k];
-	len = u->str_len[src];
-	if (!len || off > u->hdr.size || len > u->hdr.size - off)
-		return NULL;
-	*n = strnlen((const char *)u + off, len);
-	return (const char *)u + off;
-}
-
-const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
-			    int i, size_t *n)
-{
-	size_t off = ev_fixed_size(ev), len;
-	int k;
-
-	if (ev->hdr.type == TB_REC_USDT)
-		return usdt_str(s, (const void *)ev, i, n);
-	len = ev->str_len[i];
-	for (k = 0; k < i; k++)
-		if (s->arg_type[k] == TB_ARG_STR)
-			off += ev->str_len[k];
-	if (!len || off > ev->hdr.size || len > ev->hdr.size - off)
-		return NULL;
-	*n = strnlen((const char *)ev + off, len);
-	return (const char *)ev + off;
 }
 
 static double arg_double(const struct site *s, const struct tb_rec_event *ev, int i)
@@ -231,40 +188,6 @@ static void write_counter_value(struct tb_json *j, const struct arg *a)
 		tb_json_double(j, arg_double(a->site, a->ev, a->i));
 		break;
 	}
-}
-
-/* The event's name, *n bytes: for a COPY site, the name copied at the
- * hit; NULL when that could not be read. */
-const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n)
-{
-	const struct tb_rec_event_id *x = (const void *)ev;
-	size_t off = sizeof(*x);
-	int k;
-
-	if (!(s->flags & TB_SITE_COPY_NAME)) {
-		*n = strlen(s->name);
-		return s->name;
-	}
-	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len)
-		return NULL;
-	for (k = 0; k < s->nargs && k < TB_MAX_ARGS; k++)
-		if (s->arg_type[k] == TB_ARG_STR)
-			off += ev->str_len[k];
-	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off)
-		return NULL;
-	*n = strnlen((const char *)ev + off, x->name_len);
-	return (const char *)ev + off;
-}
-
-/* An event_id hit's id; another program's probe's: its first argument
- * (an async slice's, TB_USDT_ASYNC_*). */
-uint64_t tb_conv_ev_id(const struct tb_rec_event *ev)
-{
-	const struct tb_rec_usdt *u = (const void *)ev;
-
-	if (ev->hdr.type == TB_REC_USDT)
-		return u->nargs ? u->args[0] : 0;
-	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
 }
 
 static void write_name(struct tb_json *j, const struct site *s,

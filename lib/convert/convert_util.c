@@ -8,7 +8,9 @@
  * event's records), and the pool those copies come from and go back to
  * (POOL_*, convert_int.h); the life of a struct pair (an async slice's
  * or a flow's events share one, each holding a reference), which the
- * pairing stage makes, the selection decides and the queue lets go of.
+ * pairing stage makes, the selection decides and the queue lets go of;
+ * what an event's record holds: its name (a COPY site's is in the
+ * record), its id, its string arguments.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,4 +124,84 @@ void tb_conv_pair_put(struct pair *p)
 {
 	if (p && !--p->refs)
 		free(p);
+}
+
+/* ---------------------------------------------- an event's record -- */
+
+/* The event's name, *n bytes: for a COPY site, the name copied at the
+ * hit; NULL when that could not be read. */
+const char *tb_conv_ev_name(const struct site *s, const struct tb_rec_event *ev, size_t *n)
+{
+	const struct tb_rec_event_id *x = (const void *)ev;
+	size_t off = sizeof(*x);
+	int k;
+
+	if (!(s->flags & TB_SITE_COPY_NAME)) {
+		*n = strlen(s->name);
+		return s->name;
+	}
+	if (ev->hdr.type != TB_REC_EVENT_ID || !x->name_len)
+		return NULL;
+	for (k = 0; k < s->nargs && k < TB_MAX_ARGS; k++)
+		if (s->arg_type[k] == TB_ARG_STR)
+			off += ev->str_len[k];
+	if (off > ev->hdr.size || x->name_len > ev->hdr.size - off)
+		return NULL;
+	*n = strnlen((const char *)ev + off, x->name_len);
+	return (const char *)ev + off;
+}
+
+/* An event_id hit's id; another program's probe's: its first argument
+ * (an async slice's, TB_USDT_ASYNC_*). */
+uint64_t tb_conv_ev_id(const struct tb_rec_event *ev)
+{
+	const struct tb_rec_usdt *u = (const void *)ev;
+
+	if (ev->hdr.type == TB_REC_USDT)
+		return u->nargs ? u->args[0] : 0;
+	return ev->hdr.type == TB_REC_EVENT_ID ? ((const struct tb_rec_event_id *)ev)->id : 0;
+}
+
+static size_t ev_fixed_size(const struct tb_rec_event *ev)
+{
+	return ev->hdr.type == TB_REC_EVENT_ID ? sizeof(struct tb_rec_event_id)
+					       : sizeof(*ev);
+}
+
+/* A TB_REC_USDT's: str_len[k] bytes for each note argument k with some. */
+static const char *usdt_str(const struct site *s, const struct tb_rec_usdt *u, int i,
+			    size_t *n)
+{
+	size_t off = sizeof(*u), len;
+	int k, src = s->argsrc[i];
+
+	if (src >= u->nargs)
+		return NULL;
+	for (k = 0; k < src; k++)
+		off += u->str_len[k];
+	len = u->str_len[src];
+	if (!len || off > u->hdr.size || len > u->hdr.size - off)
+		return NULL;
+	*n = strnlen((const char *)u + off, len);
+	return (const char *)u + off;
+}
+
+/* The bytes of string argument i: str_len[k] bytes for each string
+ * argument k in order after the fixed part. NULL when unreadable. */
+const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
+			    int i, size_t *n)
+{
+	size_t off = ev_fixed_size(ev), len;
+	int k;
+
+	if (ev->hdr.type == TB_REC_USDT)
+		return usdt_str(s, (const void *)ev, i, n);
+	len = ev->str_len[i];
+	for (k = 0; k < i; k++)
+		if (s->arg_type[k] == TB_ARG_STR)
+			off += ev->str_len[k];
+	if (!len || off > ev->hdr.size || len > ev->hdr.size - off)
+		return NULL;
+	*n = strnlen((const char *)ev + off, len);
+	return (const char *)ev + off;
 }
