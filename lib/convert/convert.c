@@ -56,12 +56,8 @@
  * the queue hands to, runs the model, has the end rendered, and says what
  * the trace lost.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "convert/convert_int.h"
 #include "ftrace.h"
@@ -322,46 +318,6 @@ int tb_convert_file(struct tb_reader *r, FILE *out)
 	enum tb_conv_stage stage;
 
 	return tb_convert_run(r, out, NULL, NULL, NULL, &stage);
-}
-
-void tb_convert_fail(const char *verb, const char *obj, int err, const char *hint)
-{
-	tb_print(PFX "failed to %s '%s': %s\n", verb, obj, strerror(-err));
-	if (hint)
-		tb_print(PFX "hint: %s\n", hint);
-}
-
-/* The file the JSON is written to, next to out and renamed over it at the
- * end: a viewer must never see a half-written object (Perfetto rejects
- * it). *tmp is its name (freed and NULL on failure, said). */
-int tb_convert_create_tmp(const char *out, const char *out_name, char **tmp, FILE **f)
-{
-	int err, fd;
-
-	*tmp = malloc(strlen(out) + sizeof(".XXXXXX"));
-	if (!*tmp) {
-		tb_convert_fail("create", out_name, -ENOMEM, NULL);
-		return -ENOMEM;
-	}
-	strcpy(*tmp, out);
-	strcat(*tmp, ".XXXXXX");
-	fd = mkstemp(*tmp);
-	/* 0600 whatever the umask, like the trace it renders
-	 * (docs/tracebpf-record.md, FILES) */
-	if (fd >= 0 && !fchmod(fd, 0600) && (*f = fdopen(fd, "w")))
-		return 0;
-	err = -errno;
-	if (fd < 0) {
-		tb_convert_fail("create", out_name, err, err == -EACCES || err == -EROFS ?
-		     "the output directory must be writable" : NULL);
-	} else {
-		tb_convert_fail("create", *tmp, err, NULL);
-		close(fd);
-		unlink(*tmp);
-	}
-	free(*tmp);
-	*tmp = NULL;
-	return err;
 }
 
 /* ---------------------------------------------------------- model.h -- */

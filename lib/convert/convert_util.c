@@ -10,13 +10,20 @@
  * or a flow's events share one, each holding a reference), which the
  * pairing stage makes, the selection decides and the queue lets go of;
  * what an event's record holds: its name (a COPY site's is in the
- * record), its id, its string arguments.
+ * record), its id, its string arguments; the output files' messages and
+ * their temporaries (tb_convert_fail, tb_convert_create_tmp: convert.h),
+ * which the CLI uses too.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "convert/convert_int.h"
+#include "print.h"
+
+#define PFX "tracebpf: convert: "
 
 int tb_conv_grow_array(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -126,7 +133,7 @@ void tb_conv_pair_put(struct pair *p)
 		free(p);
 }
 
-/* ---------------------------------------------- an event's record -- */
+/* ------------------------------------------------ an event's record -- */
 
 /* The event's name, *n bytes: for a COPY site, the name copied at the
  * hit; NULL when that could not be read. */
@@ -204,4 +211,46 @@ const char *tb_conv_str_arg(const struct site *s, const struct tb_rec_event *ev,
 		return NULL;
 	*n = strnlen((const char *)ev + off, len);
 	return (const char *)ev + off;
+}
+
+/* ------------------------------------------------- the output files -- */
+
+void tb_convert_fail(const char *verb, const char *obj, int err, const char *hint)
+{
+	tb_print(PFX "failed to %s '%s': %s\n", verb, obj, strerror(-err));
+	if (hint)
+		tb_print(PFX "hint: %s\n", hint);
+}
+
+/* The file the JSON is written to, next to out and renamed over it at the
+ * end: a viewer must never see a half-written object (Perfetto rejects
+ * it). *tmp is its name (freed and NULL on failure, said). */
+int tb_convert_create_tmp(const char *out, const char *out_name, char **tmp, FILE **f)
+{
+	int err, fd;
+
+	*tmp = malloc(strlen(out) + sizeof(".XXXXXX"));
+	if (!*tmp) {
+		tb_convert_fail("create", out_name, -ENOMEM, NULL);
+		return -ENOMEM;
+	}
+	strcpy(*tmp, out);
+	strcat(*tmp, ".XXXXXX");
+	fd = mkstemp(*tmp);
+	/* 0600 whatever the umask, like the trace it renders
+	 * (docs/tracebpf-record.md, FILES) */
+	if (fd >= 0 && !fchmod(fd, 0600) && (*f = fdopen(fd, "w")))
+		return 0;
+	err = -errno;
+	if (fd < 0) {
+		tb_convert_fail("create", out_name, err, err == -EACCES || err == -EROFS ?
+		     "the output directory must be writable" : NULL);
+	} else {
+		tb_convert_fail("create", *tmp, err, NULL);
+		close(fd);
+		unlink(*tmp);
+	}
+	free(*tmp);
+	*tmp = NULL;
+	return err;
 }
