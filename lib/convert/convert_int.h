@@ -376,7 +376,9 @@ int tb_conv_add_out(struct conv *c, const struct oev *e);
 /* The same for an event whose pid is already the one to write. */
 int tb_conv_add_out_as(struct conv *c, const struct oev *e);
 void tb_conv_out_direct(struct conv *c, const struct oev *e);
-void tb_conv_out_flush(struct conv *c, uint64_t now, bool all);
+/* Writes the held events before low (all: every one), and the oldest
+ * past the queue's bound. */
+void tb_conv_out_flush(struct conv *c, uint64_t low, bool all);
 void tb_conv_out_free(struct conv *c, struct oev *e);
 struct oev *tb_conv_fifo_at(const struct conv *c, size_t i);
 void tb_conv_out_send(struct conv *c, const struct oev *e);

@@ -19,8 +19,9 @@
  * from the model, the exits and execs of processes and the end
  * (tb_conv_md_close).
  * Hands on: a dump's events to the output queue (tb_conv_add_out) at its
- * begin's time, which the queue holds back while the dump is open
- * (tb_conv_md_low).
+ * begin's time, which the queue holds back while the dump is open: the
+ * model asks for that bound (tb_conv_md_low) before each flush of the
+ * queue.
  */
 #include <errno.h>
 #include <inttypes.h>

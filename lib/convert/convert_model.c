@@ -582,6 +582,29 @@ static bool shown_while_on(uint16_t type)
 	}
 }
 
+/* The time before which the queue may write what it holds: nothing still
+ * to come can precede it. That is the earliest of the records still to be
+ * processed (ts >= now), the begin of every open (or inherited, for a
+ * forked child) slice and memory dump, and, within bounds, each CPU's last
+ * switch (a break's mark begins there: convert_sched.c). */
+static uint64_t out_low(const struct conv *c, uint64_t now)
+{
+	uint64_t low = now;
+	size_t i;
+
+	for (i = 0; i < c->threads.cap; i++) {
+		const struct thread *t = c->threads.vals[i];
+
+		if (t && t->depth && t->stack[0].ev->hdr.ts < low)
+			low = t->stack[0].ev->hdr.ts;
+		/* an inherited slice ending later starts at the fork */
+		if (t && t->nghosts && t->ghost_ts < low)
+			low = t->ghost_ts;
+	}
+	low = tb_conv_md_low(c, low);   /* an open memory dump's begin */
+	return tb_conv_sched_low(c, low);
+}
+
 int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 {
 	const struct tb_rec_hdr *h;
@@ -595,7 +618,7 @@ int tb_conv_process(struct conv *c, enum tb_conv_stage *stage)
 		if (h->ts > c->last_ts)
 			c->last_ts = h->ts;
 		if (i % 4096 == 0 && !c->direct)
-			tb_conv_out_flush(c, h->ts, false);
+			tb_conv_out_flush(c, out_low(c, h->ts), false);
 		if (h->type == TB_REC_CTL) {
 			err = on_ctl(c, (const void *)h);
 			continue;

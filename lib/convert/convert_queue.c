@@ -183,32 +183,14 @@ static void out_pop(struct conv *c)
 	}
 }
 
-/* Writes every held event that nothing still to come can precede: events
- * before both the records still to be processed (ts >= now) and the begin
- * of every open (or inherited, for a forked child) slice and memory dump,
- * and, within bounds, each CPU's last switch (a break's mark begins
- * there: convert_sched.c).
+/* Writes every held event before low, which nothing still to come can
+ * precede (the model works it out: out_low, convert_model.c), or with all
+ * every held event.
  * Past OUT_MAX held events the oldest are written anyway (a slice open for
  * very long): X events may then be out of ts order, which every viewer
  * sorts (counted in c->forced). */
-void tb_conv_out_flush(struct conv *c, uint64_t now, bool all)
+void tb_conv_out_flush(struct conv *c, uint64_t low, bool all)
 {
-	uint64_t low = now;
-	size_t i;
-
-	if (!all) {
-		for (i = 0; i < c->threads.cap; i++) {
-			const struct thread *t = c->threads.vals[i];
-
-			if (t && t->depth && t->stack[0].ev->hdr.ts < low)
-				low = t->stack[0].ev->hdr.ts;
-			/* an inherited slice ending later starts at the fork */
-			if (t && t->nghosts && t->ghost_ts < low)
-				low = t->ghost_ts;
-		}
-		low = tb_conv_md_low(c, low);   /* an open memory dump's begin */
-		low = tb_conv_sched_low(c, low);
-	}
 	while (out_held(c) && (all || out_first(c)->ts < low))
 		out_pop(c);
 	while (out_held(c) > OUT_MAX) {

@@ -13,10 +13,11 @@
  * the systemTraceEvents text shows the switches as recorded.
  *
  * A mark begins before the records read last, so the output queue holds
- * the events after each CPU's last switch (tb_conv_sched_low), up to
- * SCHED_HOLD_MAX of them: a mark whose beginning was already passed
- * begins at the latest event written instead, and its unknown_since_ns
- * says when the task became unknown.
+ * the events after each CPU's last switch (tb_conv_sched_low, which the
+ * model asks before each flush of the queue), up to SCHED_HOLD_MAX of
+ * them: a mark whose beginning was already passed begins at the latest
+ * event written instead, and its unknown_since_ns says when the task
+ * became unknown.
  *
  * Receives: switch records from the model (tb_conv_add_kernel), gaps and
  * stops from its loop (tb_conv_process).
