@@ -226,7 +226,7 @@ struct conv {
 	struct tb_hmap usdt_named;  /* (site, name) -> the site of hits so named */
 	struct tb_hmap procs;          /* pid -> struct proc * */
 	struct tb_hmap threads;        /* tid -> struct thread * */
-	struct proc *last_proc;     /* the latest get_proc() found */
+	struct proc *last_proc;     /* the latest tb_conv_get_proc() found */
 	struct thread *last_thread; /* the latest tb_conv_get_thread() found */
 	struct thread *tcache[THREAD_CACHE];   /* by tid: what tb_conv_get_thread found */
 	/* tb_conv_find_site's answers while site_gen stays: records that change
@@ -323,16 +323,8 @@ struct tb_model {
 
 /* ---- convert_model.c: processes, threads, sites, names; loading ---- */
 
-uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
-struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
-struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
-struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
-int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
 /* TB_REC_RSS: the process's counter of that kind, and its total. */
 int tb_conv_on_rss(struct conv *c, const struct tb_rec_rss *r);
-/* Whether the category rules keep an event of site s on thread t (NULL
- * when unknown): an END only when no slice of its category is open on t. */
-bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t);
 int tb_conv_model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink);
 int tb_conv_process(struct conv *c, enum tb_conv_stage *stage);
 void tb_conv_free_proc(struct proc *p);
@@ -434,6 +426,25 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
  * with its incarnation when its pid was reused. */
 #define TB_PROC_LABEL_MAX 320
 void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
+
+/* ---- convert_tables.c: processes, threads, sites, names, categories ---- */
+
+/* The live process of pid, a new one (a new incarnation when the pid was
+ * reused) if there is none; NULL: no memory. */
+struct proc *tb_conv_get_proc(struct conv *c, uint32_t pid);
+/* The pid an event of process pid is written with (its incarnation's). */
+uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
+/* A new thread tid, replacing old (a dead thread whose tid was reused). */
+struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
+/* The live thread tid, of process pid from now on (a new one if none). */
+struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
+/* The valid site at addr in process pid (or an ancestor's), or NULL. */
+struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
+/* An event of an M site: a name or sort index of its thread or process. */
+int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
+/* Whether the category rules keep an event of site s on thread t (NULL
+ * when unknown): an END only when no slice of its category is open on t. */
+bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t);
 
 /* ---- convert_util.c: arrays, record copies, the pool, pairs, records ---- */
 
