@@ -48,7 +48,9 @@ static size_t rec_alloc_size(size_t size)
 	return size <= POOL_MAX_SIZE ? (size + POOL_STEP - 1) & ~(size_t)(POOL_STEP - 1) : size;
 }
 
-void *tb_conv_copy_rec(const void *rec)
+/* Out of line: tb_conv_pool_copy, in this file, gets a copy from the pool
+ * without a frame of its own, and from here only when the pool has none. */
+__attribute__((noinline)) void *tb_conv_copy_rec(const void *rec)
 {
 	const struct tb_rec_hdr *h = rec;
 	void *c = malloc(rec_alloc_size(h->size));
