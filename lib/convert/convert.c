@@ -52,6 +52,38 @@
  * another sink (tracebpf report, the public API) after the queue, and the
  * filters in front of it.
  *
+ * The files call one another in this order: each calls only files after
+ * it, never one before it, so the call graph between them has no cycle
+ * (convert_int.h declares their functions in the same order):
+ *
+ *   convert.c            the entry points; struct conv's life; the sinks
+ *   convert_model.c      the loop over the records; what they say of
+ *                        processes, threads, sites, names, categories,
+ *                        ctl windows; when the queue may write (out_low)
+ *   convert_usdt.c       other programs' probes: their sites, their hits
+ *   convert_pair.c       slices, async slices, flows, ghosts; gaps; rss
+ *   convert_memdump.c    the applications' memory dumps
+ *   convert_select.c     filters, --split parts; kernel records
+ *   convert_meta.c       each file's start and end
+ *   convert_sched.c      the CPUs' switch chains: breaks counted, marked
+ *   convert_queue.c      output events held until in ts order; the
+ *                        writer thread
+ *   convert_render.c     JSON events, templates
+ *   convert_tables.c     the model's tables looked up: processes,
+ *                        threads, sites, names, category rules
+ *   convert_util.c       arrays, record copies and their pool, a pair's
+ *                        life, an event record's accessors, the output
+ *                        files' temporaries and messages
+ *   outq.c               batches of bytes between two threads
+ *
+ * Where the data goes against that order, a function pointer or a value
+ * carries it, not a call: the queue hands its events to the sink this
+ * file sets (the selection, the writer thread, another model's sink), and
+ * the model works out how far the queue may write (what the open slices,
+ * memory dumps and switch chains may still add before) and passes it to
+ * the flush. The selection sees kernel records before the switch chains
+ * do (tb_conv_add_kernel calls tb_conv_on_switch).
+ *
  * This file owns struct conv's life: it opens the stages, picks the sink
  * the queue hands to, runs the model, has the end rendered, and says what
  * the trace lost.

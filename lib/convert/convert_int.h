@@ -6,6 +6,14 @@
  * function used in one file only is static there. The stages, their files
  * and what passes between them: lib/convert/convert.c.
  *
+ * The files call one another in one order, each only files after it
+ * (lib/convert/convert.c lists it): convert.c, convert_model.c,
+ * convert_usdt.c, convert_pair.c, convert_memdump.c, convert_select.c,
+ * convert_meta.c, convert_sched.c, convert_queue.c, convert_render.c,
+ * convert_tables.c, convert_util.c, outq.c. The functions below are
+ * declared file by file in that order: a stage may call what is declared
+ * after its own section, never what is declared before it.
+ *
  * struct site, struct lost and struct oev: model.h.
  */
 #ifndef TRACEBPF_CONVERT_INT_H
@@ -321,26 +329,27 @@ struct tb_model {
 
 #define ALL_PIDS UINT32_MAX   /* no pid is that large (PID_MAX_LIMIT: 2^22) */
 
-/* ---- convert_model.c: processes, threads, sites, names; loading ---- */
+/* ---- convert_model.c: the loop over the records; processes, threads,
+ * sites, names, categories, ctl windows as the records say ---- */
 
-/* TB_REC_RSS: the process's counter of that kind, and its total. */
-int tb_conv_on_rss(struct conv *c, const struct tb_rec_rss *r);
 int tb_conv_model_open(struct conv *c, struct tb_reader *r, const struct tb_model_sink *sink);
 int tb_conv_process(struct conv *c, enum tb_conv_stage *stage);
 void tb_conv_free_proc(struct proc *p);
 void tb_conv_free_thread(struct thread *t);
 
-/* ---- convert_pair.c: pairing and gaps ---- */
+/* ---- convert_usdt.c: other programs' probes ---- */
+
+int tb_conv_on_usdt_probe(struct conv *c, const struct tb_rec_usdt_probe *rec);
+int tb_conv_on_usdt(struct conv *c, const struct tb_rec_usdt *rec, uint64_t seq);
+
+/* ---- convert_pair.c: pairing, gaps, resident memory ---- */
 
 int tb_conv_on_event(struct conv *c, const struct tb_rec_event *rec, uint64_t seq);
 /* An event of site s (NULL: unresolved); rec is a TB_REC_USDT when s->usdt. */
 int tb_conv_on_site_event(struct conv *c, const struct tb_rec_event *rec, struct site *s,
 			  uint64_t seq);
-
-/* ---- convert_usdt.c: other programs' probes ---- */
-
-int tb_conv_on_usdt_probe(struct conv *c, const struct tb_rec_usdt_probe *rec);
-int tb_conv_on_usdt(struct conv *c, const struct tb_rec_usdt *rec, uint64_t seq);
+/* TB_REC_RSS: the process's counter of that kind, and its total. */
+int tb_conv_on_rss(struct conv *c, const struct tb_rec_rss *r);
 int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g);
 int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
 			const char *why, const struct lost *lost);
@@ -362,19 +371,29 @@ uint64_t tb_conv_md_low(const struct conv *c, uint64_t low);
 void tb_conv_md_free_proc(struct proc *p);
 void tb_conv_md_free(struct conv *c);
 
-/* ---- convert_queue.c: the output queue and the writer thread ---- */
+/* ---- convert_select.c: filters and --split; kernel records ---- */
 
-int tb_conv_add_out(struct conv *c, const struct oev *e);
-/* The same for an event whose pid is already the one to write. */
-int tb_conv_add_out_as(struct conv *c, const struct oev *e);
-void tb_conv_out_direct(struct conv *c, const struct oev *e);
-/* Writes the held events before low (all: every one), and the oldest
- * past the queue's bound. */
-void tb_conv_out_flush(struct conv *c, uint64_t low, bool all);
-void tb_conv_out_free(struct conv *c, struct oev *e);
-struct oev *tb_conv_fifo_at(const struct conv *c, size_t i);
-void tb_conv_out_send(struct conv *c, const struct oev *e);
-void tb_conv_write_batch(void *ctx, char *data, size_t len);
+void tb_conv_pair_decide(struct conv *c, struct pair *p, const struct oev *e);
+void tb_conv_pair_abandon(struct conv *c, struct pair *p);
+bool tb_conv_sel_match(const struct conv *c, const struct oev *e);
+bool tb_conv_sel_keep(const struct conv *c, const struct oev *e);
+bool tb_conv_sel_write(struct conv *c, const struct oev *e);
+int tb_conv_add_kernel(struct conv *c, const struct tb_rec_hdr *h);
+void tb_conv_sel_filter(struct conv *c, const struct tb_filter *f, struct tb_reader *r);
+int tb_conv_sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_reader *r,
+		      FILE *out);
+int tb_conv_render_end(struct conv *c, struct tb_reader *r, FILE *f);
+void tb_conv_free_parts(struct conv *c);
+
+/* ---- convert_meta.c: each file's start and end ---- */
+
+void tb_conv_render_begin(struct conv *c, FILE *f);
+int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
+			const struct part *part);
+/* A process's name: its comm, or the title a probe hit copied (proc.title),
+ * with its incarnation when its pid was reused. */
+#define TB_PROC_LABEL_MAX 320
+void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
 
 /* ---- convert_sched.c: the CPUs' switch chains ---- */
 
@@ -397,35 +416,25 @@ int tb_conv_sched_threads(const struct conv *c,
 			  int (*fn)(void *ctx, const struct tb_model_thread *t), void *ctx);
 void tb_conv_sched_free(struct conv *c);
 
-/* ---- convert_select.c: filters and --split ---- */
+/* ---- convert_queue.c: the output queue and the writer thread ---- */
 
-void tb_conv_pair_decide(struct conv *c, struct pair *p, const struct oev *e);
-void tb_conv_pair_abandon(struct conv *c, struct pair *p);
-bool tb_conv_sel_match(const struct conv *c, const struct oev *e);
-bool tb_conv_sel_keep(const struct conv *c, const struct oev *e);
-bool tb_conv_sel_write(struct conv *c, const struct oev *e);
-int tb_conv_add_kernel(struct conv *c, const struct tb_rec_hdr *h);
-void tb_conv_sel_filter(struct conv *c, const struct tb_filter *f, struct tb_reader *r);
-int tb_conv_sel_start(struct conv *c, const struct tb_convert_opts *o, struct tb_reader *r,
-		      FILE *out);
-int tb_conv_render_end(struct conv *c, struct tb_reader *r, FILE *f);
-void tb_conv_free_parts(struct conv *c);
+int tb_conv_add_out(struct conv *c, const struct oev *e);
+/* The same for an event whose pid is already the one to write. */
+int tb_conv_add_out_as(struct conv *c, const struct oev *e);
+void tb_conv_out_direct(struct conv *c, const struct oev *e);
+/* Writes the held events before low (all: every one), and the oldest
+ * past the queue's bound. */
+void tb_conv_out_flush(struct conv *c, uint64_t low, bool all);
+void tb_conv_out_free(struct conv *c, struct oev *e);
+struct oev *tb_conv_fifo_at(const struct conv *c, size_t i);
+void tb_conv_out_send(struct conv *c, const struct oev *e);
+void tb_conv_write_batch(void *ctx, char *data, size_t len);
 
 /* ---- convert_render.c: JSON rendering and templates ---- */
 
 struct tmpls *tb_conv_tmpls_new(void);
 void tb_conv_tmpls_free(struct tmpls *ts);
 void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *e);
-
-/* ---- convert_meta.c: each file's start and end ---- */
-
-void tb_conv_render_begin(struct conv *c, FILE *f);
-int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp, FILE *f,
-			const struct part *part);
-/* A process's name: its comm, or the title a probe hit copied (proc.title),
- * with its incarnation when its pid was reused. */
-#define TB_PROC_LABEL_MAX 320
-void tb_conv_proc_label(const struct proc *p, char name[TB_PROC_LABEL_MAX]);
 
 /* ---- convert_tables.c: processes, threads, sites, names, categories ---- */
 

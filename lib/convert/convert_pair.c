@@ -10,13 +10,16 @@
  * and moved to the begin of their enclosing slice; and the gaps
  * (TB_REC_GAP): nothing is paired across one, the slices open at it are
  * cut there, what cannot be paired becomes a marked instant, a flow open
- * at it is cut for good.
+ * at it is cut for good; and the counters of each process's resident
+ * memory (TB_REC_RSS).
  *
  * Receives: event records (struct tb_rec_event) from the model
- * (tb_conv_on_event, convert_model.c), with the thread and site the model
- * keeps (those of memory dumps go on to convert_memdump.c); gap marks
- * (tb_conv_on_gap); the model's exits, execs and ctl stops
- * (tb_conv_close_stack, tb_conv_close_process).
+ * (tb_conv_on_event, convert_model.c), with the thread and site the
+ * model's tables keep (convert_tables.c; those of memory dumps go on to
+ * convert_memdump.c), and other programs' probe hits (convert_usdt.c);
+ * TB_REC_RSS records (tb_conv_on_rss); gap marks (tb_conv_on_gap); the
+ * model's exits, execs and ctl stops (tb_conv_close_stack,
+ * tb_conv_close_process).
  * Hands on: finished output events (struct oev: slices, instants,
  * counters, async and flow events, each owning copies of its records) to
  * the output queue (tb_conv_add_out, convert_queue.c), or, for a sink that

@@ -19,8 +19,9 @@
  * event written instead, and its unknown_since_ns says when the task
  * became unknown.
  *
- * Receives: switch records from the model (tb_conv_add_kernel), gaps and
- * stops from its loop (tb_conv_process).
+ * Receives: switch records from the selection (tb_conv_add_kernel,
+ * convert_select.c), to which the model hands every kernel record; gaps
+ * and stops from the model's loop (tb_conv_process).
  * Hands on: the marks to the output queue (tb_conv_add_out_as); counts
  * and names to the metadata (convert_meta.c) and the model's sinks.
  */

@@ -15,7 +15,8 @@
  * Hands on: each event it keeps, with its part's JSON writer (struct
  * part, struct tb_json), to the renderer (tb_conv_write_event,
  * convert_render.c); at the end each part to tb_conv_render_tail, then,
- * with --split, the parts renamed into place.
+ * with --split, the parts renamed into place; each switch record to the
+ * CPUs' chains (tb_conv_on_switch, convert_sched.c).
  */
 #include <errno.h>
 #include <fcntl.h>
