@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "filter.h"
-#include "json.h"
+#include "util/json.h"
 
 #define PID_LIMIT (1u << 22)   /* PID_MAX_LIMIT: no pid or tid is larger */
 

@@ -27,8 +27,8 @@
 #include <event-parse.h>
 
 #include "ftrace.h"
-#include "hmap.h"
-#include "json.h"
+#include "util/hmap.h"
+#include "util/json.h"
 
 struct task_info {
 	uint32_t tgid;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "merge.h"
-#include "convert/outq.h"
+#include "util/outq.h"
 
 #define MAX_RUNS   32
 #define BLK_SIZE   (64u * 1024)

@@ -74,7 +74,7 @@
  *   convert_util.c       arrays, record copies and their pool, a pair's
  *                        life, an event record's accessors, the output
  *                        files' temporaries and messages
- *   outq.c               batches of bytes between two threads
+ *   lib/util/outq.c      batches of bytes between two threads
  *
  * Where the data goes against that order, a function pointer or a value
  * carries it, not a call: the queue hands its events to the sink this
@@ -94,8 +94,8 @@
 #include "convert/convert_int.h"
 #include "ftrace.h"
 #include "merge.h"
-#include "convert/outq.h"
-#include "print.h"
+#include "util/outq.h"
+#include "util/print.h"
 #include "swchain.h"
 
 #define PFX "tracebpf: convert: "

@@ -10,7 +10,7 @@
  * (lib/convert/convert.c lists it): convert.c, convert_model.c,
  * convert_usdt.c, convert_pair.c, convert_memdump.c, convert_select.c,
  * convert_meta.c, convert_sched.c, convert_queue.c, convert_render.c,
- * convert_tables.c, convert_util.c, outq.c. The functions below are
+ * convert_tables.c, convert_util.c, then lib/util/. The functions below are
  * declared file by file in that order: a stage may call what is declared
  * after its own section, never what is declared before it.
  *
@@ -24,11 +24,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "chain.h"
+#include "util/chain.h"
 #include "convert/convert.h"
 #include "filter.h"
-#include "hmap.h"
-#include "json.h"
+#include "util/hmap.h"
+#include "util/json.h"
 #include "convert/model.h"
 #include "format/tbfile.h"
 #include "tracebpf/cats.h"

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "convert/convert_int.h"
-#include "convert/outq.h"
+#include "util/outq.h"
 
 /* Output events held until they can be written in ts order. */
 #define OUT_MAX   (1u << 20)

@@ -27,7 +27,7 @@
 
 #include "convert/convert_int.h"
 #include "ftrace.h"
-#include "print.h"
+#include "util/print.h"
 
 /* Whether e passes the filters: by its real pid (e->pid is the recorded
  * one until tb_conv_add_out, the incarnation's after: TB_PID_SPAN). */

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "convert/convert_int.h"
-#include "print.h"
+#include "util/print.h"
 
 #define PFX "tracebpf: convert: "
 

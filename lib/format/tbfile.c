@@ -31,7 +31,7 @@
 
 #include "format/chunk.h"
 #include "format/tbfile.h"
-#include "thread.h"
+#include "util/thread.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the trace file is little endian and this code stores native layouts"

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "chain.h"
+#include "util/chain.h"
 
 #define CHAIN_MIN 64   /* buckets of a table's first allocation */
 

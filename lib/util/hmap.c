@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 
 #define HMAP_MIN 16   /* slots of a table's first allocation */
 

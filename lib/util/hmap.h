@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chain.h"   /* tb_hash64 */
+#include "util/chain.h"   /* tb_hash64 */
 
 struct tb_hmap {
 	uint64_t *keys;

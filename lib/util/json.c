@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "util/json.h"
 
 void tb_json_init(struct tb_json *j, FILE *f)
 {

@@ -6,8 +6,8 @@
 /* C11 threads: <pthread.h> would find user/sched.h for <sched.h> */
 #include <threads.h>
 
-#include "convert/outq.h"
-#include "thread.h"
+#include "util/outq.h"
+#include "util/thread.h"
 
 #define BATCH_SIZE (4 * TB_OUTQ_MAX)
 #define NBATCHES   4

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "print.h"
+#include "util/print.h"
 
 static tracebpf_print_fn print_fn;
 

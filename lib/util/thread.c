@@ -6,7 +6,7 @@
 /* C11 threads: <pthread.h> would find user/sched.h for <sched.h> */
 #include <threads.h>
 
-#include "thread.h"
+#include "util/thread.h"
 
 int tb_thread_start(thrd_t *t, thrd_start_t fn, void *arg)
 {

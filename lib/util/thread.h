@@ -2,7 +2,7 @@
 /*
  * thread.h - starting the library's own threads: the trace file's reader
  * decoding ahead (lib/format/tbfile.c) and the batches between two
- * threads (lib/convert/outq.h). Below both: it calls nothing of ours.
+ * threads (lib/util/outq.h). Below both: it calls nothing of ours.
  */
 #ifndef TRACEBPF_THREAD_H
 #define TRACEBPF_THREAD_H

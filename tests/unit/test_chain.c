@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * test_chain.c - the readers' two hash tables. The chained one
- * (lib/chain.h): every entry is found by its hash after the table has
+ * (lib/util/chain.h): every entry is found by its hash after the table has
  * doubled several times, entries that share a bucket are all reachable, a
  * removed one is gone and the others stay, and the list holds each entry
- * once. The map by number (lib/hmap.h): every key, 0 and ~0 included,
+ * once. The map by number (lib/util/hmap.h): every key, 0 and ~0 included,
  * finds its value after growing, keys whose low bits collide too, a put
  * on a key it holds replaces its value, and vals[] holds each value once.
  */
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../lib/chain.h"
-#include "../../lib/hmap.h"
+#include "../../lib/util/chain.h"
+#include "../../lib/util/hmap.h"
 
 struct ent {
 	struct tb_chain_link l;

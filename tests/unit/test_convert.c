@@ -30,7 +30,7 @@
 #include "../../lib/convert/convert.h"
 #include "../../lib/filter.h"
 #include "../../lib/convert/model.h"
-#include "../../lib/print.h"
+#include "../../lib/util/print.h"
 #include "../../user/tracebpf.h"
 #include "../../lib/format/tbfile.h"
 

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "ftrace.h"
-#include "json.h"
+#include "util/json.h"
 
 static void hdr(struct tb_rec_hdr *h, uint16_t type, uint16_t size, uint64_t ts,
 		uint32_t pid, uint32_t tid, uint32_t cpu)

@@ -4,7 +4,7 @@
  * timestamps, numbers, commas and misuse.
  *
  * gcc -std=gnu11 -Wall -Wextra -Werror -O2 -g tests/unit/test_json.c \
- *     lib/json.c -lcmocka -o test_json
+ *     lib/util/json.c -lcmocka -o test_json
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../lib/json.h"
+#include "../../lib/util/json.h"
 #include "rnd.h"
 
 #define FFFD "\xef\xbf\xbd"

@@ -12,7 +12,7 @@
 
 #include <argp.h>
 #include <stdio.h>
-#include "print.h"
+#include "util/print.h"
 #include "format/tbfile.h"
 #include "filter.h"
 

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "ftrace.h"
-#include "hmap.h"
+#include "util/hmap.h"
 #include "convert/model.h"
 #include "cli/cli.h"
 #include "tracebpf.h"

@@ -21,7 +21,7 @@
 #include <linux/types.h>
 
 #include "format/tbrecords.h"
-#include "json.h"
+#include "util/json.h"
 #include "convert/model.h"
 #include "probes/probes.h"
 #include "cli/cli.h"

@@ -22,8 +22,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "chain.h"
-#include "hmap.h"
+#include "util/chain.h"
+#include "util/hmap.h"
 #include "merge.h"
 #include "convert/model.h"
 #include "format/outfile.h"

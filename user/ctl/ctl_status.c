@@ -11,8 +11,8 @@
 
 #include "ctl/ctl.h"
 #include "ctl/ctl_int.h"
-#include "json.h"
-#include "print.h"
+#include "util/json.h"
+#include "util/print.h"
 
 /* The ids in one of the filter's sets, in map order: printed as a list. */
 static void print_set(int fd)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
+#include "util/hmap.h"
 #include "record/recorder.h"
 #include "format/tbfile.h"
 

@@ -20,7 +20,7 @@
 #include "format/tbctl.h"
 #include "ctl/ctl.h"
 #include "fast/fast.h"
-#include "print.h"
+#include "util/print.h"
 #include "record/recorder.h"
 #include "kern/kern.h"
 #include "format/tbfile.h"

@@ -50,7 +50,7 @@
 
 #include "ctl/ctl.h"
 #include "kern/kern.h"
-#include "hmap.h"
+#include "util/hmap.h"
 #include "probes/probes.h"
 #include "tracebpf.h"
 

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "chain.h"
+#include "util/chain.h"
 #include "cli/cli.h"
 #include "report/hist.h"
 #include "convert/model.h"

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "json.h"
+#include "util/json.h"
 #include "report/report_internal.h"
 #include "format/tbfile.h"
 
