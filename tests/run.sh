@@ -4,7 +4,7 @@
 #                             big-scale cases scaled down and a 20 s chaos run
 #   tests/run.sh full         the long run (make test-full): the big-scale
 #                             cases at full size, 600 s of chaos, 60 s of fuzz
-#   tests/run.sh unit         header + unit + fuzz (no root needed)
+#   tests/run.sh unit         header, layout, unit, fuzz (no root needed)
 #   tests/run.sh integration  integration and chaos (root: real BPF)
 #
 # The integration tests run side by side (pytest-xdist, one worker per CPU
@@ -86,6 +86,7 @@ finish() {
 offline_suites() {
   [ "$(id -u)" = 0 ] && renice -n 0 -p $BASHPID >/dev/null
   suite "header tests" bash tests/header/run.sh &
+  suite "layout" $PY tests/layout/layout.py
   for t in build/unit/test_*; do
     [ -x "$t" ] && suite "unit: ${t#build/unit/}" "$t"
   done
@@ -94,6 +95,7 @@ offline_suites() {
 }
 finish_offline() {
   finish "header tests"
+  finish "layout"
   for t in build/unit/test_*; do
     [ -x "$t" ] && finish "unit: ${t#build/unit/}"
   done
