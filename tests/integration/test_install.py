@@ -260,6 +260,10 @@ def test_man_pages_cover_every_command(dest):
     table = subprocess.run([str(dest / "usr/bin/tracebpf"), "help", "--commands"],
                            capture_output=True, text=True).stdout.split()
     assert table == cmds, (table, cmds)
+    # and tracebpf(1)'s COMMANDS table lists them, in the table's order
+    page = (ROOT / "docs/tracebpf.md").read_text().split("## COMMANDS", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([a-z]+)` \|", page, re.M)
+    assert listed == table, (listed, table)
     with_pages = {c for c in cmds if c not in ("version", "help")}
     for cmd in with_pages:
         assert f"tracebpf-{cmd}.1" in names, f"no man page for 'tracebpf {cmd}'"
