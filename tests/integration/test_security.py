@@ -267,6 +267,27 @@ def test_a_flood_of_ring_requests_is_limited_and_counted(recorder):
         assert [s for s, _, _, _ in seq_of(dump, name)] == list(range(n)), name
 
 
+def test_threads_that_ask_again_and_again_get_one_spare_each(recorder):
+    """40 threads start at once (bench/burst) with fixed 8 MiB rings: each
+    asks for a ring again and again until the recorder has made one, and
+    each request counted as one more thread: every round made a spare for
+    each, up to the process's share (at least 64 rings; with
+    --fast-buffer-size 512M, 32 GiB: `make bench`'s two threads into
+    512 MiB rings filled this host's memory). Now a round makes one spare
+    for each thread that waits or asks, at most: each thread's ring, and
+    at the end no more spares than SPARES_AHEAD (4) and one a thread.
+    At fe5a304 this run made 111 and 116 rings."""
+    from conftest import BUILD
+    threads = 40
+    rec = recorder("-v", "--no-sched", "--no-json", "--fast-buffer-size", "8M",
+                   "--fast-buffer-max", "8M", "--", str(BUILD / "bench" / "burst"), threads,
+                   wrap=isolated()).wait(timeout=180)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    made = re.search(r"(\d+) rings made, 0 of them grown", rec.stderr)
+    # the main thread's and each thread's, then the spares of one round
+    assert made and int(made[1]) <= 2 * (threads + 1) + 4, rec.stderr[-2000:]
+
+
 def test_a_flood_of_site_ids_is_bounded_and_counted(recorder):
     """fast_evil sites writes 100,000 descriptors of made-up sites (any
     64-bit value names a site): the recorder kept each one for a restart,

@@ -810,6 +810,32 @@ static void sweep_ended(struct tb_fast *f)
 			i++;
 }
 
+static int req_cmp(const void *a, const void *b)
+{
+	const struct req *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The round's requests, one per thread: a thread with no ring asks again
+ * and again until it has one (up to TB_FAST_REQ_PER_MS a millisecond for
+ * its process), and each request counted as one more thread would have
+ * a spare made for each, up to the process's share: with rings of
+ * 512 MiB, which take the kernel a while to make, more memory than the
+ * host had. */
+static void unique_requests(struct tb_fast *f)
+{
+	size_t n = 0;
+
+	qsort(f->reqs, f->nreqs, sizeof(*f->reqs), req_cmp);
+	for (size_t i = 0; i < f->nreqs; i++)
+		if (!n || req_cmp(&f->reqs[n - 1], &f->reqs[i]))
+			f->reqs[n++] = f->reqs[i];
+	f->nreqs = n;
+}
+
 /* Spares for the processes that fork made and the threads that asked
  * (none for one that has ended since); closed rings out of fast_rings. */
 void tb_fast_round_end(struct tb_fast *f)
@@ -821,6 +847,7 @@ void tb_fast_round_end(struct tb_fast *f)
 		if (!ended(f, f->forks[i]))
 			proc_for(f, f->forks[i]);
 	f->nforks = 0;
+	unique_requests(f);
 	for (size_t i = 0; i < f->nreqs; i++)
 		if (!ended(f, f->reqs[i].pid))
 			serve_request(f, &f->reqs[i]);
@@ -829,8 +856,10 @@ void tb_fast_round_end(struct tb_fast *f)
 	for (size_t i = 0; i < f->nprocs; i++) {
 		struct fproc *p = f->procs[i];
 
+		/* a new thread both waits (its FORK) and asks: one spare */
 		if (p->c)
-			top_up(f, p, spares_ahead(p) + p->waiting + p->asked);
+			top_up(f, p, spares_ahead(p) +
+				     (p->waiting > p->asked ? p->waiting : p->asked));
 		p->asked = 0;
 	}
 	make_planned(f);
