@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * ctl.h - the control map: `tracebpf ctl stop` and `tracebpf ctl start`
+ * tbctl.h - the control map: `tracebpf ctl stop` and `tracebpf ctl start`
  * switch a running recording off and on (docs/control.md, "Stopping and
  * starting a recording").
  *

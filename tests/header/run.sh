@@ -6,8 +6,9 @@
 #
 # Builds test programs with gcc and clang, as C11 and C++, at -O0 and -O2, and
 # checks what a tracer relies on:
-#   - the .note.stapsdt notes: provider "tracebpf", name "event", exactly three
-#     arguments `8@%reg` (never memory, never %rsp), the semaphore address
+#   - the .note.stapsdt notes: provider "tracebpf", name "event" with exactly
+#     four arguments `8@%reg` (three in the red-zone build), "event_id" with
+#     six, "ring" with one (never memory, never %rsp), the semaphore address
 #     equal to tracebpf_event_semaphore (one per binary, in .probes,
 #     progbits), the base equal to .stapsdt.base;
 #   - the probe instruction at every note's pc: 8-aligned `0f 1f 44 00 00`
