@@ -13,8 +13,9 @@
  * no ring yet (its FORK record wakes the recorder: the spare is there
  * before the thread's first event). Every round's end keeps SPARES_AHEAD
  * more ahead (one, for a process none of whose threads has taken a ring
- * yet: spares_ahead), and one more for each request of a thread that
- * found none. A directory is made only for a process that still runs,
+ * yet: spares_ahead), and one more for each thread that waits for one or
+ * asked for one, counted once however often it asked (unique_requests).
+ * A directory is made only for a process that still runs,
  * and goes with the process's end (or, its end record lost, within a
  * second: sweep_ended).
  */
