@@ -17,7 +17,7 @@ CC       ?= cc
 VERSION  := 0.1.0
 LIB_SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 LIB_SO      := libtracebpf.so.$(VERSION)
-LIB_LDLIBS  := -lz -ltraceevent -pthread
+LIB_LDLIBS  := -ldeflate -lz -ltraceevent -pthread
 
 ifeq ($(V),1)
 Q :=

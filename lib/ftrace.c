@@ -342,6 +342,72 @@ static void fmt_tp(struct tb_ftrace *f, struct line *l, const struct tb_rec_tp *
 		put(l, viewers ? " [truncated]" : " (truncated)");
 }
 
+/* A raw entry in the zero-padded buffer, and its event; NULL: none. */
+static struct tep_event *tp_load(struct tb_ftrace *f, const struct tb_rec_tp *r)
+{
+	size_t len = r->len;
+	struct tep_event *ev;
+
+	if (len > r->hdr.size - sizeof(*r) || len < 8)
+		return NULL;
+	ev = tep_find_event(f->tep, r->id);
+	if (!ev)
+		return NULL;
+	if (f->tpbuf_dirty > len)
+		memset(f->tpbuf + len, 0, f->tpbuf_dirty - len);
+	memcpy(f->tpbuf, r + 1, len);
+	f->tpbuf_dirty = len;
+	return ev;
+}
+
+/* One field's value: a string (a char array or __data_loc) or a number. */
+static bool tp_field(struct tb_ftrace *f, struct tep_format_field *fl, size_t len,
+		     struct tb_ftrace_field *out)
+{
+	unsigned long long v;
+
+	*out = (struct tb_ftrace_field){ .name = fl->name };
+	if (fl->flags & (TEP_FIELD_IS_STRING | TEP_FIELD_IS_DYNAMIC)) {
+		uint32_t loc, off = fl->offset, n = fl->size;
+
+		if ((size_t)fl->offset + 4 > len)
+			return false;
+		if (fl->flags & TEP_FIELD_IS_DYNAMIC) {
+			memcpy(&loc, f->tpbuf + fl->offset, 4);
+			off = loc & 0xffff;
+			n = loc >> 16;
+			if (fl->flags & TEP_FIELD_IS_RELATIVE)
+				off += fl->offset + fl->size;
+		}
+		if ((size_t)off + n > len || off + n >= TPBUF_SIZE)
+			return false;
+		out->str = (const char *)f->tpbuf + off;
+		out->len = strnlen(out->str, n);
+		return true;
+	}
+	if ((size_t)fl->offset + fl->size > len || fl->size > 8 ||
+	    tep_read_number_field(fl, f->tpbuf, &v))
+		return false;
+	out->num = v;
+	out->is_signed = fl->flags & TEP_FIELD_IS_SIGNED;
+	return true;
+}
+
+const char *tb_ftrace_tp_fields(struct tb_ftrace *f, const struct tb_rec_hdr *h,
+				void (*fn)(void *ctx, const struct tb_ftrace_field *fl), void *ctx)
+{
+	const struct tb_rec_tp *r = (const void *)h;
+	struct tep_event *ev;
+	struct tb_ftrace_field out;
+
+	if (h->type != TB_REC_TP || h->size < sizeof(*r) || !(ev = tp_load(f, r)))
+		return NULL;
+	for (struct tep_format_field *fl = ev->format.fields; fl; fl = fl->next)
+		if (tp_field(f, fl, r->len, &out))
+			fn(ctx, &out);
+	return ev->name;
+}
+
 int tb_ftrace_format_line(struct tb_ftrace *f, const struct tb_rec_hdr *h, bool viewers,
 			  char *buf, size_t len)
 {

@@ -41,6 +41,22 @@ int tb_ftrace_add(struct tb_ftrace *f, const struct tb_rec_hdr *rec);
 int tb_ftrace_format_line(struct tb_ftrace *f, const struct tb_rec_hdr *rec,
 			  bool viewers, char *buf, size_t len);
 
+/* A -e tracepoint's fields (TB_REC_TP), decoded with the formats fed so
+ * far: fn gets each field of the event's own (the common_ ones aside),
+ * str set for a string (len bytes, in f's buffer) and num for a
+ * number (is_signed telling how to read it). Returns the event's name, or
+ * NULL when no format describes it. Fields past the copied bytes are not
+ * given. */
+struct tb_ftrace_field {
+	const char *name;
+	const char *str;
+	size_t len;
+	uint64_t num;
+	bool is_signed;
+};
+const char *tb_ftrace_tp_fields(struct tb_ftrace *f, const struct tb_rec_hdr *rec,
+				void (*fn)(void *ctx, const struct tb_ftrace_field *fl), void *ctx);
+
 /* With collect off, tb_ftrace_add only learns names and formats (for a
  * dump, which prints each line itself); on by default. */
 void tb_ftrace_collect(struct tb_ftrace *f, bool on);

@@ -387,6 +387,8 @@ int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *re
 	if (m.c.filtering)
 		m.c.sink = &filtered;
 	m.c.direct = sink->any_order;
+	if (sink->kernel)
+		m.c.ksink = sink;
 	if (!err)
 		err = tb_conv_process(&m.c, &stage);
 	if (!err && sink->end)

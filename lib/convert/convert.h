@@ -28,6 +28,9 @@ struct tb_convert_opts {
 	/* > 0: write OUT-001.json, OUT-002.json, ... of about this many
 	 * bytes each instead of OUT (a file name, not "-" nor .gz) */
 	uint64_t split;
+	/* Perfetto's protobuf trace format (docs/perfetto.md) instead of
+	 * JSON; compress: its packets deflated in groups */
+	bool perfetto, compress;
 };
 
 /* Where tb_convert_run failed: reading the trace, converting it, writing

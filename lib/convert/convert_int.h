@@ -254,6 +254,7 @@ struct conv {
 	struct oev *out;            /* min-heap by cmp_out */
 	size_t nout, out_cap, written, forced;
 	const struct tb_model_sink *sink;   /* takes each event out_pop writes */
+	const struct tb_model_sink *ksink;  /* takes kernel records (tb_model_run) */
 	bool direct;                /* the sink takes any order: no queue */
 	struct tb_json j;
 	struct tmpls *tmpls;        /* the common events' templates, or NULL */

@@ -200,7 +200,7 @@ static void write_names(struct tb_json *j, void **procs, size_t nprocs, void **t
 }
 
 /* metadata.event_filters: each TB_REC_FILTER, in file order. */
-static void write_filters(struct conv *c, struct tb_json *j)
+static void write_filters(const struct conv *c, struct tb_json *j)
 {
 	tb_json_key(j, "event_filters");
 	tb_json_begin_array(j);
@@ -222,7 +222,7 @@ static void write_filters(struct conv *c, struct tb_json *j)
 /* The JSON's metadata object: versions, host, clock, counts of everything
  * lost or incomplete (the output contract, docs/tracebpf-convert.md). */
 /* What the filters and --split did, in the metadata of each file. */
-static void write_sel_metadata(struct conv *c, struct tb_json *j, const struct part *part)
+static void write_sel_metadata(const struct conv *c, struct tb_json *j, const struct part *part)
 {
 	if (c->filtering) {
 		tb_json_key(j, "filters");
@@ -248,7 +248,7 @@ static void write_sel_metadata(struct conv *c, struct tb_json *j, const struct p
 /* The breaks in the CPUs' chains of switches that the file's
  * systemTraceEvents shows (docs/output.md, "Scheduler chain breaks"):
  * what Perfetto counts as mismatched_sched_switch_tids, by cause. */
-static void write_sched_breaks(struct conv *c, struct tb_json *j, const struct part *part)
+static void write_sched_breaks(const struct conv *c, struct tb_json *j, const struct part *part)
 {
 	uint64_t n[TB_SWBREAK_NCAUSES], total = 0;
 
@@ -263,14 +263,13 @@ static void write_sched_breaks(struct conv *c, struct tb_json *j, const struct p
 	tb_json_end_object(j);
 }
 
-static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *j,
-			   const struct part *part)
+static void write_metadata(const struct conv *c, struct tb_reader *r, struct tb_json *j,
+			   const struct part *part, uint64_t kernel_events)
 {
 	const struct tb_file_info *info = tb_reader_info(r);
 	uint32_t ncpus = c->stats ? tb_stats_ncpus(c->stats) : 0, i;
 	char buf[64];
 
-	tb_json_key(j, "metadata");
 	tb_json_begin_object(j);
 	tb_json_kstr(j, "tracebpf_version", TRACEBPF_VERSION);
 	snprintf(buf, sizeof(buf), "%u.%u", info->major, info->minor);
@@ -341,7 +340,7 @@ static void write_metadata(struct conv *c, struct tb_reader *r, struct tb_json *
 	}
 	if (c->nfilters)   /* docs/output.md, "Processes, threads and metadata" */
 		write_filters(c, j);
-	tb_json_kuint(j, "kernel_events", tb_ftrace_lines(c->ftrace));
+	tb_json_kuint(j, "kernel_events", kernel_events);
 	if (tb_conv_sched_any(c))
 		write_sched_breaks(c, j, part);
 	tb_json_kuint(j, "tracepoints_truncated", tb_ftrace_truncated(c->ftrace));
@@ -391,7 +390,8 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
 			return err;
 		tb_json_newline(&j);
 	}
-	write_metadata(c, r, &j, part);
+	tb_json_key(&j, "metadata");
+	write_metadata(c, r, &j, part, tb_ftrace_lines(c->ftrace));
 	tb_json_end_object(&j);
 	tb_json_newline(&j);
 
@@ -402,3 +402,13 @@ int tb_conv_render_tail(struct conv *c, struct tb_reader *r, struct tb_json *jp,
 	return err;
 }
 
+
+int tb_model_metadata(const struct tb_model *m, struct tb_reader *r, uint64_t kernel_events,
+		      FILE *f)
+{
+	struct tb_json j;
+
+	tb_json_init(&j, f);
+	write_metadata(&m->c, r, &j, NULL, kernel_events);
+	return tb_json_error(&j);
+}

@@ -636,9 +636,10 @@ static void public_arg(const struct arg *a, struct tracebpf_arg *o)
 
 /* The begin's and the end's arguments (a later one with the same name
  * replaces the earlier, as in the JSON); a counter's series. */
-static void public_args(const struct oev *e, struct tracebpf_event *o)
+int tb_model_event_args(const struct oev *e, struct tracebpf_arg *o, int max)
 {
 	struct args as = { .n = 0 };
+	int n;
 
 	if (e->ph == 'C') {
 		counter_args(&as, e);
@@ -646,8 +647,14 @@ static void public_args(const struct oev *e, struct tracebpf_event *o)
 		args_of(&as, e->site, e->ev);
 		args_of(&as, e->esite, e->eev);
 	}
-	for (o->nargs = 0; o->nargs < as.n && o->nargs < TRACEBPF_EVENT_MAX_ARGS; o->nargs++)
-		public_arg(&as.a[o->nargs], &o->args[o->nargs]);
+	for (n = 0; n < as.n && n < max; n++)
+		public_arg(&as.a[n], &o[n]);
+	return n;
+}
+
+static void public_args(const struct oev *e, struct tracebpf_event *o)
+{
+	o->nargs = tb_model_event_args(e, o->args, TRACEBPF_EVENT_MAX_ARGS);
 }
 
 void tb_model_public_event(const struct oev *e, struct tracebpf_event *o)

@@ -244,6 +244,18 @@ bool tb_conv_sel_write(struct conv *c, const struct oev *e)
 	return true;
 }
 
+/* A kept kernel record, to a model's sink that takes them: the names
+ * are learnt (tb_model_threads names the CPUs' tasks), no text kept. */
+static int kernel_to_sink(struct conv *c, const struct tb_rec_hdr *h)
+{
+	int err;
+
+	tb_ftrace_collect(c->ftrace, false);
+	err = tb_ftrace_add(c->ftrace, h);
+	tb_ftrace_collect(c->ftrace, true);
+	return err ? err : c->ksink->kernel(c->ksink->ctx, h);
+}
+
 /* A kernel record, into systemTraceEvents unless the filters leave it
  * out; its names are learnt either way (a later line may need them). */
 int tb_conv_add_kernel(struct conv *c, const struct tb_rec_hdr *h)
@@ -257,6 +269,8 @@ int tb_conv_add_kernel(struct conv *c, const struct tb_rec_hdr *h)
 		err = tb_conv_on_switch(c, (const void *)h, keep);
 	if (err)
 		return err;
+	if (keep && c->ksink)
+		return kernel_to_sink(c, h);
 	if (keep) {
 		err = tb_ftrace_add(c->ftrace, h);
 		if (!err && c->split)

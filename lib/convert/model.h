@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "swchain.h"
 #include "format/tbfile.h"
@@ -128,6 +129,10 @@ struct tb_model_sink {
 	const struct tb_filter *filter;
 	/* With a filter: each event it leaves out (NULL: not told). */
 	void (*left_out)(void *ctx, const struct oev *e);
+	/* Each kernel record the filter keeps (scheduler, wakeups, tasks,
+	 * CPUs, -e tracepoints and their TB_REC_FORMAT), in ts order (NULL:
+	 * not wanted). Returns 0 or -errno, which ends the run. */
+	int (*kernel)(void *ctx, const struct tb_rec_hdr *h);
 };
 
 /* Runs the model over every record r yields, handing the events to sink.
@@ -157,6 +162,12 @@ struct tb_model_counts {
 	const struct tb_rec_stats *stats;
 };
 void tb_model_counts(const struct tb_model *m, struct tb_model_counts *out);
+
+/* The JSON object convert writes as its "metadata" (docs/output.md,
+ * "Processes, threads and metadata"), on f; kernel_events: the kernel
+ * records the output holds. 0 or -errno. */
+int tb_model_metadata(const struct tb_model *m, struct tb_reader *r, uint64_t kernel_events,
+		      FILE *f);
 
 /* A thread, named as convert names it (its thread_name and its process's
  * process_name M events). */
@@ -188,6 +199,12 @@ int tb_model_counter_series(const struct oev *e, struct tb_model_series *s);
  * rank): sites and gaps first, then fork, exec and names, events, exits,
  * the rest. */
 uint32_t tb_model_rank(uint16_t type);
+
+/* Every argument of e as the JSON writer writes them, in its order: the
+ * begin's, then the end's (a later one with the same name replacing the
+ * earlier), or a counter's series; at most max. Returns how many. */
+#define TB_MODEL_ARGS_MAX (2 * TB_SITE_ARGS)
+int tb_model_event_args(const struct oev *e, struct tracebpf_arg *o, int max);
 
 /* e as the public API gives it (struct tracebpf_event, tracebpf/reader.h):
  * what the JSON writer writes of it. */

@@ -16,6 +16,7 @@
 
 #include "convert/convert.h"
 #include "format/outfile.h"
+#include "perfetto/pftrace.h"
 #include "cli/cli.h"
 #include "tracebpf.h"
 
@@ -88,6 +89,17 @@ static FILE *count_wrap(FILE *to, struct counted *c)
 	return f;
 }
 
+/* The conversion, in the format asked for. */
+static int run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
+	       const char *out_name, const uint64_t *written, enum tb_conv_stage *stage)
+{
+	const struct tb_pftrace_opts po = { .compress = o->compress, .filter = o->filter };
+
+	if (o->perfetto)
+		return tb_pftrace_run(r, out, &po, stage);
+	return tb_convert_run(r, out, o, out_name, written, stage);
+}
+
 int tb_convert(const struct tb_convert_opts *o)
 {
 	const char *in = o->in ? o->in : "-", *out = o->out ? o->out : "-";
@@ -143,8 +155,8 @@ int tb_convert(const struct tb_convert_opts *o)
 	}
 	if (!o->split && ftello(gz ? gz : f) < 0)
 		counter = count_wrap(gz ? gz : f, &count);
-	err = tb_convert_run(r, counter ? counter : gz ? gz : f, o, out_name,
-			  counter ? &count.n : NULL, &stage);
+	err = run(r, counter ? counter : gz ? gz : f, o, out_name, counter ? &count.n : NULL,
+		  &stage);
 	if (counter && fclose(counter) && !err) {
 		err = -EIO;
 		stage = TB_STAGE_WRITE;
@@ -200,13 +212,21 @@ struct convert_args {
 	bool verbose;
 	struct tb_filter_args filter;   /* tb_filter_argp's input */
 	size_t split;
+	const char *format;
+	bool compress;
 };
 
-enum { OPT_SPLIT = 2000 };
+enum { OPT_SPLIT = 2000, OPT_FORMAT, OPT_COMPRESS };
 
 static const struct argp_option convert_options[] = {
-	{ "output", 'o', "FILE", 0, "Output JSON (default: the input with .json; - for stdout; "
-				     "FILE.json.gz is gzip-compressed)", 0 },
+	{ "output", 'o', "FILE", 0, "Output file (default: the input with .json; - for stdout; "
+				     "FILE.json.gz is gzip-compressed; FILE.pftrace or "
+				     "FILE.perfetto-trace is Perfetto's format)", 0 },
+	{ "format", OPT_FORMAT, "FORMAT", 0, "json (Chrome trace JSON) or perfetto (Perfetto's "
+					     "protobuf trace); default: by the output's name, "
+					     "else json", 0 },
+	{ "compress", OPT_COMPRESS, NULL, 0, "perfetto: deflate the packets in groups "
+					     "(compressed_packets), about 5 times smaller", 0 },
 	{ "follow", 'f', NULL, 0, "Read a trace still being written, until the recorder "
 				  "finishes it or Ctrl-C", 0 },
 	{ "connect", 'c', "SOCKET", 0, "Read a live recording from 'record --serve SOCKET'", 0 },
@@ -237,6 +257,12 @@ static error_t convert_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'o': a->out = arg; break;
 	case 'v': a->verbose = true; break;
+	case OPT_COMPRESS: a->compress = true; break;
+	case OPT_FORMAT:
+		if (strcmp(arg, "json") && strcmp(arg, "perfetto"))
+			bad_option(state, "format", arg, "give json or perfetto");
+		a->format = arg;
+		break;
 	case OPT_SPLIT:
 		if (tb_parse_size(arg, &a->split) || a->split < (64 << 10))
 			bad_option(state, "split", arg, "give a size of at least 64K, e.g. 400M");
@@ -252,7 +278,9 @@ int tb_cmd_convert(int argc, char **argv, const char *cmdline)
 	static const struct argp_child children[] = { { &tb_filter_argp, 0, NULL, 1 }, { 0 } };
 	static const struct argp argp = { convert_options, convert_parse, "FILE.tbt",
 					  "Render a trace file as Chrome trace JSON (Perfetto UI, "
-					  "chrome://tracing, Chrome DevTools).", children, NULL, NULL };
+					  "chrome://tracing, Chrome DevTools) or in Perfetto's "
+					  "protobuf trace format (Perfetto UI, trace_processor).",
+					  children, NULL, NULL };
 	struct convert_args a = {};
 	char out[PATH_MAX];
 	struct tb_convert_opts co = {};
@@ -269,7 +297,8 @@ int tb_cmd_convert(int argc, char **argv, const char *cmdline)
 		if (!strcmp(a.src.in, "-"))
 			snprintf(out, sizeof(out), "-");
 		else
-			snprintf(out, sizeof(out), "%.*s.json", base, a.src.in);
+			snprintf(out, sizeof(out), "%.*s.%s", base, a.src.in,
+				 a.format && !strcmp(a.format, "perfetto") ? "pftrace" : "json");
 		a.out = out;
 	}
 	co.in = a.src.in;
@@ -279,6 +308,20 @@ int tb_cmd_convert(int argc, char **argv, const char *cmdline)
 	co.connect = a.src.connect;
 	co.filter = &a.filter.filter;
 	co.split = a.split;
+	co.perfetto = a.format ? !strcmp(a.format, "perfetto") : tb_pftrace_name(a.out);
+	co.compress = a.compress;
+	if (a.compress && !co.perfetto) {
+		fprintf(stderr, "tracebpf: convert: --compress is for Perfetto's format: give "
+			"--format perfetto or -o NAME.pftrace (NAME.json.gz compresses JSON)\n");
+		tb_filter_free(&a.filter.filter);
+		return 64;
+	}
+	if (a.split && co.perfetto) {
+		fprintf(stderr, "tracebpf: convert: --split writes JSON parts; for Perfetto's "
+			"format take a window with --time, --pid, --tid, --cat or --name\n");
+		tb_filter_free(&a.filter.filter);
+		return 64;
+	}
 	if (a.split && (!strcmp(a.out, "-") || tb_is_gz(a.out))) {
 		fprintf(stderr, "tracebpf: convert: --split writes files NAME-001.json, ...: give "
 			"-o NAME.json (neither stdout nor .gz)\n");

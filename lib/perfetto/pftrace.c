@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pftrace.c - the model's events in Perfetto's protobuf trace format
+ * (docs/perfetto.md): the entry point, and the sink that turns each
+ * finished event into TrackEvent packets.
+ *
+ * The model hands its events in time order, a slice whole at its begin
+ * (ts, dur). The slice's BEGIN is written then, with every argument and
+ * mark; its END waits on its thread's stack of open slices and is written
+ * before the first event of that thread at or after its end (slices nest
+ * per thread, so the innermost ends first). Flows bind to the innermost
+ * slice open at their time, as Chrome JSON's do: their ids go on that
+ * slice's END. Instants of a process or of the whole trace go on the
+ * process's track or the global one; counters and async slices on tracks
+ * of their own, children of their process's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfetto/pftrace_int.h"
+#include "util/chain.h"
+#include "util/print.h"
+
+#define PFX "tracebpf: convert: "
+
+/* TrackEvent fields. */
+enum {
+	TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
+	TE_NAME = 23, TE_COUNTER = 30, TE_DOUBLE_COUNTER = 44, TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
+	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6,
+	DA_POINTER = 7, DA_JSON = 9,
+	PKT_CHROME_EVENTS = 5, CEB_METADATA = 2, CM_NAME = 1, CM_JSON = 5,
+	PKT_SYSTEM_INFO = 45, SI_UTSNAME = 1, UTS_SYSNAME = 1, UTS_RELEASE = 3,
+};
+
+enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
+
+#define TRACK_CHILD (1ull << 61)   /* counters', async slices' tracks */
+#define TRACK_MASK  ((1ull << 61) - 1)
+#define GLOBAL_TRACK (TRACK_CHILD | 1)
+
+/* Mark names, as the JSON writes them (docs/output.md, "Slices"). */
+static const char K_STEP[] = "step", K_INHERITED[] = "tracebpf_inherited",
+	K_UNFINISHED[] = "tracebpf_unfinished", K_END_OF[] = "tracebpf_end_of",
+	K_BEGIN_OF[] = "tracebpf_begin_of", K_INCOMPLETE[] = "tracebpf_incomplete",
+	K_PARENT_LOST[] = "tracebpf_parent_lost", K_DUMP[] = "dump";
+
+static void annotation_str(struct pf *p, struct pf_seq *s, const char *key, const char *v,
+			   size_t n)
+{
+	struct tb_pb *b = p->pkt;
+
+	tb_pb_begin(b, TE_DEBUG);
+	tb_pb_varint(b, DA_NAME_IID, pf_iid(p, s, PF_ARG, key));
+	tb_pb_bytes(b, DA_STRING, v, n);
+	tb_pb_end(b);
+}
+
+static void annotation(struct pf *p, struct pf_seq *s, const struct tracebpf_arg *a)
+{
+	struct tb_pb *b = p->pkt;
+
+	tb_pb_begin(b, TE_DEBUG);
+	tb_pb_varint(b, DA_NAME_IID, pf_iid(p, s, PF_ARG, a->name));
+	switch (a->type) {
+	case TB_ARG_INT:
+		tb_pb_int(b, DA_INT, a->v.i);
+		break;
+	case TB_ARG_UINT:
+		tb_pb_varint(b, DA_UINT, a->v.u);
+		break;
+	case TB_ARG_DOUBLE:   /* as in the JSON: a non-finite value in words */
+		if (isfinite(a->v.d))
+			tb_pb_double(b, DA_DOUBLE, a->v.d);
+		else
+			tb_pb_string(b, DA_STRING, isnan(a->v.d) ? "NaN" :
+				     a->v.d > 0 ? "Infinity" : "-Infinity");
+		break;
+	case TB_ARG_BOOL:
+		tb_pb_varint(b, DA_BOOL, a->v.i != 0);
+		break;
+	case TB_ARG_STR:
+		if (a->v.s.p)
+			tb_pb_bytes(b, DA_STRING, a->v.s.p, a->v.s.len);
+		else
+			tb_pb_string(b, DA_STRING, "<unreadable>");
+		break;
+	default:   /* TB_ARG_PTR */
+		tb_pb_varint(b, DA_POINTER, a->v.u);
+		break;
+	}
+	tb_pb_end(b);
+}
+
+/* The marks of what is incomplete, never invented (docs/output.md). */
+static void marks(struct pf *p, struct pf_seq *s, const struct tracebpf_event *pe)
+{
+	char lost[96];
+	int n;
+
+	if (pe->inherited)
+		annotation_str(p, s, K_INHERITED, "open in the parent at fork", 26);
+	if (pe->unfinished)
+		annotation_str(p, s, K_UNFINISHED, pe->unfinished, strlen(pe->unfinished));
+	if (pe->end_of)
+		annotation_str(p, s, K_END_OF, pe->end_of, strlen(pe->end_of));
+	if (pe->begin_of)
+		annotation_str(p, s, K_BEGIN_OF, pe->begin_of, strlen(pe->begin_of));
+	if (pe->lost) {
+		n = snprintf(lost, sizeof(lost), "events lost at ts %" PRIu64 ".%03u: %" PRIu64
+			     " records", pe->lost_ts / 1000, (unsigned)(pe->lost_ts % 1000), pe->lost);
+		annotation_str(p, s, K_INCOMPLETE, lost, (size_t)n);
+	}
+	if (pe->parent_lost)
+		annotation_str(p, s, K_PARENT_LOST, "began after lost events: a slice "
+			       "enclosing it may be among them", 62);
+}
+
+/* type, category and name of e on s's packet being built. */
+static void head(struct pf *p, struct pf_seq *s, const struct oev *e,
+		 const struct tracebpf_event *pe, int type)
+{
+	struct tb_pb *b = p->pkt;
+	uint32_t iid = 0;
+
+	tb_pb_varint(b, TE_CATEGORY_IIDS, pf_iid(p, s, PF_CAT, pe->cat));
+	tb_pb_varint(b, TE_TYPE, (uint64_t)type);
+	if (!pe->name)
+		iid = pf_iid(p, s, PF_NAME, "<unreadable>");
+	else if (e->site->flags & TB_SITE_COPY_NAME)
+		iid = pf_iid_text(p, s, pe->name, pe->name_len);
+	else
+		iid = pf_iid(p, s, PF_NAME, pe->name);
+	if (iid)
+		tb_pb_varint(b, TE_NAME_IID, iid);
+	else
+		tb_pb_bytes(b, TE_NAME, pe->name, pe->name_len);
+}
+
+static void args(struct pf *p, struct pf_seq *s, const struct oev *e,
+		 const struct tracebpf_event *pe)
+{
+	struct tracebpf_arg a[TB_MODEL_ARGS_MAX];
+	int n = tb_model_event_args(e, a, TB_MODEL_ARGS_MAX);
+
+	if (pe->step)
+		annotation_str(p, s, K_STEP, pe->step, strlen(pe->step));
+	for (int k = 0; k < n; k++)
+		annotation(p, s, &a[k]);
+	marks(p, s, pe);
+}
+
+/* The END of s's innermost open slice, with the flows bound to it. */
+static int end_slice(struct pf *p, struct pf_seq *s)
+{
+	struct pf_open *o = &s->stack[--s->depth];
+	struct tb_pb *b = p->pkt;
+
+	pf_packet_begin(p, s, o->end, true);
+	tb_pb_varint(b, TE_TYPE, TYPE_END);
+	for (uint32_t i = 0; i < o->nflows; i++)
+		tb_pb_fixed64(b, TE_FLOW_IDS, o->flows[i]);
+	for (uint32_t i = 0; i < o->nterm; i++)
+		tb_pb_fixed64(b, TE_TERM_FLOW_IDS, o->term[i]);
+	free(o->flows);
+	free(o->term);
+	return pf_packet_end(p, s);
+}
+
+/* The ENDs of s's slices that end at or before ts. */
+static int end_before(struct pf *p, struct pf_seq *s, uint64_t ts)
+{
+	int err = 0;
+
+	while (!err && s->depth && s->stack[s->depth - 1].end <= ts)
+		err = end_slice(p, s);
+	return err;
+}
+
+/* Ends the BEGIN packet of slice e, whose END waits on s's stack. */
+static int push_slice(struct pf *p, struct pf_seq *s, const struct oev *e)
+{
+	if (s->depth == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct pf_open *st = realloc(s->stack, cap * sizeof(*st));
+
+		if (!st)
+			return -ENOMEM;
+		s->stack = st;
+		s->cap = cap;
+	}
+	s->stack[s->depth++] = (struct pf_open){ .end = e->ts + e->dur };
+	return pf_packet_end(p, s);
+}
+
+static int begin_slice(struct pf *p, struct pf_seq *s, const struct oev *e,
+		       const struct tracebpf_event *pe)
+{
+	pf_packet_begin(p, s, e->ts, true);
+	head(p, s, e, pe, TYPE_BEGIN);
+	args(p, s, e, pe);
+	return push_slice(p, s, e);
+}
+
+static uint64_t hash_str(uint64_t h, const char *str)
+{
+	return tb_hash_bytes(h, str, str ? strlen(str) : 0);
+}
+
+/* A memory dump's allocators: the JSON text its record holds, as the
+ * JSON's args (docs/output.md, "Memory"). */
+static void dump_args(struct pf *p, struct pf_seq *s, const struct oev *e)
+{
+	const struct tb_rec_event_id *x = (const void *)e->ev;
+	struct tb_pb *b = p->pkt;
+
+	tb_pb_begin(b, TE_DEBUG);
+	tb_pb_varint(b, DA_NAME_IID, pf_iid(p, s, PF_ARG, K_DUMP));
+	tb_pb_bytes(b, DA_JSON, x + 1, x->ev.hdr.size - sizeof(*x));
+	tb_pb_end(b);
+}
+
+/* An instant: on its thread's track, its process's or the global one. */
+static int instant(struct pf *p, struct pf_seq *s, const struct oev *e,
+		   const struct tracebpf_event *pe)
+{
+	uint64_t track = 0;
+	int err = 0;
+
+	if (pe->scope == 'p' || e->ph == 'v') {
+		track = pf_process_track(e->pid);
+	} else if (pe->scope == 'g') {
+		track = GLOBAL_TRACK;
+		err = pf_describe_child(p, track, 0, "Global", 6, false, e->ts);
+	}
+	if (err)
+		return err;
+	pf_packet_begin(p, s, e->ts, true);
+	if (track)
+		tb_pb_varint(p->pkt, TE_TRACK_UUID, track);
+	head(p, s, e, pe, TYPE_INSTANT);
+	if (e->ph == 'v')
+		dump_args(p, s, e);
+	else
+		args(p, s, e, pe);
+	return pf_packet_end(p, s);
+}
+
+/* One series of a counter, on its track "NAME KEY" (the name trace
+ * processor gives a Chrome JSON counter's), a child of its process's. */
+static int counter_series(struct pf *p, struct pf_seq *s, const struct oev *e,
+			  const struct tracebpf_event *pe, const struct tracebpf_arg *a)
+{
+	char name[256], id[32] = "";
+	int n;
+	uint64_t uuid;
+
+	if (pe->has_id)   /* "NAME id: 0x7 KEY", as trace processor names those */
+		snprintf(id, sizeof(id), " id: 0x%" PRIx64, pe->id);
+	n = snprintf(name, sizeof(name), "%.*s%s %s", (int)pe->name_len, pe->name ? pe->name : "",
+		     id, a->name);
+	struct tb_pb *b = p->pkt;
+	int err;
+
+	if (n >= (int)sizeof(name))
+		n = sizeof(name) - 1;
+	uuid = TRACK_CHILD | (tb_hash_bytes(e->pid, name, (size_t)n) & TRACK_MASK);
+	err = pf_describe_child(p, uuid, pf_process_track(e->pid), name, (size_t)n, true, e->ts);
+	if (err)
+		return err;
+	pf_packet_begin(p, s, e->ts, true);
+	tb_pb_varint(b, TE_TYPE, TYPE_COUNTER);
+	tb_pb_varint(b, TE_TRACK_UUID, uuid);
+	if (a->type == TB_ARG_INT)
+		tb_pb_int(b, TE_COUNTER, a->v.i);
+	else if (a->type == TB_ARG_BOOL)
+		tb_pb_int(b, TE_COUNTER, a->v.i != 0);
+	else if (a->type == TB_ARG_UINT && a->v.u <= INT64_MAX)
+		tb_pb_int(b, TE_COUNTER, (int64_t)a->v.u);
+	else
+		tb_pb_double(b, TE_DOUBLE_COUNTER, a->type == TB_ARG_UINT ? (double)a->v.u : a->v.d);
+	return pf_packet_end(p, s);
+}
+
+static int counter(struct pf *p, struct pf_seq *s, const struct oev *e,
+		   const struct tracebpf_event *pe)
+{
+	int err = 0;
+
+	struct tracebpf_arg a[TB_MODEL_ARGS_MAX];
+	int n = tb_model_event_args(e, a, TB_MODEL_ARGS_MAX);
+
+	for (int k = 0; k < n && !err; k++)
+		err = counter_series(p, s, e, pe, &a[k]);
+	return err;
+}
+
+/* An async slice's begin, end or instant, on the track of its (process,
+ * category, id), named after its first event. */
+static int async(struct pf *p, struct pf_seq *s, const struct oev *e,
+		 const struct tracebpf_event *pe)
+{
+	uint64_t uuid = TRACK_CHILD | (tb_hash64(hash_str(e->pid, pe->cat) ^ pe->id) & TRACK_MASK);
+	struct tb_pb *b = p->pkt;
+	int err = pf_describe_child(p, uuid, pf_process_track(e->pid),
+				    pe->name ? pe->name : "", pe->name ? pe->name_len : 0, false,
+				    e->ts);
+
+	if (err)
+		return err;
+	pf_packet_begin(p, s, e->ts, true);
+	tb_pb_varint(b, TE_TRACK_UUID, uuid);
+	if (e->ph == 'e')   /* its args join the slice's, as the JSON's end's do */
+		tb_pb_varint(b, TE_TYPE, TYPE_END);
+	else
+		head(p, s, e, pe, e->ph == 'b' ? TYPE_BEGIN : TYPE_INSTANT);
+	args(p, s, e, pe);
+	return pf_packet_end(p, s);
+}
+
+static int add_id(uint64_t **v, uint32_t *n, uint64_t id)
+{
+	uint64_t *q = realloc(*v, (*n + 1) * sizeof(*q));
+
+	if (!q)
+		return -ENOMEM;
+	q[(*n)++] = id;
+	*v = q;
+	return 0;
+}
+
+/* A flow's start, step or end: bound to the innermost slice open on its
+ * thread (none: left out, as the JSON's importers leave it). */
+static int flow(struct pf *p, struct pf_seq *s, const struct tracebpf_event *pe)
+{
+	uint64_t id = tb_hash64(hash_str(hash_str(0x666c6f77, pe->cat), pe->name) ^ pe->id);
+	struct pf_open *o;
+
+	if (!s->depth) {
+		p->flows_unbound++;
+		return 0;
+	}
+	o = &s->stack[s->depth - 1];
+	if (pe->ph == 'f')
+		return add_id(&o->term, &o->nterm, id);
+	return add_id(&o->flows, &o->nflows, id);
+}
+
+/* An instant or slice of a tracebpf site with number arguments only and
+ * nothing marked: most events of a large trace. Written from its site's
+ * interned strings and its record's arguments, as the general way below
+ * would write it (test_perfetto compares the two). */
+static bool plain(const struct oev *e)
+{
+	const struct site *st = e->site;
+
+	if ((e->ph != 'I' && e->ph != 'X') || st->usdt || st->flags ||
+	    e->ev->hdr.type == TB_REC_USDT || (e->esite && e->esite->nargs) ||
+	    e->inherited || e->unfinished || e->begun_before || e->begin_of ||
+	    e->lost.count || e->parent_lost || (e->ph == 'I' && st->scope && st->scope != 't'))
+		return false;
+	for (int i = 0; i < st->nargs; i++)
+		if (st->arg_type[i] == TB_ARG_STR || st->arg_type[i] == TB_ARG_DOUBLE)
+			return false;
+	return true;
+}
+
+static int write_plain(struct pf *p, struct pf_seq *s, const struct oev *e)
+{
+	const struct site *st = e->site;
+	struct tb_pb *b = p->pkt;
+	struct pf_site *ps;
+
+	pf_packet_begin(p, s, e->ts, true);
+	ps = pf_site_iids(p, s, st);
+	if (!ps)
+		return -ENOMEM;
+	tb_pb_varint(b, TE_CATEGORY_IIDS, ps->cat);
+	tb_pb_varint(b, TE_TYPE, e->ph == 'X' ? TYPE_BEGIN : TYPE_INSTANT);
+	tb_pb_varint(b, TE_NAME_IID, ps->name);
+	for (int i = 0; i < st->nargs; i++) {
+		uint64_t v = e->ev->args[i];
+
+		tb_pb_begin(b, TE_DEBUG);
+		tb_pb_varint(b, DA_NAME_IID, ps->arg[i]);
+		switch (st->arg_type[i]) {
+		case TB_ARG_INT:
+			tb_pb_varint(b, DA_INT, v);
+			break;
+		case TB_ARG_BOOL:
+			tb_pb_varint(b, DA_BOOL, v != 0);
+			break;
+		case TB_ARG_PTR:
+			tb_pb_varint(b, DA_POINTER, v);
+			break;
+		default:
+			tb_pb_varint(b, DA_UINT, v);
+			break;
+		}
+		tb_pb_end(b);
+	}
+	return e->ph == 'X' ? push_slice(p, s, e) : pf_packet_end(p, s);
+}
+
+static int on_event(struct pf *p, const struct oev *e)
+{
+	struct pf_seq *s = pf_seq_of(p, e->pid, e->tid, e->ts);
+	struct tracebpf_event pe;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	err = end_before(p, s, e->ts);
+	if (err)
+		return err;
+	p->events++;
+	if (plain(e))
+		return write_plain(p, s, e);
+	tb_model_public_event(e, &pe);
+	switch (e->ph) {
+	case 'X':
+		return begin_slice(p, s, e, &pe);
+	case 'C':
+		return counter(p, s, e, &pe);
+	case 'b':
+	case 'e':
+	case 'n':
+		return async(p, s, e, &pe);
+	case 's':
+	case 't':
+	case 'f':
+		return flow(p, s, &pe);
+	default:   /* I, v */
+		return instant(p, s, e, &pe);
+	}
+}
+
+static void sink_event(void *ctx, const struct oev *e)
+{
+	struct pf *p = ctx;
+
+	if (!p->err)
+		p->err = on_event(p, e);
+}
+
+static int sink_kernel(void *ctx, const struct tb_rec_hdr *h)
+{
+	struct pf *p = ctx;
+
+	if (h->ts > p->last_ts)
+		p->last_ts = h->ts;
+	return p->err ? p->err : pf_sched_add(p, h);
+}
+
+/* The JSON metadata, as Chrome's metadata (a "tracebpf" entry). */
+static int metadata(struct pf *p, const struct tb_model *m)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	struct tb_pb *b = p->pkt;
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = tb_model_metadata(m, p->r, p->kernel_events, f);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (!err) {
+		pf_packet_begin(p, &p->own, p->last_ts, false);
+		tb_pb_begin(b, PKT_CHROME_EVENTS);
+		tb_pb_begin(b, CEB_METADATA);
+		tb_pb_string(b, CM_NAME, "tracebpf");
+		tb_pb_bytes(b, CM_JSON, text, n);
+		err = pf_packet_end(p, &p->own);
+	}
+	free(text);
+	return err;
+}
+
+/* The kernel's release: trace processor reads the switches' task states
+ * by it. */
+static int system_info(struct pf *p)
+{
+	const struct tb_file_info *info = tb_reader_info(p->r);
+	struct tb_pb *b = p->pkt;
+
+	pf_packet_begin(p, &p->own, info->start_ts, false);
+	tb_pb_begin(b, PKT_SYSTEM_INFO);
+	tb_pb_begin(b, SI_UTSNAME);
+	tb_pb_string(b, UTS_SYSNAME, "Linux");
+	tb_pb_bytes(b, UTS_RELEASE, info->kernel, strnlen(info->kernel, sizeof(info->kernel)));
+	return pf_packet_end(p, &p->own);
+}
+
+static int sink_end(void *ctx, const struct tb_model *m)
+{
+	struct pf *p = ctx;
+	int err = p->err;
+
+	for (size_t i = 0; i < p->seqs.cap && !err; i++) {
+		struct pf_seq *s = p->seqs.vals[i];
+
+		while (s && s->depth && !err) {
+			if (s->stack[s->depth - 1].end > p->last_ts)
+				p->last_ts = s->stack[s->depth - 1].end;
+			err = end_slice(p, s);
+		}
+	}
+	if (!err)
+		err = pf_sched_flush(p);
+	if (!err)
+		err = pf_sched_tasks(p, p->last_ts);
+	if (!err)
+		err = pf_name_all(p, m, p->last_ts);
+	if (!err)
+		err = metadata(p, m);
+	if (!err)
+		tb_model_counts(m, &p->counts);
+	return err;
+}
+
+bool tb_pftrace_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 8 && !strcmp(name + n - 8, ".pftrace")) ||
+	       (n > 15 && !strcmp(name + n - 15, ".perfetto-trace"));
+}
+
+static void say(const struct pf *p)
+{
+	const struct tb_model_counts *k = &p->counts;
+
+	if (k->drops_total)
+		tb_print(PFX "warning: %" PRIu64 " events were lost because a ring buffer was "
+			"full (see the metadata's drops_per_cpu); record again with a larger "
+			"--buffer-size (application events) or --kernel-buffer-size (scheduler, "
+			"-e)\n", k->drops_total);
+	if (k->slices_cut_at_gaps || k->ends_after_gaps || k->events_in_gaps)
+		tb_print(PFX "note: where records were lost (%" PRIu64 " gaps), %" PRIu64
+			" slices were cut and %" PRIu64 " begins and ends are marked instants, "
+			"never paired across a gap\n", k->gaps, k->slices_cut_at_gaps,
+			k->ends_after_gaps + k->events_in_gaps);
+	if (p->flows_unbound)
+		tb_print(PFX "note: %" PRIu64 " flow events had no slice around them on their "
+			"thread: left out, as viewers leave them out of the JSON\n",
+			p->flows_unbound);
+}
+
+int tb_pftrace_run(struct tb_reader *r, FILE *out, const struct tb_pftrace_opts *o,
+		   enum tb_conv_stage *stage)
+{
+	struct pf p = { .own = { .id = 1 }, .next_seq = 2, .r = r, .pkt = &p.out.b };
+	const struct tb_model_sink sink = {
+		.ctx = &p, .event = sink_event, .end = sink_end, .kernel = sink_kernel,
+		.filter = o ? o->filter : NULL,
+	};
+	bool read_failed = false;
+	int err;
+
+	*stage = TB_STAGE_CONVERT;
+	err = pf_out_open(&p.out, out, o && o->compress);
+	if (!err)
+		err = system_info(&p);
+	if (!err)
+		err = tb_model_run(r, &sink, &read_failed);
+	if (read_failed)
+		*stage = TB_STAGE_READ;
+	else if (err == -EIO || p.out.err)
+		*stage = TB_STAGE_WRITE;
+	if (!err)
+		say(&p);
+	pf_sched_free(&p);
+	pf_seqs_free(&p);
+	if (pf_out_close(&p.out) && !err) {
+		err = -EIO;
+		*stage = TB_STAGE_WRITE;
+	}
+	return err;
+}
