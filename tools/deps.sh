@@ -39,9 +39,11 @@ bpf_ok() {
 # programs' USDT probes (tests/progs/sdt_app.c, libsdt.c, sdt_exec.c), and
 # postgresql (15, whose postgres binary has them) is the real program
 # record --usdt is tested against (tests/integration/pgcluster.py).
+# protobuf-compiler's protoc decodes every Perfetto trace the tests write
+# against Perfetto's schema (tests/integration/test_perfetto.py).
 pkgs=(make gcc g++ clang llvm libelf-dev zlib1g-dev libdeflate-dev pkg-config
       binutils libcmocka-dev libtraceevent-dev python3 python3-pytest python3-pytest-xdist procps util-linux
-      libclang-rt-14-dev lowdown man-db systemtap-sdt-dev postgresql)
+      libclang-rt-14-dev lowdown man-db systemtap-sdt-dev postgresql protobuf-compiler)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -125,7 +125,18 @@ static int on_flow(struct conv *c, const struct tb_rec_event *ev,
 		   const struct site *s, struct oev *e)
 {
 	struct thread *t = tb_conv_get_thread(c, ev->hdr.tid, ev->hdr.pid);
-	int err = t ? flow_gate(c, e) : -ENOMEM;
+	int err;
+
+	/* A start with no slice around it has nothing to be drawn from:
+	 * DevTools drops it, and Perfetto binds it to the thread's last slice,
+	 * ended or not, an arrow that never was. Left out, as its steps and
+	 * end then are (flow_gate). */
+	if (t && !t->depth && s->phase == 's') {
+		free((void *)e->ev);
+		c->gap.flows_left_out++;
+		return 0;
+	}
+	err = t ? flow_gate(c, e) : -ENOMEM;
 
 	if (err <= 0) {
 		if (err)

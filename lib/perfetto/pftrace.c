@@ -42,11 +42,13 @@ enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 #define TRACK_MASK  ((1ull << 61) - 1)
 #define GLOBAL_TRACK (TRACK_CHILD | 1)
 
+#define PARENT_LOST "began after lost events: a slice enclosing it may be among them"
+
 /* Mark names, as the JSON writes them (docs/output.md, "Slices"). */
 static const char K_STEP[] = "step", K_INHERITED[] = "tracebpf_inherited",
 	K_UNFINISHED[] = "tracebpf_unfinished", K_END_OF[] = "tracebpf_end_of",
 	K_BEGIN_OF[] = "tracebpf_begin_of", K_INCOMPLETE[] = "tracebpf_incomplete",
-	K_PARENT_LOST[] = "tracebpf_parent_lost", K_DUMP[] = "dump";
+	K_PARENT_LOST[] = "tracebpf_parent_lost";
 
 static void annotation_str(struct pf *p, struct pf_seq *s, const char *key, const char *v,
 			   size_t n)
@@ -102,7 +104,8 @@ static void marks(struct pf *p, struct pf_seq *s, const struct tracebpf_event *p
 	int n;
 
 	if (pe->inherited)
-		annotation_str(p, s, K_INHERITED, "open in the parent at fork", 26);
+		annotation_str(p, s, K_INHERITED, "open in the parent at fork",
+			       strlen("open in the parent at fork"));
 	if (pe->unfinished)
 		annotation_str(p, s, K_UNFINISHED, pe->unfinished, strlen(pe->unfinished));
 	if (pe->end_of)
@@ -115,8 +118,7 @@ static void marks(struct pf *p, struct pf_seq *s, const struct tracebpf_event *p
 		annotation_str(p, s, K_INCOMPLETE, lost, (size_t)n);
 	}
 	if (pe->parent_lost)
-		annotation_str(p, s, K_PARENT_LOST, "began after lost events: a slice "
-			       "enclosing it may be among them", 62);
+		annotation_str(p, s, K_PARENT_LOST, PARENT_LOST, strlen(PARENT_LOST));
 }
 
 /* type, category and name of e on s's packet being built. */
@@ -210,19 +212,6 @@ static uint64_t hash_str(uint64_t h, const char *str)
 	return tb_hash_bytes(h, str, str ? strlen(str) : 0);
 }
 
-/* A memory dump's allocators: the JSON text its record holds, as the
- * JSON's args (docs/output.md, "Memory"). */
-static void dump_args(struct pf *p, struct pf_seq *s, const struct oev *e)
-{
-	const struct tb_rec_event_id *x = (const void *)e->ev;
-	struct tb_pb *b = p->pkt;
-
-	tb_pb_begin(b, TE_DEBUG);
-	tb_pb_varint(b, DA_NAME_IID, pf_iid(p, s, PF_ARG, K_DUMP));
-	tb_pb_bytes(b, DA_JSON, x + 1, x->ev.hdr.size - sizeof(*x));
-	tb_pb_end(b);
-}
-
 /* An instant: on its thread's track, its process's or the global one. */
 static int instant(struct pf *p, struct pf_seq *s, const struct oev *e,
 		   const struct tracebpf_event *pe)
@@ -230,7 +219,7 @@ static int instant(struct pf *p, struct pf_seq *s, const struct oev *e,
 	uint64_t track = 0;
 	int err = 0;
 
-	if (pe->scope == 'p' || e->ph == 'v') {
+	if (pe->scope == 'p') {
 		track = pf_process_track(e->pid);
 	} else if (pe->scope == 'g') {
 		track = GLOBAL_TRACK;
@@ -242,10 +231,7 @@ static int instant(struct pf *p, struct pf_seq *s, const struct oev *e,
 	if (track)
 		tb_pb_varint(p->pkt, TE_TRACK_UUID, track);
 	head(p, s, e, pe, TYPE_INSTANT);
-	if (e->ph == 'v')
-		dump_args(p, s, e);
-	else
-		args(p, s, e, pe);
+	args(p, s, e, pe);
 	return pf_packet_end(p, s);
 }
 
@@ -332,8 +318,20 @@ static int add_id(uint64_t **v, uint32_t *n, uint64_t id)
 	return 0;
 }
 
+static bool has_id(const uint64_t *v, uint32_t n, uint64_t id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
 /* A flow's start, step or end: bound to the innermost slice open on its
- * thread (none: left out, as the JSON's importers leave it). */
+ * thread (none: left out, as the JSON's importers leave it). On that
+ * slice's END, a flow that ends in it and another of the same id that
+ * starts in it after (a chain of flows, one id reused) are one id in
+ * flow_ids: trace processor draws the arrow in, then takes the slice as
+ * the start of the next arrow of that id. */
 static int flow(struct pf *p, struct pf_seq *s, const struct tracebpf_event *pe)
 {
 	uint64_t id = tb_hash64(hash_str(hash_str(0x666c6f77, pe->cat), pe->name) ^ pe->id);
@@ -346,7 +344,13 @@ static int flow(struct pf *p, struct pf_seq *s, const struct tracebpf_event *pe)
 	o = &s->stack[s->depth - 1];
 	if (pe->ph == 'f')
 		return add_id(&o->term, &o->nterm, id);
-	return add_id(&o->flows, &o->nflows, id);
+	for (uint32_t i = 0; i < o->nterm; i++) {
+		if (o->term[i] == id) {   /* ended here: now goes on */
+			o->term[i] = o->term[--o->nterm];
+			break;
+		}
+	}
+	return has_id(o->flows, o->nflows, id) ? 0 : add_id(&o->flows, &o->nflows, id);
 }
 
 /* An instant or slice of a tracebpf site with number arguments only and
@@ -417,7 +421,7 @@ static int on_event(struct pf *p, const struct oev *e)
 	if (err)
 		return err;
 	p->events++;
-	if (plain(e))
+	if (!p->general && plain(e))
 		return write_plain(p, s, e);
 	tb_model_public_event(e, &pe);
 	switch (e->ph) {
@@ -433,7 +437,9 @@ static int on_event(struct pf *p, const struct oev *e)
 	case 't':
 	case 'f':
 		return flow(p, s, &pe);
-	default:   /* I, v */
+	case 'v':   /* a memory dump: its values are its counters (C) */
+		return 0;
+	default:
 		return instant(p, s, e, &pe);
 	}
 }
@@ -442,6 +448,8 @@ static void sink_event(void *ctx, const struct oev *e)
 {
 	struct pf *p = ctx;
 
+	if (e->ts + (e->ph == 'X' ? e->dur : 0) > p->last_ts)
+		p->last_ts = e->ts + (e->ph == 'X' ? e->dur : 0);
 	if (!p->err)
 		p->err = on_event(p, e);
 }
@@ -562,6 +570,8 @@ int tb_pftrace_run(struct tb_reader *r, FILE *out, const struct tb_pftrace_opts 
 	bool read_failed = false;
 	int err;
 
+	/* the tests compare the shortcut with the general way */
+	p.general = getenv("TRACEBPF_TEST_PFTRACE_GENERAL") != NULL;
 	*stage = TB_STAGE_CONVERT;
 	err = pf_out_open(&p.out, out, o && o->compress);
 	if (!err)

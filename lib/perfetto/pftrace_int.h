@@ -102,6 +102,7 @@ struct pf {
 	uint64_t events, kernel_events;
 	uint64_t flows_unbound;     /* flow events with no slice around them */
 	uint64_t last_ts;           /* the latest time written */
+	bool general;               /* every event the general way (tests) */
 	struct tb_model_counts counts;
 	int err;
 };

@@ -24,8 +24,7 @@ enum {
 	CS_SW_COMM = 6, CS_WK_TS = 7, CS_WK_PID = 8, CS_WK_CPU = 9, CS_WK_PRIO = 10,
 	CS_WK_COMM = 11, CS_WK_FLAGS = 12,
 	FE_TS = 1, FE_PID = 2,
-	FE_FREQ = 11, FE_IDLE = 13, FE_WAKEUP = 17, FE_WAKEUP_NEW = 114, FE_RENAME = 236,
-	FE_EXEC = 237, FE_EXIT = 238, FE_FORK = 239, FE_GENERIC = 327,
+	FE_FREQ = 11, FE_IDLE = 13, FE_WAKEUP = 17, FE_WAKEUP_NEW = 114, FE_EXIT = 238, FE_FORK = 239, FE_GENERIC = 327,
 	PKT_PROCESS_TREE = 2, PT_THREADS = 2, PTT_TID = 1, PTT_TGID = 3,
 };
 
@@ -203,20 +202,22 @@ static void wakeup(struct tb_pb *b, const struct tb_rec_wake *r)
 	tb_pb_end(b);
 }
 
-static void ktask(struct tb_pb *b, const struct tb_rec_ktask *r)
+/* false: nothing to write. An exec's record has the new name, not the
+ * file sched_process_exec names; a rename (task_rename) would rename a
+ * process after its main thread, over the name the application gave it:
+ * the names are the track descriptors' (pftrace_seq.c), as the JSON's are
+ * its M events. */
+static bool ktask(struct tb_pb *b, const struct tb_rec_ktask *r)
 {
 	switch (r->kind) {
+	case TB_KTASK_EXEC:
+	case TB_KTASK_RENAME:
+		return false;
 	case TB_KTASK_FORK:
 		tb_pb_begin(b, FE_FORK);
 		tb_pb_varint(b, 2, r->hdr.tid);
 		comm_field(b, 3, r->comm);
 		tb_pb_varint(b, 4, r->tid);
-		break;
-	case TB_KTASK_EXEC:
-		tb_pb_begin(b, FE_EXEC);
-		comm_field(b, 1, r->comm);
-		tb_pb_varint(b, 2, r->hdr.tid);
-		tb_pb_varint(b, 3, r->tid);
 		break;
 	case TB_KTASK_EXIT:
 		tb_pb_begin(b, FE_EXIT);
@@ -224,14 +225,9 @@ static void ktask(struct tb_pb *b, const struct tb_rec_ktask *r)
 		tb_pb_varint(b, 2, r->hdr.tid);
 		tb_pb_varint(b, 3, r->hdr.pid);
 		break;
-	default:   /* TB_KTASK_RENAME */
-		tb_pb_begin(b, FE_RENAME);
-		tb_pb_varint(b, 1, r->hdr.tid);
-		comm_field(b, 2, r->comm);
-		comm_field(b, 3, r->comm2);
-		break;
 	}
 	tb_pb_end(b);
+	return true;
 }
 
 static void cpu_event(struct tb_pb *b, const struct tb_rec_cpu *r)
@@ -292,7 +288,7 @@ static int add_event(struct pf_sched *s, struct pf_cpu *c, const struct tb_rec_h
 		wakeup(b, (const void *)h);
 		break;
 	case TB_REC_KTASK:
-		ktask(b, (const void *)h);
+		ok = ktask(b, (const void *)h);
 		break;
 	case TB_REC_CPU:
 		cpu_event(b, (const void *)h);

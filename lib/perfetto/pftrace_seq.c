@@ -308,10 +308,11 @@ static int name_one(void *ctx, const struct tb_model_thread *t)
 	struct naming *nm = ctx;
 	int err = 0;
 
-	if (t->process)
+	/* the thread first: trace processor names a process after its main
+	 * thread, and the process's own name must win */
+	err = thread_packet(nm->p, t->pid, t->tid, t->name, t->name_len, nm->ts);
+	if (!err && t->process)
 		err = process_packet(nm->p, t->pid, t->process, t->process_len, nm->ts);
-	if (!err)
-		err = thread_packet(nm->p, t->pid, t->tid, t->name, t->name_len, nm->ts);
 	return err;
 }
 
