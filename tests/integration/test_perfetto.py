@@ -329,3 +329,22 @@ def test_bad_options(tmp_path, api):
     p = subprocess.run([TRACEBPF, "convert", "--split", "1M", str(api / "api.tbt"), "-o",
                         str(tmp_path / "x.pftrace")], capture_output=True, text=True)
     assert p.returncode == 64 and "--split writes JSON" in p.stderr
+
+
+def test_record_writes_it(tmp_path):
+    """record -o NAME.pftrace: NAME.tbt while recording, Perfetto's format at
+    the end (no JSON), the same bytes as convert's; convert --follow of the
+    finished file writes it too."""
+    out = tmp_path / "r.pftrace"
+    p = subprocess.run([TRACEBPF, "record", "-q", "-o", str(out), "--", prog("api_events")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {out}" in p.stderr and not (tmp_path / "r.json").exists()
+    again = tmp_path / "again.pftrace"
+    convert(tmp_path / "r.tbt", again)
+    assert open(out, "rb").read() == open(again, "rb").read()
+    followed = tmp_path / "followed.perfetto-trace"
+    convert(tmp_path / "r.tbt", followed, "--follow")
+    assert open(followed, "rb").read() == open(again, "rb").read()
+    pt = pftrace.Trace(out)
+    assert not pt.errors and pt.slices

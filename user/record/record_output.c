@@ -23,6 +23,7 @@
 
 #include "format/tbrecords.h"
 #include "convert/convert.h"
+#include "perfetto/pftrace.h"
 #include "format/outfile.h"
 #include "probes/probes.h"
 #include "record/recorder.h"
@@ -43,6 +44,7 @@ static int check_link(const char *path)
 }
 
 /* x.json -> x.tbt + x.json; x.tbt -> x.tbt + x.json; x -> x.tbt + x.json;
+ * x.pftrace (.perfetto-trace) -> x.tbt + x.pftrace (Perfetto's format);
  * a directory d -> d/trace.tbt + d/trace.json (d a symbolic link only when
  * it is root's: -ELOOP else) */
 int rec_output_paths(struct recorder *r, const char *out)
@@ -73,8 +75,11 @@ int rec_output_paths(struct recorder *r, const char *out)
 		base = len - 5;
 	else if (len > 4 && !strcmp(out + len - 4, ".tbt"))
 		base = len - 4;
+	else if (tb_pftrace_name(out))
+		base = (int)(strrchr(out, '.') - out);
 	if (snprintf(r->tbt_path, sizeof(r->tbt_path), "%.*s.tbt", base, out) >= (int)sizeof(r->tbt_path) ||
-	    snprintf(r->json_path, sizeof(r->json_path), "%.*s.json", base, out) >= (int)sizeof(r->json_path))
+	    snprintf(r->json_path, sizeof(r->json_path), "%.*s%s", base, out,
+		     tb_pftrace_name(out) ? out + base : ".json") >= (int)sizeof(r->json_path))
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -338,7 +343,8 @@ int rec_write_json(struct recorder *r)
 	int err = 0;
 
 	if (!o->no_json && r->json_path[0]) {
-		struct tb_convert_opts co = { .in = r->tbt_path, .out = r->json_path };
+		struct tb_convert_opts co = { .in = r->tbt_path, .out = r->json_path,
+					      .perfetto = tb_pftrace_name(r->json_path) };
 
 		err = tb_convert(&co);
 		if (!err)
