@@ -372,6 +372,41 @@ static bool plain(const struct oev *e)
 	return true;
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* A debug annotation of a number: its length known before, so written
+ * straight (no tb_pb_begin/end), as they would write it. */
+static void plain_annotation(struct tb_pb *b, uint32_t iid, uint8_t type, uint64_t v)
+{
+	uint32_t field = type == TB_ARG_INT ? DA_INT : type == TB_ARG_BOOL ? DA_BOOL :
+			 type == TB_ARG_PTR ? DA_POINTER : DA_UINT;
+	size_t len;
+	uint8_t *q;
+
+	if (type == TB_ARG_BOOL)
+		v = v != 0;
+	len = 1 + varint_len(iid) + 1 + varint_len(v);
+	if (len >= 0x80 || !tb_pb_room(b, len + 2))
+		return;   /* never: at most 1 + 5 + 1 + 10 bytes */
+	q = b->buf + b->len;
+	*q++ = TE_DEBUG << 3 | TB_PB_LEN;
+	*q++ = (uint8_t)len;
+	*q++ = DA_NAME_IID << 3 | TB_PB_VARINT;
+	q = tb_pb_put_varint(q, iid);
+	*q++ = (uint8_t)(field << 3 | TB_PB_VARINT);
+	q = tb_pb_put_varint(q, v);
+	b->len = (size_t)(q - b->buf);
+}
+
 static int write_plain(struct pf *p, struct pf_seq *s, const struct oev *e)
 {
 	const struct site *st = e->site;
@@ -385,27 +420,8 @@ static int write_plain(struct pf *p, struct pf_seq *s, const struct oev *e)
 	tb_pb_varint(b, TE_CATEGORY_IIDS, ps->cat);
 	tb_pb_varint(b, TE_TYPE, e->ph == 'X' ? TYPE_BEGIN : TYPE_INSTANT);
 	tb_pb_varint(b, TE_NAME_IID, ps->name);
-	for (int i = 0; i < st->nargs; i++) {
-		uint64_t v = e->ev->args[i];
-
-		tb_pb_begin(b, TE_DEBUG);
-		tb_pb_varint(b, DA_NAME_IID, ps->arg[i]);
-		switch (st->arg_type[i]) {
-		case TB_ARG_INT:
-			tb_pb_varint(b, DA_INT, v);
-			break;
-		case TB_ARG_BOOL:
-			tb_pb_varint(b, DA_BOOL, v != 0);
-			break;
-		case TB_ARG_PTR:
-			tb_pb_varint(b, DA_POINTER, v);
-			break;
-		default:
-			tb_pb_varint(b, DA_UINT, v);
-			break;
-		}
-		tb_pb_end(b);
-	}
+	for (int i = 0; i < st->nargs; i++)
+		plain_annotation(b, ps->arg[i], st->arg_type[i], e->ev->args[i]);
 	return e->ph == 'X' ? push_slice(p, s, e) : pf_packet_end(p, s);
 }
 
