@@ -66,12 +66,23 @@ struct {
 } site_cache SEC(".maps");
 
 /* Site info, the low 12 bits of a cache word: arg_type[0] (bits 0-2),
- * arg_type[1] (3-5), copy_name (6), valid (7). */
+ * arg_type[1] (3-5), copy_name (6), valid (7), what a lost hit does to
+ * its thread's slices (8-9, TB_LOST_*: a BEGIN or an END), the
+ * descriptor read (10: 8-9 hold even when its SITE record was lost). */
 #define SI_TYPE0(i)     ((i) & 7)
 #define SI_TYPE1(i)     (((i) >> 3) & 7)
 #define SI_COPY_NAME    0x40u
 #define SI_VALID        0x80u
+#define SI_LOST_SHIFT   8
+#define SI_READ         0x400u
 #define SITE_TAG_MASK   (~0xfffULL)
+
+/* What losing a hit of a site with this info does to its thread's stack
+ * (TB_LOST_*): not known unless its descriptor was read. */
+static __always_inline __u64 si_lost(__u32 info)
+{
+	return info & SI_READ ? (info >> SI_LOST_SHIFT) & 3 : TB_LOST_ANY;
+}
 
 static __always_inline __u64 site_hash(__u64 gen, __u64 addr)
 {
@@ -147,16 +158,17 @@ static __always_inline void *scratch_buf(void)
 }
 
 /* Report a site descriptor (a TB_REC_SITE in this CPU's ring, ahead of the
- * event) and return its info bits (SI_*), 0 when the descriptor could not
- * be read or reported (the event is still recorded; the converter counts it
- * as unresolved, and the next hit tries again). */
+ * event) and return its info bits (SI_*), without SI_VALID when the
+ * descriptor could not be reported (the event is still recorded; the
+ * converter counts it as unresolved, and the next hit tries again), 0 when
+ * it could not be read. */
 static __noinline __u32 report_site(void *rb, __u64 addr, __u32 cpu, __u64 ts,
 				    __u64 pid_tgid)
 {
 	struct tb_rec_site *rec;
 	struct tracebpf_site *us;
 	__u8 *buf = scratch_buf();
-	__u32 len, info;
+	__u32 len, info, read;
 	__u64 size;
 
 	if (!buf)
@@ -186,11 +198,17 @@ static __noinline __u32 report_site(void *rb, __u64 addr, __u32 cpu, __u64 ts,
 	rec->len = len;
 	if (size > SCRATCH_SIZE)
 		return 0;
+	if (rec->flags & TB_SITEF_FAULT)
+		read = 0;
+	else
+		read = SI_READ | (__u32)(us->phase == TRACEBPF_PHASE_BEGIN ? TB_LOST_BEGIN :
+					 us->phase == TRACEBPF_PHASE_END ? TB_LOST_END :
+					 TB_LOST_NONE) << SI_LOST_SHIFT;
 	if (ring_output(rb, cpu, buf, size, ts, pid_tgid))
-		return 0;
+		return read;   /* not cached: the next hit reports it */
 	if (rec->flags & TB_SITEF_FAULT)
 		return 0;   /* the page may be in at the next hit */
-	info = SI_VALID | (us->flags & TB_SITE_COPY_NAME ? SI_COPY_NAME : 0);
+	info = SI_VALID | read | (us->flags & TB_SITE_COPY_NAME ? SI_COPY_NAME : 0);
 	if (us->nargs > 0 && us->arg_type[0] <= 7)
 		info |= us->arg_type[0];
 	if (us->nargs > 1 && us->arg_type[1] <= 7)
@@ -272,7 +290,7 @@ static __noinline int emit_event_str(void *rb, __u32 info, struct hit *h)
 		return 0;
 	fill_hdr(&ev->hdr, h->is_id ? TB_REC_EVENT_ID : TB_REC_EVENT, size, h->cpu,
 		 h->ts, h->pid_tgid);
-	ring_output(rb, h->cpu, buf, size, h->ts, h->pid_tgid);
+	ring_output_what(rb, h->cpu, buf, size, h->ts, h->pid_tgid, si_lost(info));
 	return 0;
 }
 
@@ -292,7 +310,7 @@ static __always_inline __u32 site_info(void *rb, struct hit *h, __u64 gen)
 	if ((word & SITE_TAG_MASK) == tag && (word & SI_VALID) && h->ts >= c->last_report)
 		return word & ~SITE_TAG_MASK;
 	info = report_site(rb, h->site, h->cpu, h->ts, h->pid_tgid);
-	if (info) {
+	if (info & SI_VALID) {
 		c->slot[idx] = tag | info;
 		max_tries(&c->last_report, h->ts);   /* lost only to four reports meanwhile */
 	}
@@ -436,7 +454,7 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 	h->is_id = is_id;
 	rb = cpu_ring(h->cpu);
 	if (!rb) {
-		count_lost(h->cpu, 1, h->ts, h->ts, (__u32)h->pid_tgid);
+		count_lost(h->cpu, 1, h->ts, h->ts, LOST_WHO(h->pid_tgid, TB_LOST_ANY));
 		return 0;
 	}
 	info = site_info(rb, h, gen);
@@ -444,8 +462,9 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 		return emit_event_str(rb, info, h);
 	/* a pending gap mark goes ahead of the record, in the ring buffer */
 	if (!gap_pending(h->cpu) &&
-	    !slot_put(h, is_id ? TB_SLOT_ID | (!info ? (__u64)TB_EVF_NAME_FAULT << TB_SLOT_FLAGS_SHIFT
-						 : 0) : 0))
+	    !slot_put(h, is_id ? TB_SLOT_ID | (!(info & SI_VALID) ?
+					       (__u64)TB_EVF_NAME_FAULT << TB_SLOT_FLAGS_SHIFT : 0)
+			       : 0))
 		return 0;
 
 	/* Built on the stack and copied by one bpf_ringbuf_output(): one helper
@@ -458,13 +477,14 @@ static __always_inline int on_hit(struct hit *h, const bool is_id)
 	ev->str_len[0] = 0;
 	ev->str_len[1] = 0;
 	/* an event_id site whose descriptor could not be read: no name copied */
-	ev->flags = is_id && !info ? TB_EVF_NAME_FAULT : 0;
+	ev->flags = is_id && !(info & SI_VALID) ? TB_EVF_NAME_FAULT : 0;
 	if (is_id) {
 		x.id = h->id;
 		x.name_len = 0;
 		x.pad[0] = x.pad[1] = x.pad[2] = 0;
 	}
-	ring_output(rb, h->cpu, &x, is_id ? sizeof(x) : sizeof(*ev), h->ts, h->pid_tgid);
+	ring_output_what(rb, h->cpu, &x, is_id ? sizeof(x) : sizeof(*ev), h->ts, h->pid_tgid,
+			 si_lost(info));
 	return 0;
 }
 
@@ -558,7 +578,7 @@ static __noinline int emit_usdt(struct pt_regs *ctx, __u32 cpu, __u64 ts, __u64 
 	long n, v;
 
 	if (!rb) {
-		count_lost(cpu, 1, ts, ts, (__u32)pid_tgid);
+		count_lost(cpu, 1, ts, ts, LOST_WHO(pid_tgid, TB_LOST_ANY));
 		return 0;
 	}
 	if (!buf)
@@ -581,7 +601,8 @@ static __noinline int emit_usdt(struct pt_regs *ctx, __u32 cpu, __u64 ts, __u64 
 	if (size > SCRATCH_SIZE)
 		return 0;
 	fill_hdr(&u->hdr, TB_REC_USDT, size, cpu, ts, pid_tgid);
-	ring_output(rb, cpu, buf, size, ts, pid_tgid);
+	/* its probe's kind is user space's: a BEGIN, an END or neither */
+	ring_output_what(rb, cpu, buf, size, ts, pid_tgid, TB_LOST_ANY);
 	return 0;
 }
 
@@ -781,7 +802,8 @@ int BPF_PROG(tb_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	pr->gen = __sync_fetch_and_add(&next_gen, 1);
 	traced_changed();
 	stop_self(tgid, TB_STOP_EXEC);
-	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	/* lost, it leaves the thread's slices open where the exec ended them */
+	rec = reserve_rec_what(sizeof(*rec), &cpu, &rb, TB_LOST_ANY);
 	if (!rec)
 		return 0;
 	fill_hdr(&rec->hdr, TB_REC_EXEC, sizeof(*rec), cpu, bpf_ktime_get_ns(),
@@ -812,7 +834,7 @@ int BPF_PROG(tb_exit, struct task_struct *task)
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
 	group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
-	rec = reserve_rec(sizeof(*rec), &cpu, &rb);
+	rec = reserve_rec_what(sizeof(*rec), &cpu, &rb, TB_LOST_ANY);   /* as an exec */
 	if (rec) {
 		fill_hdr(&rec->hdr, TB_REC_EXIT, sizeof(*rec), cpu, bpf_ktime_get_ns(),
 			 ((__u64)tgid << 32) | (__u32)task->pid);

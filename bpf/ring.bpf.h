@@ -161,6 +161,17 @@ struct {
 #define TB_GAP_KIND TB_GAP_APP
 #endif
 
+/* What a lost record did to its thread's stack of open slices (struct
+ * tb_gap_depth), in count_lost's `who` above the tid: nothing (no BEGIN
+ * or END), one up, one down, or not known (TB_LOST_ANY: another program's
+ * probe, a site whose descriptor was not read, an exec or an exit, which
+ * ends every slice of its thread). */
+#define TB_LOST_NONE  0ull
+#define TB_LOST_BEGIN 1ull
+#define TB_LOST_END   2ull
+#define TB_LOST_ANY   3ull
+#define LOST_WHO(tid, what) ((__u64)(__u32)(tid) | (__u64)(what) << 32)
+
 /* The hot path's only cost: an inlined array access and a load. Non-zero
  * while a mark is pending or being updated. */
 static __always_inline bool gap_pending(__u32 cpu)
@@ -194,44 +205,86 @@ static __always_inline void gap_max(__u64 *p, __u64 v)
 		__sync_fetch_and_or(p, ~0ull);
 }
 
-/* Adds tid (tid + 1 is stored: 0 is a free half) to the set of CPU cpu;
- * a full set says "all threads". Global, as count_lost. */
+/* Adds tid (tid + 1 is stored: 0 is a free half) to the set of CPU cpu
+ * and returns its place (2 * word + half), or -1: a full set says "all
+ * threads". Global, as count_lost. */
 __noinline int gap_add_tid(__u32 cpu, __u32 tid)
 {
 	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
 	__u64 t = (__u64)tid + 1, v, seen, nv;
 
 	if (!g)
-		return 0;
+		return -1;
 	for (int i = 0; i < TB_GAP_TIDS / 2; i++) {
 		v = *(volatile __u64 *)&g->tid[i];
 		for (int k = 0; k < 3; k++) {
-			if ((v & 0xffffffff) == t || (v >> 32) == t)
-				return 0;
+			if ((v & 0xffffffff) == t)
+				return 2 * i;
+			if ((v >> 32) == t)
+				return 2 * i + 1;
 			if ((v & 0xffffffff) && (v >> 32))
 				break;      /* both halves taken: the next word */
 			nv = v & 0xffffffff ? v | t << 32 : v | t;
 			seen = __sync_val_compare_and_swap(&g->tid[i], v, nv);
 			if (seen == v)
-				return 0;
+				return v & 0xffffffff ? 2 * i + 1 : 2 * i;
 			v = seen;
 		}
 	}
-	__sync_fetch_and_or(&g->all, 1);
+	__sync_fetch_and_or(&g->bits, TB_GAPS_ALL);
+	return -1;
+}
+
+/* Thread `slot` of CPU cpu's mark lost d (TB_GAP_DEPTH) after what its
+ * entry holds, or (first) before it: what a take gives back came first.
+ * Only the thread itself and takers change the entry; contention that
+ * outlasts the tries leaves its depth unknown, a wider answer, never a
+ * wrong one. Global, as count_lost. */
+__noinline int gap_depth_add(__u32 cpu, __u32 slot, __u64 d, int first)
+{
+	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
+	__u64 old, seen;
+
+	if (!g)
+		return 0;
+	slot &= TB_GAP_TIDS - 1;
+	old = *(volatile __u64 *)&g->depth[slot];
+	for (int i = 0; i < 4; i++) {
+		seen = __sync_val_compare_and_swap(&g->depth[slot], old,
+						   first ? tb_gap_depth_then(d, old) :
+							   tb_gap_depth_then(old, d));
+		if (seen == old)
+			return 0;
+		old = seen;
+	}
+	__sync_fetch_and_or(&g->bits, TB_GAPS_NODEPTH(slot));
 	return 0;
 }
 
+/* What thread `slot` lost (TB_LOST_*) into its depth. */
+static __always_inline void gap_lost_what(struct tb_gap_state *g, __u32 cpu, int slot,
+					  __u64 what)
+{
+	if (slot < 0 || what == TB_LOST_NONE)
+		return;
+	if (what == TB_LOST_ANY)
+		__sync_fetch_and_or(&g->bits, TB_GAPS_NODEPTH(slot & (TB_GAP_TIDS - 1)));
+	else
+		gap_depth_add(cpu, slot, what == TB_LOST_BEGIN ? TB_GAP_BEGIN : TB_GAP_END, 0);
+}
+
 /* n records stamped from first to last, of thread tid (~0u: unknown,
- * which counts as every thread), could not be written on this CPU. The
+ * which counts as every thread), could not be written on this CPU; who
+ * is LOST_WHO(tid, what they did to its stack, TB_LOST_*). The
  * fields are updated between entering and leaving `word`, and the count
  * added on leaving, in one atomic add: a taker never sees the count of a
  * record without its time and thread. A global function, as write_gap:
  * the verifier checks it once, not at every call (their loops made every
  * program that calls them take a second longer to load). */
-__noinline int count_lost(__u32 cpu, __u64 n, __u64 first, __u64 last, __u32 tid)
+__noinline int count_lost(__u32 cpu, __u64 n, __u64 first, __u64 last, __u64 who)
 {
 	struct tb_gap_state *g = bpf_map_lookup_elem(&gaps, &cpu);
-	__u32 zero = 0;
+	__u32 zero = 0, tid = (__u32)who;
 	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
 
 	if (d)
@@ -242,9 +295,9 @@ __noinline int count_lost(__u32 cpu, __u64 n, __u64 first, __u64 last, __u32 tid
 	gap_max(&g->first_inv, ~first);
 	gap_max(&g->last_ts, last);
 	if (tid == ~0u)
-		__sync_fetch_and_or(&g->all, 1);
+		__sync_fetch_and_or(&g->bits, TB_GAPS_ALL);
 	else
-		gap_add_tid(cpu, tid);
+		gap_lost_what(g, cpu, gap_add_tid(cpu, tid), who >> 32);
 	__sync_fetch_and_add(&g->word, n - TB_GAP_IN);
 	return 0;
 }
@@ -252,17 +305,53 @@ __noinline int count_lost(__u32 cpu, __u64 n, __u64 first, __u64 last, __u32 tid
 /* A take that had to give back what it read (a program updated the
  * fields meanwhile): merged into what is there now. */
 static __always_inline void gap_restore(struct tb_gap_state *g, __u32 cpu, __u64 first_inv,
-					__u64 last, __u64 all, const __u64 *tid)
+					__u64 last, __u64 bits, const __u64 *tid,
+					const __u64 *depth)
 {
 	gap_max(&g->first_inv, first_inv);
 	gap_max(&g->last_ts, last);
-	if (all)
-		__sync_fetch_and_or(&g->all, 1);
-	for (int i = 0; i < TB_GAP_TIDS / 2; i++) {
-		if (tid[i] & 0xffffffff)
-			gap_add_tid(cpu, (tid[i] & 0xffffffff) - 1);
-		if (tid[i] >> 32)
-			gap_add_tid(cpu, (tid[i] >> 32) - 1);
+	if (bits & TB_GAPS_ALL)
+		__sync_fetch_and_or(&g->bits, TB_GAPS_ALL);
+	for (int i = 0; i < TB_GAP_TIDS; i++) {
+		__u64 t = i & 1 ? tid[i / 2] >> 32 : tid[i / 2] & 0xffffffff;
+		int slot;
+
+		if (!t)
+			continue;
+		/* its place may have changed: the thread lost more meanwhile */
+		slot = gap_add_tid(cpu, t - 1);
+		if (slot < 0)
+			continue;
+		if (depth[i])
+			gap_depth_add(cpu, slot, depth[i], 1);
+		if (bits & TB_GAPS_NODEPTH(i))
+			__sync_fetch_and_or(&g->bits, TB_GAPS_NODEPTH(slot & (TB_GAP_TIDS - 1)));
+	}
+}
+
+/* The mark's threads from the entry's (tid[] compacted, their depths
+ * with them: an application's mark only, kernel records have none). */
+static __always_inline void gap_fill_tids(struct tb_rec_gap *m, const __u64 *tid,
+					  const __u64 *depth, __u64 bits)
+{
+	m->ntids = 0;
+	m->depth_known = 0;
+	m->pad = 0;
+	for (int i = 0; i < TB_GAP_TIDS; i++) {
+		__u64 t = i & 1 ? tid[i / 2] >> 32 : tid[i / 2] & 0xffffffff;
+		__u32 n = m->ntids & (TB_GAP_TIDS - 1);
+
+		m->tid[i] = 0;
+		m->depth[i].low = 0;
+		m->depth[i].net = 0;
+		if (!t || m->ntids >= TB_GAP_TIDS)
+			continue;
+		m->tid[n] = t - 1;
+		m->depth[n].low = TB_GAP_LOW(depth[i]);
+		m->depth[n].net = TB_GAP_NET(depth[i]);
+		if (TB_GAP_KIND == TB_GAP_APP && !(bits & TB_GAPS_NODEPTH(i)))
+			m->depth_known |= 1u << n;
+		m->ntids++;
 	}
 }
 
@@ -272,17 +361,19 @@ static __always_inline void gap_restore(struct tb_gap_state *g, __u32 cpu, __u64
 static __always_inline bool gap_take(struct tb_gap_state *g, __u32 cpu, struct tb_rec_gap *m,
 				     __u64 w)
 {
-	__u64 first_inv, last, all, tid[TB_GAP_TIDS / 2], now;
+	__u64 first_inv, last, bits, tid[TB_GAP_TIDS / 2], depth[TB_GAP_TIDS], now;
 
 	if (__sync_val_compare_and_swap(&g->word, w, w | TB_GAP_TAKING) != w)
 		return false;
 	first_inv = __sync_lock_test_and_set(&g->first_inv, 0);
 	last = __sync_lock_test_and_set(&g->last_ts, 0);
-	all = __sync_lock_test_and_set(&g->all, 0);
+	bits = __sync_lock_test_and_set(&g->bits, 0);
 	for (int i = 0; i < TB_GAP_TIDS / 2; i++)
 		tid[i] = __sync_lock_test_and_set(&g->tid[i], 0);
+	for (int i = 0; i < TB_GAP_TIDS; i++)
+		depth[i] = __sync_lock_test_and_set(&g->depth[i], 0);
 	if (__sync_val_compare_and_swap(&g->word, w | TB_GAP_TAKING, 0) != (w | TB_GAP_TAKING)) {
-		gap_restore(g, cpu, first_inv, last, all, tid);
+		gap_restore(g, cpu, first_inv, last, bits, tid, depth);
 		__sync_fetch_and_and(&g->word, ~TB_GAP_TAKING);
 		return false;
 	}
@@ -291,15 +382,8 @@ static __always_inline bool gap_take(struct tb_gap_state *g, __u32 cpu, struct t
 	m->last_ts = last < now ? last : now;
 	m->count = TB_GAP_COUNT(w);
 	m->kind = TB_GAP_KIND;
-	m->flags = all ? TB_GAPF_ALL : 0;
-	m->ntids = 0;
-	for (int i = 0; i < TB_GAP_TIDS; i++) {
-		__u64 t = i & 1 ? tid[i / 2] >> 32 : tid[i / 2] & 0xffffffff;
-
-		m->tid[i] = 0;
-		if (t && m->ntids < TB_GAP_TIDS)
-			m->tid[m->ntids++ & (TB_GAP_TIDS - 1)] = t - 1;
-	}
+	m->flags = bits & TB_GAPS_ALL ? TB_GAPF_ALL : 0;
+	gap_fill_tids(m, tid, depth, bits);
 	return true;
 }
 
@@ -357,13 +441,20 @@ static __always_inline long ring_put(void *rb, int spill, __u32 cpu, void *data,
 
 /* One record to this CPU's ring (its time ts, its thread's pid_tgid);
  * a record that cannot be written is counted. Non-zero when lost. */
-static __always_inline long ring_output(void *rb, __u32 cpu, void *data, __u64 size,
-					__u64 ts, __u64 pid_tgid)
+static __always_inline long ring_output_what(void *rb, __u32 cpu, void *data, __u64 size,
+					     __u64 ts, __u64 pid_tgid, __u64 what)
 {
 	if (!ring_put(rb, 0, cpu, data, size, wake_flags(rb, size)))
 		return 0;
-	count_lost(cpu, 1, ts, ts, (__u32)pid_tgid);
+	count_lost(cpu, 1, ts, ts, LOST_WHO(pid_tgid, what));
 	return -1;
+}
+
+/* ring_output_what of a record that is no BEGIN or END. */
+static __always_inline long ring_output(void *rb, __u32 cpu, void *data, __u64 size,
+					__u64 ts, __u64 pid_tgid)
+{
+	return ring_output_what(rb, cpu, data, size, ts, pid_tgid, TB_LOST_NONE);
 }
 
 /* bpf_ringbuf_reserve, after this CPU's pending mark (as ring_put). */
@@ -377,8 +468,8 @@ static __always_inline void *ring_reserve(void *rb, int spill, __u32 cpu, __u64 
 
 /* Reserve a fixed-size record of the current task on this CPU's ring (or
  * its spill ring), counting a failure (its time: now, as the record would
- * have been stamped after the reservation). */
-static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
+ * have been stamped after the reservation; what: TB_LOST_*). */
+static __always_inline void *reserve_rec_what(__u64 size, __u32 *cpu, void **rbp, __u64 what)
 {
 	void *rb, *rec = NULL;
 
@@ -395,9 +486,15 @@ static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
 	if (!rec) {
 		__u64 now = bpf_ktime_get_ns();
 
-		count_lost(*cpu, 1, now, now, (__u32)bpf_get_current_pid_tgid());
+		count_lost(*cpu, 1, now, now, LOST_WHO(bpf_get_current_pid_tgid(), what));
 	}
 	return rec;
+}
+
+/* reserve_rec_what of a record that changes no thread's slices. */
+static __always_inline void *reserve_rec(__u64 size, __u32 *cpu, void **rbp)
+{
+	return reserve_rec_what(size, cpu, rbp, TB_LOST_NONE);
 }
 
 #endif /* TRACEBPF_RING_BPF_H */

@@ -59,7 +59,7 @@ static const size_t min_size[TB_REC_TYPE_MAX] = {
 	[TB_REC_FORMAT] = sizeof(struct tb_rec_format),
 	[TB_REC_CMDLINE] = sizeof(struct tb_rec_cmdline),
 	[TB_REC_CTL]    = sizeof(struct tb_rec_ctl),
-	[TB_REC_GAP]    = sizeof(struct tb_rec_gap),
+	[TB_REC_GAP]    = TB_REC_GAP_SIZE_2_4,   /* depths since 2.11 */
 	[TB_REC_CATS]   = sizeof(struct tb_rec_cats),
 	[TB_REC_RSS]    = sizeof(struct tb_rec_rss),
 	[TB_REC_FILTER] = sizeof(struct tb_rec_filter),
@@ -131,6 +131,15 @@ uint64_t tb_stats_lost_procs(const struct tb_rec_stats *st)
 	if (off + 8 <= st->hdr.size)
 		memcpy(&n, (const char *)st + off, 8);
 	return n;
+}
+
+bool tb_gap_depth(const struct tb_rec_gap *g, uint32_t i, struct tb_gap_depth *d)
+{
+	if (g->hdr.size < sizeof(*g) || g->kind != TB_GAP_APP || i >= g->ntids ||
+	    i >= TB_GAP_TIDS || !(g->depth_known & (1u << i)))
+		return false;
+	*d = g->depth[i];
+	return true;
 }
 
 uint32_t tb_crc32(const void *p, size_t n)

@@ -18,7 +18,7 @@
 #include "format/chunk.h"
 
 #define TB_FORMAT_MAJOR 2
-#define TB_FORMAT_MINOR 10
+#define TB_FORMAT_MINOR 11
 /* Oldest major this reader still reads. */
 #define TB_FORMAT_MAJOR_MIN 1
 #define TB_FILE_MAGIC   "TRACEBPF"   /* 8 bytes, no NUL stored */
@@ -75,6 +75,10 @@ struct tb_file_info {
 uint32_t tb_stats_ncpus(const struct tb_rec_stats *st);
 uint64_t tb_stats_drop(const struct tb_rec_stats *st, uint32_t cpu);
 uint64_t tb_stats_lost_procs(const struct tb_rec_stats *st);
+
+/* Whether gap mark g says what thread tid[i] lost of its BEGINs and ENDs
+ * (since 2.11, and for an application's mark only), and then that, in *d. */
+bool tb_gap_depth(const struct tb_rec_gap *g, uint32_t i, struct tb_gap_depth *d);
 
 /* Stream of a record type (TB_STREAM_*), or -EINVAL for an unknown type. */
 int tb_stream_of(uint16_t rec_type);

@@ -496,6 +496,18 @@ enum tb_rss_member {   /* the kernel's MM_* counters */
  * hdr.ts the earliest time a lost record can carry: readers that sort by
  * time see the mark before anything recorded after the first loss. */
 #define TB_GAP_TIDS 8
+
+/* What the BEGIN and END records a thread lost in one gap did to its
+ * stack of open slices, in the order it wrote them, counted from its depth
+ * at the gap's start: each BEGIN one up, each END one down. low: the
+ * lowest depth reached (<= 0: -low slices open at the gap's start ended
+ * in it); net: the depth at its end (net - low slices begun in it are
+ * still open after it). */
+struct tb_gap_depth {
+	__s32 low;
+	__s32 net;
+};
+
 struct tb_rec_gap {
 	struct tb_rec_hdr hdr;
 	__u64 last_ts;     /* no lost record carries a later time */
@@ -504,7 +516,17 @@ struct tb_rec_gap {
 	__u16 flags;       /* TB_GAPF_* */
 	__u32 ntids;       /* entries of tid[] */
 	__u32 tid[TB_GAP_TIDS];  /* threads some of whose records were lost */
+	/* Since 2.11 (hdr.size says whether the record has them): bit i set
+	 * when depth[i] is what tid[i] lost; clear when one of its lost
+	 * records may have been a BEGIN or an END without saying which
+	 * (another program's probe, a site not read, an exec or exit) */
+	__u32 depth_known;
+	__u32 pad;
+	struct tb_gap_depth depth[TB_GAP_TIDS];
 };
+
+/* A TB_REC_GAP before 2.11 ends at depth_known. */
+#define TB_REC_GAP_SIZE_2_4 80u
 
 enum tb_gap_kind {
 	TB_GAP_APP    = 1,  /* bpf/record.bpf.c: events, sites, process lifecycle */
@@ -536,23 +558,46 @@ struct tb_stage {
 /* Not in the file: one CPU's records lost since its last TB_REC_GAP, an
  * entry of the `gaps` map of each BPF object (bpf/ring.bpf.h), indexed by
  * CPU and mapped by the recorder, which takes what the kernel side could
- * not write (user/kern/gaps.c). One cache line per CPU. `word` holds the count
- * (TB_GAP_COUNT), the programs updating the other fields right now
+ * not write (user/kern/gaps.c). Two cache lines per CPU. `word` holds the
+ * count (TB_GAP_COUNT), the programs updating the other fields right now
  * (TB_GAP_IN each) and TB_GAP_TAKING: a taker claims the fields only while
  * no program updates them, and keeps what it took only if `word` did not
- * change meanwhile, so a mark never takes a count without the times and
- * threads of its records (docs/rings.md, "Gaps"). */
+ * change meanwhile, so a mark never takes a count without the times,
+ * threads and depths of its records (docs/rings.md, "Gaps"). */
 struct tb_gap_state {
 	__u64 word;
 	__u64 first_inv;   /* ~(earliest time of a lost record); 0: none */
 	__u64 last_ts;     /* latest time of a lost record */
-	__u64 all;         /* non-zero: threads not in tid[] lost records */
+	__u64 bits;        /* TB_GAPS_ALL, TB_GAPS_NODEPTH(i) */
 	__u64 tid[TB_GAP_TIDS / 2];  /* two (tid + 1) per word, 0 = free */
+	/* thread i's (tid[i / 2], i & 1 the high half) struct tb_gap_depth,
+	 * TB_GAP_DEPTH packed: updated only by that thread, and by takers */
+	__u64 depth[TB_GAP_TIDS];
 };
 
 #define TB_GAP_IN       (1ull << 48)
 #define TB_GAP_TAKING   (1ull << 63)
 #define TB_GAP_COUNT(w) ((w) & (TB_GAP_IN - 1))
+
+#define TB_GAPS_ALL        1ull                  /* threads not in tid[] lost records */
+#define TB_GAPS_NODEPTH(i) (1ull << (8 + (i)))   /* thread i's depth is not known */
+
+/* A struct tb_gap_depth in one word (low in the high half), so that it
+ * changes in one compare-and-swap; 0 is nothing lost. */
+#define TB_GAP_DEPTH(low, net) ((__u64)(__u32)(low) << 32 | (__u32)(net))
+#define TB_GAP_LOW(d)          ((__s32)((d) >> 32))
+#define TB_GAP_NET(d)          ((__s32)(__u32)(d))
+#define TB_GAP_BEGIN           TB_GAP_DEPTH(0, 1)     /* one lost BEGIN */
+#define TB_GAP_END             TB_GAP_DEPTH(-1, -1)   /* one lost END */
+
+/* What was lost in a, then in b, as one: the lowest depth of either, b's
+ * counted from where a ended. */
+static inline __u64 tb_gap_depth_then(__u64 a, __u64 b)
+{
+	__s32 la = TB_GAP_LOW(a), na = TB_GAP_NET(a), lb = na + TB_GAP_LOW(b);
+
+	return TB_GAP_DEPTH(la < lb ? la : lb, na + TB_GAP_NET(b));
+}
 
 /* Not in the file: the slot rings (`slot_pos` and `slots` in
  * bpf/record.bpf.c, mapped by the recorder: user/kern/slots.c). Each CPU has a
@@ -606,11 +651,13 @@ _Static_assert(sizeof(struct tb_slot_pos) == 64, "tb_slot_pos layout");
 _Static_assert(sizeof(struct tb_rec_format) == 32, "tb_rec_format layout");
 _Static_assert(sizeof(struct tb_rec_cmdline) == 32, "tb_rec_cmdline layout");
 _Static_assert(sizeof(struct tb_rec_ctl) == 32, "tb_rec_ctl layout");
-_Static_assert(sizeof(struct tb_rec_gap) == 80, "tb_rec_gap layout");
+_Static_assert(sizeof(struct tb_rec_gap) == 152 &&
+	       __builtin_offsetof(struct tb_rec_gap, depth_known) == TB_REC_GAP_SIZE_2_4,
+	       "tb_rec_gap layout");
 _Static_assert(sizeof(struct tb_rec_rss) == 40, "tb_rec_rss layout");
 _Static_assert(sizeof(struct tb_rec_cats) == 32, "tb_rec_cats layout");
 _Static_assert(sizeof(struct tb_rec_filter) == 40, "tb_rec_filter layout");
-_Static_assert(sizeof(struct tb_gap_state) == 64, "tb_gap_state layout");
+_Static_assert(sizeof(struct tb_gap_state) == 128, "tb_gap_state layout");
 _Static_assert(sizeof(struct tb_stage) == 16 + 4096 + 128, "tb_stage layout");
 
 #endif /* TRACEBPF_TBRECORDS_H */

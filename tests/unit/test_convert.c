@@ -529,7 +529,7 @@ static const char py_scenario[] =
 "assert md['clock'] == 'CLOCK_MONOTONIC' and md['hostname'] == 'box'\n"
 "assert md['kernel_release'] == '6.18.0' and md['command_line'] == 'tracebpf record -- ./app \"quoted\"'\n"
 "assert md['realtime_offset_ns'] == 1700000000000000000 and md['start_ts'] == 500\n"
-"assert md['tracebpf_version'] and md['format_version'] == '2.10'\n";
+"assert md['tracebpf_version'] and md['format_version'] == '2.11'\n";
 
 static void test_scenario(void **state)
 {
@@ -795,7 +795,7 @@ static void test_stopped_windows(void **state)
 "assert md['recording_stopped'] == [{'from_ns': 2000, 'to_ns': 3000}, {'from_ns': 5000}], md\n"
 "assert md['records_while_stopped'] == 3 and md['unmatched_ends'] == 0, md\n"
 "assert md['ends_before_recording'] == 1, md\n"
-"assert md['format_version'] == '2.10', md\n"), 0);
+"assert md['format_version'] == '2.11', md\n"), 0);
 	free(out);
 	free(err);
 }

@@ -173,8 +173,11 @@ static void check_gap_v2_4(const struct tb_rec_hdr *h)
 	check_sched_v2_1(h);
 	if (h->type == TB_REC_GAP) {
 		const struct tb_rec_gap *g = (const void *)h;
+		struct tb_gap_depth d;
 
-		assert_int_equal(h->size, sizeof(*g));
+		/* before 2.11: no depths, which a reader then does not know */
+		assert_int_equal(h->size, TB_REC_GAP_SIZE_2_4);
+		assert_false(tb_gap_depth(g, 0, &d));
 		assert_true(h->cpu < 2 && h->pid == 0 && h->tid == 0);
 		assert_int_equal(g->kind, TB_GAP_APP);
 		assert_true(g->last_ts >= h->ts && g->count > 0);

@@ -271,6 +271,23 @@ static void dump_usdt_probe(FILE *f, const struct tb_rec_usdt_probe *p)
 	}
 }
 
+/* Since 2.11, what each thread lost of its BEGINs and ENDs: " depths="
+ * then per thread LOW/NET, or ? when not known. */
+static void dump_gap_depths(FILE *f, const struct tb_rec_gap *g)
+{
+	struct tb_gap_depth d;
+
+	if (g->hdr.size < sizeof(*g) || g->kind != TB_GAP_APP || !g->ntids)
+		return;
+	fputs(" depths=", f);
+	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS; i++) {
+		if (tb_gap_depth(g, i, &d))
+			fprintf(f, "%s%d/%+d", i ? "," : "", d.low, d.net);
+		else
+			fprintf(f, "%s?", i ? "," : "");
+	}
+}
+
 static void dump_gap(FILE *f, const struct tb_rec_gap *g)
 {
 	fprintf(f, "GAP %s records=%" PRIu64 " until=%" PRIu64 ".%09" PRIu64 " threads=",
@@ -281,6 +298,7 @@ static void dump_gap(FILE *f, const struct tb_rec_gap *g)
 		fprintf(f, "%s%u", i ? "," : "", g->tid[i]);
 	if (g->flags & TB_GAPF_ALL)
 		fputs(g->ntids ? ",others" : "all", f);
+	dump_gap_depths(f, g);
 	if (g->flags & TB_GAPF_SWEPT)
 		fputs(" (taken by the recorder)", f);
 }
