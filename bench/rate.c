@@ -5,7 +5,9 @@
  * or, with NARGS = 2, a typical two-integer event
  *     TRACE_EVENT_INSTANT2("bench", "rate2", thread, "seq", n, "len", n % 4096)
  * or, with NARGS = 0, a slice: TRACE_EVENT_BEGIN1("bench", "slice", "seq", n)
- * then TRACE_EVENT_END0("bench", "slice") (two records per event)
+ * then TRACE_EVENT_END0("bench", "slice") (two records per event), or, with
+ * NARGS = 3, two numbered slices, "outer" {i: n} holding "inner" {i: n},
+ * each END saying whose it is ({end_i: n}; four records per event)
  * at EVENTS_PER_SEC in all for SECONDS seconds, from THREADS threads
  * (default 1) that each take an equal share and number their own events
  * from 0. Each thread paces itself by busy-waiting on CLOCK_MONOTONIC
@@ -49,6 +51,11 @@ static void *emit(void *arg)
 		if (nargs == 0) {
 			TRACE_EVENT_BEGIN1("bench", "slice", "seq", (int64_t)n);
 			TRACE_EVENT_END0("bench", "slice");
+		} else if (nargs == 3) {
+			TRACE_EVENT_BEGIN1("bench", "outer", "i", (int64_t)n);
+			TRACE_EVENT_BEGIN1("bench", "inner", "i", (int64_t)n);
+			TRACE_EVENT_END1("bench", "inner", "end_i", (int64_t)n);
+			TRACE_EVENT_END1("bench", "outer", "end_i", (int64_t)n);
 		} else if (nargs == 1)
 			TRACE_EVENT_INSTANT1("bench", "rate", TRACE_EVENT_SCOPE_THREAD,
 					     "seq", (int64_t)n);
@@ -76,7 +83,7 @@ int main(int argc, char **argv)
 	seconds = strtod(argv[2], NULL);
 	nargs = argc > 3 ? atoi(argv[3]) : 1;
 	threads = argc > 4 ? strtol(argv[4], NULL, 10) : 1;
-	if (rate <= 0 || seconds < 0 || nargs < 0 || nargs > 2 || threads < 1 || threads > 64) {
+	if (rate <= 0 || seconds < 0 || nargs < 0 || nargs > 3 || threads < 1 || threads > 64) {
 		fprintf(stderr, "rate: bad arguments\n");
 		return 2;
 	}

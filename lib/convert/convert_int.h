@@ -100,6 +100,11 @@ struct open_slice {
 	struct pair *pair;          /* an async slice's, with filters or --split */
 	uint64_t child;             /* what closed inside it (oev.child, model.h) */
 	bool parent_lost;           /* oev.parent_lost */
+	/* Its BEGIN was lost in gap `lost`, which said so (struct
+	 * tb_gap_depth): ev is a record made for it at the gap's end, and
+	 * its END names it (convert_pair.c, win_settle) */
+	bool begin_lost;
+	struct lost lost;
 };
 
 struct thread {
@@ -133,6 +138,21 @@ struct thread {
 	 * after it an END with nothing open ends a slice begun before. */
 	struct lost lost;
 	uint64_t gap_until;
+	/* The last of those gaps that did not say what this thread lost: a
+	 * slice at its top level since may be inside one whose BEGIN was
+	 * lost there (oev.parent_lost) */
+	struct lost blind;
+	/* The gaps open on it until gap_until that did say (struct
+	 * tb_gap_depth, docs/converter.md "Gaps in the output"): its stack
+	 * was win_base deep at their start; the marks' lows and nets summed,
+	 * and those of its BEGINs and ENDs read in them, bound what its
+	 * stack did there, in whatever order: slices at win_base + low or
+	 * above may have ended (they are cut at win_cut), net - low begun
+	 * there are open after */
+	bool win;
+	size_t win_base;
+	int64_t win_low, win_net, win_klow, win_knet;
+	uint64_t win_cut;
 	uint64_t last_ts;           /* of its latest record */
 	bool placeholder;           /* known only from a gap's threads */
 };

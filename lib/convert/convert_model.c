@@ -210,7 +210,9 @@ static int on_fork(struct conv *c, const struct tb_rec_fork *f)
 	/* born after the gaps it was taken to be in: it lost nothing there */
 	if (f->hdr.ts > t->gap_until) {
 		t->lost = (struct lost){ 0 };
+		t->blind = (struct lost){ 0 };
 		t->gap_until = 0;
+		t->win = false;
 	}
 	err = set_name(c, f->child_pid, f->child_tid, f->comm);
 	if (err || f->flags & TB_FORKF_THREAD)
@@ -411,6 +413,9 @@ static uint64_t out_low(const struct conv *c, uint64_t now)
 
 		if (t && t->depth && t->stack[0].ev->hdr.ts < low)
 			low = t->stack[0].ev->hdr.ts;
+		/* slices begun in a gap that said so start at its end */
+		if (t && t->win && t->gap_until < low)
+			low = t->gap_until;
 		/* an inherited slice ending later starts at the fork */
 		if (t && t->nghosts && t->ghost_ts < low)
 			low = t->ghost_ts;

@@ -46,12 +46,25 @@ static void to_parent(struct conv *c, struct thread *t, const struct oev *e)
 }
 
 /* e, an END on t, closes the slice on top of t's stack: e becomes that
- * slice (X), with e's site and record as its end's. */
+ * slice (X), with e's site and record as its end's; or, for a slice whose
+ * BEGIN was lost, as its begin's, from the gap's end. */
 static void pop_slice(struct conv *c, struct thread *t, struct oev *e)
 {
 	const struct open_slice *o = &t->stack[--t->depth];
 
 	e->ph = 'X';
+	if (o->begin_lost) {
+		e->ts = o->ev->hdr.ts;
+		e->dur = e->ev->hdr.ts > e->ts ? e->ev->hdr.ts - e->ts : 0;
+		e->seq = o->seq;
+		e->lost = o->lost;
+		e->begin_lost = true;
+		e->child = o->child;
+		c->gap.ends_after++;
+		tb_conv_pool_put(c, o->ev);
+		to_parent(c, t, e);
+		return;
+	}
 	e->esite = e->site;
 	e->eev = e->ev;
 	e->ts = o->ev->hdr.ts;
@@ -65,18 +78,25 @@ static void pop_slice(struct conv *c, struct thread *t, struct oev *e)
 	to_parent(c, t, e);
 }
 
-/* Closes every slice still open on t at ts, innermost first, marked with
- * why, or (lost) as cut at a gap. A cut slice ends 1 ns before the one it
- * is in (it was open at least until then): viewers add ts and dur in
- * floating point, and equal ends can put a child past its parent. */
-int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
-			const char *why, const struct lost *lost)
+/* Closes the slices open on t above depth keep at ts, innermost first,
+ * marked with why, or (lost) as cut at a gap. A cut slice ends 1 ns before
+ * the one it is in (it was open at least until then): viewers add ts and
+ * dur in floating point, and equal ends can put a child past its parent.
+ * A slice whose BEGIN was lost, and now its END, is not shown: nothing of
+ * it is known. */
+static int close_to(struct conv *c, struct thread *t, size_t keep, uint64_t ts,
+		    const char *why, const struct lost *lost)
 {
 	int err;
 
-	while (t->depth) {
+	while (t->depth > keep) {
 		struct open_slice *o = &t->stack[--t->depth];
 		uint64_t end = lost && ts > t->depth ? ts - t->depth : ts;
+
+		if (o->begin_lost) {
+			tb_conv_pool_put(c, o->ev);
+			continue;
+		}
 		struct oev e = {
 			.ts = o->ev->hdr.ts, .seq = o->seq,
 			.dur = end > o->ev->hdr.ts ? end - o->ev->hdr.ts : 0,
@@ -85,8 +105,10 @@ int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
 			.child = o->child, .parent_lost = o->parent_lost,
 		};
 
-		if (lost)
+		if (lost) {
 			e.lost = *lost;
+			c->gap.cut++;
+		}
 		c->gap.parent_lost += o->parent_lost;
 		to_parent(c, t, &e);
 		err = tb_conv_add_out(c, &e);
@@ -94,6 +116,13 @@ int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
 			return err;
 	}
 	return 0;
+}
+
+int tb_conv_close_stack(struct conv *c, struct thread *t, uint64_t ts,
+			const char *why, const struct lost *lost)
+{
+	t->win = false;   /* what began in its gap and is still open ends with it */
+	return close_to(c, t, 0, ts, why, lost);
 }
 
 /* Closes the slices open in process pid's threads (ALL_PIDS: every
@@ -247,13 +276,20 @@ static int begin_in_gap(struct conv *c, struct oev *e, const struct lost *l, cha
 	return unpaired(c, e, ph, GAP_BEGIN_OF, l, &c->gap.inside);
 }
 
-/* Whether t may have lost records since the current recording window
+/* Whether gap l (count 0: none) came since the current recording window
  * began (the last tracebpf ctl start, or the start). */
-static bool lost_in_window(const struct conv *c, const struct thread *t)
+static bool in_window(const struct conv *c, const struct lost *l)
 {
 	uint64_t started = c->nstopped ? c->stopped[c->nstopped - 1].to : 0;
 
-	return t->lost.count && t->lost.ts >= started;
+	return l->count && l->ts >= started;
+}
+
+/* Whether t may have lost records since the current recording window
+ * began. */
+static bool lost_in_window(const struct conv *c, const struct thread *t)
+{
+	return in_window(c, &t->lost);
 }
 
 /* An END with nothing open: a gap since the thread's window began explains
@@ -351,7 +387,8 @@ static int on_async(struct conv *c, struct oev *e)
 			free((void *)e->ev);
 			return -ENOMEM;
 		}
-		a->stack[a->depth++] = (struct open_slice){ copy, e->site, e->seq, NULL, 0, false };
+		a->stack[a->depth++] = (struct open_slice){ .ev = copy, .site = e->site,
+							    .seq = e->seq };
 		if (c->selective)
 			return async_pair(c, &a->stack[a->depth - 1], e);
 		return tb_conv_add_out(c, e);
@@ -496,19 +533,113 @@ static int flow_gate(struct conv *c, struct oev *e)
 	return 1;
 }
 
-/* A thread that may have lost events in a gap: its open slices end at the
- * gap (or at its latest record, for a mark read after it), marked; slices
- * it inherited at a fork are dropped; until the gap's end nothing of it is
- * paired. */
-static int gap_thread(struct conv *c, struct thread *t, const struct lost *l, uint64_t until)
+/* The slices of t's gap window's base that may have ended in it are cut
+ * there, marked; slices it inherited at a fork too, if the window may
+ * have gone below its stack. */
+static int win_cut(struct conv *c, struct thread *t)
+{
+	int64_t keep = (int64_t)t->win_base + t->win_low + t->win_klow;
+
+	if (keep < 0) {
+		tb_conv_drop_ghosts(t, 0);
+		keep = 0;
+	}
+	return close_to(c, t, (size_t)keep, t->win_cut, NULL, &t->lost);
+}
+
+/* A slice whose BEGIN was lost in t's gap and that is open after it: on
+ * t's stack from the gap's end, a record made for it, for its END to
+ * name. */
+static int push_begin_lost(struct conv *c, struct thread *t, uint64_t seq)
+{
+	struct tb_rec_event rec = {
+		.hdr = { .type = TB_REC_EVENT, .size = sizeof(rec), .cpu = ~0u,
+			 .ts = t->gap_until, .pid = t->pid, .tid = t->tid },
+	};
+	const struct tb_rec_event *ev = tb_conv_pool_copy(c, &rec.hdr);
+
+	if (!ev || tb_conv_grow_array((void **)&t->stack, &t->cap, t->depth + 1,
+				      sizeof(*t->stack))) {
+		free((void *)ev);
+		return -ENOMEM;
+	}
+	t->stack[t->depth++] = (struct open_slice){ .ev = ev, .seq = seq, .begin_lost = true,
+						    .lost = t->lost };
+	return 0;
+}
+
+/* t's gap window is over: the slices begun in it and still open after it
+ * (net - low of what it did, the marks' and the records read) go on its
+ * stack, begun at its end, their BEGINs lost. */
+static int win_settle(struct conv *c, struct thread *t, uint64_t seq)
+{
+	int64_t n = t->win_net + t->win_knet - (t->win_low + t->win_klow);
+	int err = 0;
+
+	t->win = false;
+	while (n-- > 0 && !err)
+		err = push_begin_lost(c, t, seq);
+	return err;
+}
+
+/* Before a record of t at ts: its gap window, if over. */
+static int win_before(struct conv *c, struct thread *t, uint64_t ts, uint64_t seq)
+{
+	return t->win && ts > t->gap_until ? win_settle(c, t, seq) : 0;
+}
+
+/* A BEGIN (+1) or an END (-1) of t read in its gap window: unpaired, but
+ * what it did counts with what was lost. */
+static int win_read(struct conv *c, struct thread *t, int d)
+{
+	if (!t->win)
+		return 0;
+	t->win_knet += d;
+	if (t->win_knet >= t->win_klow)
+		return 0;
+	t->win_klow = t->win_knet;
+	return win_cut(c, t);
+}
+
+/* A gap whose mark says what t lost of its BEGINs and ENDs (d): with any
+ * other gap open on t, in a window whose bounds add up; slices at the
+ * window's base that may have ended in it are cut at its start. Nothing
+ * of t is paired until its end, when the slices begun in it and open
+ * after it are placed (win_settle). */
+static int gap_depth(struct conv *c, struct thread *t, const struct lost *l,
+		     const struct tb_gap_depth *d)
+{
+	if (!t->win) {
+		t->win = true;
+		t->win_base = t->depth;
+		t->win_low = t->win_net = t->win_klow = t->win_knet = 0;
+		t->win_cut = l->ts;
+	}
+	t->win_low += d->low;
+	t->win_net += d->net;
+	return win_cut(c, t);
+}
+
+/* A thread that may have lost events in a gap: until the gap's end nothing
+ * of it is paired. With what it lost known (d), and the mark read in
+ * time (before any later record of the thread) and in no gap that did not
+ * say, gap_depth; otherwise its open slices end at the gap (or at its
+ * latest record, for a mark read after it), marked, and slices it
+ * inherited at a fork are dropped. */
+static int gap_thread(struct conv *c, struct thread *t, const struct lost *l, uint64_t until,
+		      const struct tb_gap_depth *d)
 {
 	uint64_t cut = t->last_ts > l->ts ? t->last_ts : l->ts;
+	bool blind_open = !t->win && t->lost.count && t->gap_until >= l->ts;
+	int err = win_before(c, t, l->ts, c->nrecs);
 
-	c->gap.cut += t->depth;
-	tb_conv_drop_ghosts(t, 0);
 	if (until > t->gap_until)
 		t->gap_until = until;
 	t->lost = *l;
+	if (err || (d && t->last_ts <= l->ts && !blind_open))
+		return err ? err : gap_depth(c, t, l, d);
+	tb_conv_drop_ghosts(t, 0);
+	t->blind = *l;
 	return tb_conv_close_stack(c, t, cut, NULL, l);
 }
 
@@ -636,6 +767,15 @@ static void abandon_flows(struct conv *c)
 			tb_conv_pair_abandon(c, ((struct flow *)k)->pair);
 }
 
+/* Whether mark g names thread tid and says what it lost (then in *d). */
+static bool gap_says(const struct tb_rec_gap *g, uint32_t tid, struct tb_gap_depth *d)
+{
+	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS; i++)
+		if (g->tid[i] == tid)
+			return tb_gap_depth(g, i, d);
+	return false;
+}
+
 /* TB_REC_GAP, read at its earliest lost record's time, or later: a mark
  * written by the recorder can follow its records (STATS) stamped after
  * it, and a mark read after events stamped later cuts where they are.
@@ -644,6 +784,7 @@ int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g)
 {
 	struct lost l = { .ts = g->hdr.ts, .count = g->count };
 	uint64_t until = g->last_ts > c->last_ts ? g->last_ts : c->last_ts;
+	struct tb_gap_depth d;
 	int err = 0;
 
 	if (g->kind != TB_GAP_APP) {
@@ -657,8 +798,8 @@ int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g)
 		for (size_t i = 0; i < c->threads.cap && !err; i++) {
 			struct thread *t = c->threads.vals[i];
 
-			if (t && !t->dead)
-				err = gap_thread(c, t, &l, until);
+			if (t && !t->dead && !gap_says(g, t->tid, &d))
+				err = gap_thread(c, t, &l, until, NULL);
 		}
 		c->gap.all = l;
 		if (until > c->gap.all_until)
@@ -669,7 +810,8 @@ int tb_conv_on_gap(struct conv *c, const struct tb_rec_gap *g)
 	for (uint32_t i = 0; i < g->ntids && i < TB_GAP_TIDS && !err; i++) {
 		struct thread *t = gap_tid(c, g->tid[i]);
 
-		err = t ? gap_thread(c, t, &l, until) : -ENOMEM;
+		err = t ? gap_thread(c, t, &l, until, tb_gap_depth(g, i, &d) ? &d : NULL) :
+			  -ENOMEM;
 		/* a thread known only from gaps has no process to show it in */
 		if (!err && !t->placeholder)
 			err = gap_instant(c, &l, t->pid, t->tid, 't');
@@ -710,7 +852,8 @@ static int event_direct(struct conv *c, struct oev *e)
 		break;
 	case 'E':
 		t = tb_conv_get_thread(c, e->tid, (uint32_t)e->pid);
-		if (!t || !t->depth || e->ts <= t->gap_until)
+		if (!t || !t->depth || e->ts <= t->gap_until || t->win ||
+		    t->stack[t->depth - 1].begin_lost)
 			return 1;
 		pop_slice(c, t, e);
 		break;
@@ -761,29 +904,33 @@ int tb_conv_on_site_event(struct conv *c, const struct tb_rec_event *rec, struct
 	switch (s->phase) {
 	case 'B':
 		t = tb_conv_get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (t && ev->hdr.ts <= t->gap_until)
+		err = t ? win_before(c, t, ev->hdr.ts, seq) : -ENOMEM;
+		if (!err && ev->hdr.ts <= t->gap_until && !(err = win_read(c, t, 1)))
 			return begin_in_gap(c, &e, &t->lost, 'I');
-		err = t ? tb_conv_grow_array((void **)&t->stack, &t->cap, t->depth + 1,
-					     sizeof(*t->stack)) : -ENOMEM;
+		if (!err)
+			err = tb_conv_grow_array((void **)&t->stack, &t->cap, t->depth + 1,
+						 sizeof(*t->stack));
 		if (err) {
 			free((void *)ev);
 			return err;
 		}
-		/* at the top level after a gap of its thread, a slice whose
-		 * BEGIN was lost there and whose END is still to come may
-		 * enclose it: say so */
+		/* at the top level after a gap of its thread that did not say
+		 * what it lost, a slice whose BEGIN was lost there and whose
+		 * END is still to come may enclose it: say so */
 		t->stack[t->depth] = (struct open_slice){
-			ev, s, seq, NULL, 0, !t->depth && lost_in_window(c, t) };
+			.ev = ev, .site = s, .seq = seq,
+			.parent_lost = !t->depth && in_window(c, &t->blind) };
 		t->depth++;
 		return 0;
 	case 'E':
 		t = tb_conv_get_thread(c, ev->hdr.tid, ev->hdr.pid);
-		if (!t) {
-			free((void *)ev);
-			return -ENOMEM;
-		}
-		if (ev->hdr.ts <= t->gap_until)
+		err = t ? win_before(c, t, ev->hdr.ts, seq) : -ENOMEM;
+		if (!err && ev->hdr.ts <= t->gap_until && !(err = win_read(c, t, -1)))
 			return end_lost(c, &e, &t->lost, 'I', &c->gap.inside);
+		if (err) {
+			free((void *)ev);
+			return err;
+		}
 		if (!t->depth) {
 			if (t->nghosts)
 				return end_ghost(c, t, ev, s, seq);
@@ -828,14 +975,17 @@ int tb_conv_inherit_ghosts(struct conv *c, const struct tb_rec_fork *f)
 		return -ENOMEM;
 	ct->ghost_ts = f->hdr.ts;
 	for (i = 0; i < pt->depth; i++) {
-		void *copy = tb_conv_copy_rec(pt->stack[i].ev);
+		void *copy;
 
+		if (pt->stack[i].begin_lost)   /* nothing to match an END with */
+			continue;
+		copy = tb_conv_copy_rec(pt->stack[i].ev);
 		if (!copy)
 			return -ENOMEM;
-		ct->ghosts[i] = pt->stack[i];
-		ct->ghosts[i].ev = copy;
-		ct->ghosts[i].child = 0;   /* its slices in the child are to come */
-		ct->nghosts = i + 1;
+		ct->ghosts[ct->nghosts] = pt->stack[i];
+		ct->ghosts[ct->nghosts].ev = copy;
+		ct->ghosts[ct->nghosts].child = 0;   /* its slices in the child are to come */
+		ct->nghosts++;
 	}
 	return 0;
 }

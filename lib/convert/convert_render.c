@@ -561,7 +561,8 @@ void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *
 			snprintf(lost, sizeof(lost), "events lost at ts %" PRIu64 ".%03u: %"
 				 PRIu64 " records", e->lost.ts / 1000, (unsigned)(e->lost.ts % 1000),
 				 e->lost.count);
-			args_add(&as, (struct arg){ .name = "tracebpf_incomplete", .str = lost });
+			args_add(&as, (struct arg){ .name = e->begin_lost ? "tracebpf_begin_lost" :
+							    "tracebpf_incomplete", .str = lost });
 		}
 		if (e->parent_lost)
 			args_add(&as, (struct arg){ .name = "tracebpf_parent_lost",
@@ -665,6 +666,7 @@ void tb_model_public_event(const struct oev *e, struct tracebpf_event *o)
 		.unfinished = e->unfinished, .end_of = e->begun_before,
 		.begin_of = e->begin_of, .lost = e->lost.count, .lost_ts = e->lost.ts,
 		.inherited = e->inherited, .parent_lost = e->parent_lost,
+		.begin_lost = e->begin_lost,
 	};
 	if (e->ph == 'I')
 		o->scope = e->site->scope ? e->site->scope : 't';

@@ -78,6 +78,7 @@ struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *o
 	t->tid = tid;
 	/* it may have run, and lost events, in a gap of every thread */
 	t->lost = c->gap.all;
+	t->blind = c->gap.all;
 	t->gap_until = c->gap.all_until;
 	if (tb_hmap_put(&c->threads, tid, t)) {
 		free(t);
@@ -204,9 +205,10 @@ bool tb_conv_cats_keep(struct conv *c, struct site *s, const struct thread *t)
 	}
 	if (s->cats_on)
 		return true;
-	if (s->phase == 'E' && t && t->depth && t->stack[t->depth - 1].site->cat &&
-	    !strcmp(t->stack[t->depth - 1].site->cat, s->cat))
-		return true;   /* its BEGIN was recorded: the slice ends */
+	if (s->phase == 'E' && t && t->depth && (t->stack[t->depth - 1].begin_lost ||
+	    (t->stack[t->depth - 1].site->cat &&
+	     !strcmp(t->stack[t->depth - 1].site->cat, s->cat))))
+		return true;   /* its BEGIN was recorded (or lost): the slice ends */
 	c->cats_left_out++;
 	return false;
 }

@@ -81,6 +81,8 @@ struct oev {
 				     * the recording (window) started, or a gap */
 	const char *begin_of;       /* I: a begin that cannot be paired */
 	struct lost lost;           /* count > 0: cut or unpaired at a gap */
+	bool begin_lost;            /* X: lost is where its BEGIN was: it is
+				     * drawn from that gap's end to its END */
 	bool inherited;             /* X: a ghost slice ended in a forked child */
 	/* X: begun at its thread's top level after a gap of that thread, so
 	 * a slice that enclosed it may have begun among the lost records

@@ -688,7 +688,7 @@ def marked(e):
 # "Slices"); tracebpf_parent_lost marks a whole pair whose enclosing slice
 # may be lost.
 CUT_MARKS = ("tracebpf_incomplete", "tracebpf_unfinished", "tracebpf_end_of",
-             "tracebpf_begin_of", "tracebpf_inherited")
+             "tracebpf_begin_of", "tracebpf_inherited", "tracebpf_begin_lost")
 
 
 def cut(e):
@@ -716,14 +716,16 @@ def check_numbered_threads(t, inner_n):
             if x["ph"] == "I" or cut(x):
                 assert marked(x), ("an END or BEGIN shown as an instant, unmarked", x)
                 assert x["ph"] == "I" or "tracebpf_incomplete" in a or \
-                    "tracebpf_unfinished" in a, x
+                    "tracebpf_unfinished" in a or "tracebpf_begin_lost" in a, x
                 assert not any(o["name"] == "outer" and not marked(o) for o in stack), \
                     ("something marked inside a whole outer slice", x, stack)
             else:
                 assert a["i"] == a["end_i"], ("begin and end of different scopes", x)
                 if x["name"] == "inner":
                     assert a["j"] == a["end_j"], ("begin and end of different scopes", x)
-                    assert all(o["name"] == "outer" and o["args"]["i"] == a["i"]
+                    # (an outer slice whose BEGIN was lost has its END's number)
+                    assert all(o["name"] == "outer" and
+                               o["args"].get("i", o["args"].get("end_i")) == a["i"]
                                for o in stack), ("an inner slice inside another scope", x, stack)
                     # its outer is shown (whole or cut), or its lost parent is said
                     assert stack or "tracebpf_parent_lost" in a, \
@@ -886,6 +888,137 @@ def test_gaps_never_pair_across_lost_records(recorder, size):
     assert (f"gaps:           {m['gaps']} ({m['drops_total']} application records lost; "
             f"per cpu: {' '.join(map(str, per_cpu))}), 0 in kernel records") in info.stdout, \
         info.stdout
+    devtools_check(rec.out)
+
+
+# bench/rate's nested mode (NARGS 3): per thread, event n is BEGIN outer
+# {i: n}, BEGIN inner {i: n}, END inner {end_i: n}, END outer {end_i: n};
+# each record's place in its thread's sequence, and its step of the stack.
+NEST_STEP = {("B", "outer"): (0, 1), ("B", "inner"): (1, 1), ("E", "inner"): (2, -1),
+             ("E", "outer"): (3, -1)}
+
+
+def nest_records(dump_out):
+    """tracebpf dump's nested bench/rate events, per thread: {index: ts}."""
+    got = defaultdict(dict)
+    for ts, tid, ph, name, n in re.findall(
+            r"^(\S+) \[...\] \d+/(\d+) ([BE]) bench:(outer|inner) (?:end_)?i=(\d+)",
+            dump_out, re.M):
+        got[int(tid)][4 * int(n) + NEST_STEP[ph, name][0]] = float(ts)
+    return got
+
+
+def lost_depths(kept, total, gaps):
+    """What each gap mark of a thread says it lost of its BEGINs and ENDs,
+    against what the thread lost (the indices below total missing from
+    kept, its records by index): each run of lost records lies between two records
+    kept, stamped a and b, and belongs to the marks of the thread whose
+    time spans that; a mark that shares a run with another one is left
+    out (which of them lost which record is not known). Returns the pairs
+    (said, lost) of the marks compared, and the runs no mark covers."""
+    steps = [s for _, s in sorted(NEST_STEP.values())]
+    idx = sorted(kept)
+    runs = []
+    for a, b in zip([-1] + idx, idx + [None]):
+        last = b if b is not None else total
+        if last - a > 1:
+            runs.append((kept.get(a, 0.0), kept.get(b, float("inf")), range(a + 1, last)))
+    owners = [[k for k, (first, until, _) in enumerate(gaps) if a <= until and b >= first]
+              for a, b, _ in runs]
+    uncovered = [r for r, o in zip(runs, owners) if not o]
+    pairs = []
+    for k, (_, _, said) in enumerate(gaps):
+        mine = [r for r, o in zip(runs, owners) if o == [k]]
+        if said is None or not mine or any(k in o and len(o) > 1 for o in owners):
+            continue
+        d = low = 0
+        for _, _, lost in mine:
+            for i in lost:
+                d += steps[i % 4]
+                low = min(low, d)
+        pairs.append((said, (low, d)))
+    return pairs, uncovered
+
+
+NESTS = 300000   # 1.2 M records at 1 M nests a second, emitted whatever the load
+
+
+def test_nested_slices_after_losses_are_placed_by_the_gap_depths(recorder):
+    """docs/converter.md, "Gaps in the output": two threads of nested
+    numbered slices (outer n holding inner n) through 8 KiB rings lose
+    records; each gap mark says what each thread lost of its BEGINs and
+    ENDs (the lowest depth they reached, and where they left it), which is
+    what the thread lost (compared with the numbers missing from the
+    trace). So after a gap the converter knows which slices ended in it
+    and which began in it: every slice is whole and unmarked or marked,
+    none joins two scopes or sits in another scope unmarked, and a mark on
+    a slice that the program entered as shown (its begin, end and parent
+    the program's) is needless: at most 0.1% of the slices carry one (with
+    tracebpf_parent_lost on every top-level slice after a thread's first
+    gap, nearly all did). Fails when the marks say other than what was
+    lost, or when the converter pairs across a gap."""
+    rec = recorder("--no-sched", "-b", "8K", *NO_GROWTH, "--", str(BUILD / "bench" / "rate"),
+                   10**6, NESTS / 10**6, 3, 2, env={"RATE_EXACT": "1"}).wait(timeout=120)
+    assert rec.rc == 0, rec.stderr[-2000:]
+    t = rec.trace(consumer=False)
+    m = t.meta
+    assert m["drops_total"] > 0, "8 KiB rings and 64 KiB fast-path rings must overflow"
+    assert m["gaps"] > 0 and m["gap_records"] == m["drops_total"], m
+    # placed and marked
+    c = Counter()
+    by_tid = defaultdict(list)
+    for e in t.events:
+        if e["ph"] in "XI" and e.get("cat") == "bench":
+            by_tid[e["tid"]].append(e)
+    for mine in by_tid.values():
+        stack = []
+        for x in sorted(mine, key=lambda e: (e["ts"], -e.get("dur", 0))):
+            while stack and ns(stack[-1]["ts"] + stack[-1]["dur"]) < ns(x["ts"]):
+                stack.pop()
+            if x["ph"] == "I":
+                assert marked(x), ("an unpaired BEGIN or END, unmarked", x)
+                continue
+            a, parent = x["args"], stack[-1] if stack else None
+            own = "i" in a and a["i"] == a.get("end_i")
+            if x["name"] == "inner":
+                n = a.get("i", a.get("end_i"))
+                pn = parent and parent["args"].get("i", parent["args"].get("end_i"))
+                right = parent is not None and parent["name"] == "outer" and pn == n
+                exact = right and parent["args"].get("i") == parent["args"].get("end_i") \
+                    and not marked(parent)
+            else:
+                right = exact = parent is None
+            c["slices"] += 1
+            if marked(x):
+                c["marked"] += 1
+                c["needless"] += own and exact
+            else:
+                assert own and right, ("a slice across scopes, unmarked", x, parent)
+            stack.append(x)
+    assert c["slices"] > 0 and c["needless"] * 1000 <= c["slices"], c
+    check_marks_counted(t)
+    assert m["slices_cut_at_gaps"] + m["ends_after_gaps"] > 0, m
+    # the marks' depths are what each thread lost
+    d = dump_text(rec.tbt)
+    kept = nest_records(d)
+    assert len(kept) == 2, kept.keys()
+    compared = 0
+    for tid, recs in kept.items():
+        gaps = []
+        for first, until, tids, depths in re.findall(
+                r"^(\S+) \[...\] 0/0 GAP application records=\d+ until=(\S+) threads=(\S+)"
+                r" depths=(\S+)", d, re.M):
+            for x, dep in zip(tids.split(","), depths.split(",")):
+                if x == str(tid):
+                    said = None if dep == "?" else tuple(map(int, dep.split("/")))
+                    gaps.append((float(first), float(until), said))
+        pairs, uncovered = lost_depths(recs, 4 * NESTS // 2, gaps)
+        assert not uncovered, ("records lost that no mark of the thread covers", uncovered[:3])
+        for said, lost in pairs:
+            assert said == lost, (tid, said, lost)
+        compared += len(pairs)
+    assert compared > 0, ("no gap mark could be compared with what was lost",
+                          re.findall(r"^.* GAP .*$", d, re.M)[:10])
     devtools_check(rec.out)
 
 

@@ -20,7 +20,7 @@ LOSS_KEYS = ("drops_total", "drops_per_cpu", "lost_processes", "unresolved_sites
              "unmatched_ends", "ends_before_recording", "gaps", "gap_records", "kernel_gaps",
              "kernel_gap_records", "slices_cut_at_gaps", "ends_after_gaps", "events_in_gaps",
              "flow_events_left_out", "truncated_tail_bytes")
-MARKS = ("tracebpf_unfinished", "tracebpf_incomplete")
+MARKS = ("tracebpf_unfinished", "tracebpf_incomplete", "tracebpf_begin_lost")
 
 
 def report(*args, check=True, **kw):
@@ -421,6 +421,9 @@ def test_drops_and_gaps_come_first(recorder, tmp_path):
     cut = sum(1 for e in t.by_ph("X") if "tracebpf_incomplete" in e.get("args", {}))
     assert cut == meta["slices_cut_at_gaps"]
     assert rep["incomplete_by_reason"].get("cut at a gap (lost events)") == cut
+    # slices whose BEGIN the gap's mark says was lost, drawn from its end
+    begun = sum(1 for e in t.by_ph("X") if "tracebpf_begin_lost" in e.get("args", {}))
+    assert rep["incomplete_by_reason"].get("begun in a gap (lost events)", 0) == begun
     incomplete = sum(1 for e in t.by_ph("X") if any(k in e.get("args", {}) for k in MARKS))
     assert rep["incomplete_slices"] == incomplete
     assert f"incomplete slices: {incomplete} (" in head

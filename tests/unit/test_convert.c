@@ -273,6 +273,26 @@ static void gap(struct tb_writer *w, uint64_t ts, uint64_t last, uint64_t count,
 	assert_int_equal(tb_writer_append(w, &g.hdr), 0);
 }
 
+/* A gap of application records of thread tid that says what it lost of
+ * its BEGINs and ENDs (since 2.11): the lowest depth they reached, and
+ * where they left it. */
+static void gap_said(struct tb_writer *w, uint64_t ts, uint64_t last, uint64_t count,
+		     uint32_t tid, int32_t low, int32_t net)
+{
+	struct tb_rec_gap g;
+
+	memset(&g, 0, sizeof(g));
+	hdr(&g.hdr, TB_REC_GAP, sizeof(g), ts, 0, 0);
+	g.last_ts = last;
+	g.count = count;
+	g.kind = TB_GAP_APP;
+	g.ntids = 1;
+	g.tid[0] = tid;
+	g.depth_known = 1;
+	g.depth[0] = (struct tb_gap_depth){ low, net };
+	assert_int_equal(tb_writer_append(w, &g.hdr), 0);
+}
+
 static uint64_t dbl(double d)
 {
 	uint64_t v;
@@ -941,6 +961,70 @@ static void test_gaps(void **state)
 "assert md['slices_cut_at_gaps'] == 3 and md['ends_after_gaps'] == 4, md\n"
 "assert md['events_in_gaps'] == 3 and md['flow_events_left_out'] == 7, md\n"
 "assert md['unmatched_ends'] == 1 and md['ends_before_recording'] == 0, md\n"), 0);
+	free(out);
+	free(err);
+}
+
+/* Gaps whose marks say what each thread lost. Thread 1, in outer 1 and
+ * inner 1, loses END inner, END outer, BEGIN outer, BEGIN inner (lowest
+ * depth -2, back to 0, across its top level): both slices end at the gap,
+ * cut; the two begun in it are drawn from its end to their ENDs, marked
+ * begin lost, and what is inside them or after them is whole and
+ * unmarked (no tracebpf_parent_lost). Thread 3 loses a BEGIN (0, +1) and
+ * an END of it is read inside the gap: in whatever order they came, its
+ * outer slice may have ended there, so it is cut, and the END after the
+ * gap closes a slice begun in it. Thread 2, not named, keeps its slice. */
+static void test_gap_depths(void **state)
+{
+	static const uint8_t t_int[] = { TB_ARG_INT };
+	static const char *const n_i[] = { "i" }, *const n_end[] = { "end_i" };
+	struct tb_writer *w = open_trace(0);
+	char *err, *out;
+
+	(void)state;
+	site(w, 100, 1, 0xa, 'B', 0, "c", "outer", 1, t_int, n_i, SITE_OK);
+	site(w, 100, 1, 0xb, 'E', 0, "c", "outer", 1, t_int, n_end, SITE_OK);
+	site(w, 100, 1, 0xc, 'B', 0, "c", "inner", 1, t_int, n_i, SITE_OK);
+	site(w, 100, 1, 0xd, 'E', 0, "c", "inner", 1, t_int, n_end, SITE_OK);
+	EV(w, 1000, 1, 1, 0xa, 1, 0);
+	EV(w, 1000, 1, 2, 0xa, 5, 0);
+	EV(w, 1000, 1, 3, 0xa, 10, 0);
+	EV(w, 1100, 1, 1, 0xc, 1, 0);
+	gap_said(w, 2000, 2200, 4, 1, -2, 0);
+	gap_said(w, 2000, 2200, 1, 3, 0, 1);
+	EV(w, 2100, 1, 3, 0xd, 11, 0);          /* inside: an END, marked */
+	EV(w, 2500, 1, 1, 0xd, 2, 0);           /* inner 2, begun in the gap */
+	EV(w, 2600, 1, 1, 0xc, 3, 0);
+	EV(w, 2700, 1, 1, 0xd, 3, 0);           /* inner 3: whole, in outer 2 */
+	EV(w, 3000, 1, 1, 0xb, 2, 0);           /* outer 2, begun in the gap */
+	EV(w, 3000, 1, 3, 0xb, 10, 0);          /* outer 10, maybe ended in it */
+	EV(w, 3000, 1, 2, 0xb, 5, 0);
+	EV(w, 3500, 1, 1, 0xa, 4, 0);
+	EV(w, 3600, 1, 1, 0xb, 4, 0);           /* outer 4: whole, unmarked */
+	assert_int_equal(tb_writer_close(w), 0);
+	assert_int_equal(convert(in_path, out_path, &err), 0);
+	out = slurp(out_path);
+	assert_int_equal(py_check(out,
+"L = 'events lost at ts 2.000: 4 records'\n"
+"M = 'events lost at ts 2.000: 1 records'\n"
+"x = sorted((e['tid'], e['ts'], e['name'], round(e['dur'] * 1000), e['args'])\n"
+"           for e in ev if e['ph'] == 'X')\n"
+"assert x == [(1, 1.0, 'outer', 1000, {'i': 1, 'tracebpf_incomplete': L}),\n"
+"             (1, 1.1, 'inner', 899, {'i': 1, 'tracebpf_incomplete': L}),\n"
+"             (1, 2.2, 'inner', 300, {'end_i': 2, 'tracebpf_begin_lost': L}),\n"
+"             (1, 2.2, 'outer', 800, {'end_i': 2, 'tracebpf_begin_lost': L}),\n"
+"             (1, 2.6, 'inner', 100, {'i': 3, 'end_i': 3}),\n"
+"             (1, 3.5, 'outer', 100, {'i': 4, 'end_i': 4}),\n"
+"             (2, 1.0, 'outer', 2000, {'i': 5, 'end_i': 5}),\n"
+"             (3, 1.0, 'outer', 1000, {'i': 10, 'tracebpf_incomplete': M}),\n"
+"             (3, 2.2, 'outer', 800, {'end_i': 10, 'tracebpf_begin_lost': M})], x\n"
+"i = [(e['tid'], e['name'], e['ts'], e['args']) for e in ev\n"
+"     if e['ph'] == 'I' and e['cat'] != 'tracebpf']\n"
+"assert i == [(3, 'inner', 2.1, {'end_i': 11, 'tracebpf_end_of':\n"
+"              'began before or during lost events', 'tracebpf_incomplete': M})], i\n"
+"assert md['gaps'] == 2 and md['slices_cut_at_gaps'] == 3, md\n"
+"assert md['ends_after_gaps'] == 3 and md['events_in_gaps'] == 1, md\n"
+"assert md['slices_parent_lost'] == 0 and md['unmatched_ends'] == 0, md\n"), 0);
 	free(out);
 	free(err);
 }
@@ -1775,6 +1859,7 @@ int main(void)
 		cmocka_unit_test(test_stopped_windows),
 		cmocka_unit_test(test_ends_before_recording),
 		cmocka_unit_test(test_gaps),
+		cmocka_unit_test(test_gap_depths),
 		cmocka_unit_test(test_memdumps),
 		cmocka_unit_test(test_memdump_large),
 		cmocka_unit_test(test_split_size),

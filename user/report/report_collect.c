@@ -149,7 +149,8 @@ static int on_slice(struct report *r, const struct oev *e)
 	k->incomplete++;
 	k->incomplete_total += e->dur;
 	t->lv.incomplete++;
-	count_reason(r, e->unfinished ? e->unfinished : "cut at a gap (lost events)");
+	count_reason(r, e->unfinished ? e->unfinished :
+		     e->begin_lost ? "begun in a gap (lost events)" : "cut at a gap (lost events)");
 	return 0;
 }
 

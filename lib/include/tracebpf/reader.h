@@ -181,6 +181,9 @@ struct tracebpf_event {
 	bool parent_lost;           /* X: began at its thread's top level after
 				     * a gap of that thread: a slice enclosing
 				     * it may be among the lost records */
+	bool begin_lost;            /* X: its BEGIN was among the records lost
+				     * at lost_ts: it is drawn from that gap's
+				     * end (lost > 0) */
 };
 
 struct tracebpf_model;
