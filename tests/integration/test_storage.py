@@ -99,7 +99,7 @@ def test_sigkill_recorder_many_times(tmp_path, half):
         emitted = count_of(countfile)
         info = run("info", tbt)
         assert info.returncode == 0, info.stderr
-        assert "format:         2.10" in info.stdout
+        assert "format:         2.11" in info.stdout
         out = tmp_path / f"k{i}.json"
         c = run("convert", tbt, "-o", out)
         assert c.returncode == 0, c.stderr
