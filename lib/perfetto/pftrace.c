@@ -48,6 +48,7 @@ enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 static const char K_STEP[] = "step", K_INHERITED[] = "tracebpf_inherited",
 	K_UNFINISHED[] = "tracebpf_unfinished", K_END_OF[] = "tracebpf_end_of",
 	K_BEGIN_OF[] = "tracebpf_begin_of", K_INCOMPLETE[] = "tracebpf_incomplete",
+	K_BEGIN_LOST[] = "tracebpf_begin_lost",
 	K_PARENT_LOST[] = "tracebpf_parent_lost";
 
 static void annotation_str(struct pf *p, struct pf_seq *s, const char *key, const char *v,
@@ -115,7 +116,7 @@ static void marks(struct pf *p, struct pf_seq *s, const struct tracebpf_event *p
 	if (pe->lost) {
 		n = snprintf(lost, sizeof(lost), "events lost at ts %" PRIu64 ".%03u: %" PRIu64
 			     " records", pe->lost_ts / 1000, (unsigned)(pe->lost_ts % 1000), pe->lost);
-		annotation_str(p, s, K_INCOMPLETE, lost, (size_t)n);
+		annotation_str(p, s, pe->begin_lost ? K_BEGIN_LOST : K_INCOMPLETE, lost, (size_t)n);
 	}
 	if (pe->parent_lost)
 		annotation_str(p, s, K_PARENT_LOST, PARENT_LOST, strlen(PARENT_LOST));
@@ -363,7 +364,7 @@ static bool plain(const struct oev *e)
 
 	if ((e->ph != 'I' && e->ph != 'X') || st->usdt || st->flags ||
 	    e->ev->hdr.type == TB_REC_USDT || (e->esite && e->esite->nargs) ||
-	    e->inherited || e->unfinished || e->begun_before || e->begin_of ||
+	    e->inherited || e->unfinished || e->begun_before || e->begin_of || e->begin_lost ||
 	    e->lost.count || e->parent_lost || (e->ph == 'I' && st->scope && st->scope != 't'))
 		return false;
 	for (int i = 0; i < st->nargs; i++)
