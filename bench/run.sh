@@ -26,6 +26,9 @@
 #                    1 M to 23 M events, and record -o - | convert -;
 #                    Perfetto's trace processor importing the 10 s JSONs,
 #                    beside convert writing them
+#   bench/perfetto.sh convert to Perfetto's format: events/s, bytes per
+#                    event, plain and compressed, against the JSON; trace
+#                    processor importing each
 #   bench/busy.sh    one thread at 1.5 M events/s: the share of its events
 #                    on the fast path, default ring against a 64M one
 #   bench/report.sh  report's events/s and memory on 10 M instants and
@@ -110,5 +113,6 @@ bash bench/rate.sh
 bash bench/sched.sh
 bash bench/busy.sh
 bash bench/convert.sh
+bash bench/perfetto.sh
 bash bench/report.sh
 bash bench/testtime.sh

@@ -601,11 +601,16 @@ int tb_pftrace_run(struct tb_reader *r, FILE *out, const struct tb_pftrace_opts 
 		*stage = TB_STAGE_WRITE;
 	if (!err)
 		say(&p);
+
 	pf_sched_free(&p);
 	pf_seqs_free(&p);
 	if (pf_out_close(&p.out) && !err) {
 		err = -EIO;
 		*stage = TB_STAGE_WRITE;
 	}
+	if (!err && o && o->verbose)
+		tb_say(TRACEBPF_PRINT_INFO, PFX "%" PRIu64 " events, %" PRIu64 " trace events "
+		       "written, %" PRIu64 " kernel records, %" PRIu64 " bytes\n", p.counts.events,
+		       p.events, p.kernel_events, p.out.bytes);
 	return err;
 }

@@ -16,6 +16,7 @@
 
 struct tb_pftrace_opts {
 	bool compress;                   /* deflate-compressed packet groups */
+	bool verbose;                    /* counts, as TRACEBPF_PRINT_INFO */
 	const struct tb_filter *filter;  /* NULL: every event */
 };
 

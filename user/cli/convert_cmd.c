@@ -93,7 +93,8 @@ static FILE *count_wrap(FILE *to, struct counted *c)
 static int run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
 	       const char *out_name, const uint64_t *written, enum tb_conv_stage *stage)
 {
-	const struct tb_pftrace_opts po = { .compress = o->compress, .filter = o->filter };
+	const struct tb_pftrace_opts po = { .compress = o->compress, .filter = o->filter,
+					    .verbose = o->verbose };
 
 	if (o->perfetto)
 		return tb_pftrace_run(r, out, &po, stage);
