@@ -20,14 +20,18 @@
  * and j: the filtered report as JSON instead of text. Other words are
  * ignored. Each input is then
  *  1. read with the index path (user stream only);
- *  2. converted (tb_convert_file) and reported (text, JSON) whole;
+ *  2. converted (tb_convert_file), converted to Perfetto's format
+ *     (tb_pftrace_run, plain and compressed) and reported (text, JSON)
+ *     whole;
  *  3. converted with the filters (tb_convert, when any was given) to one
  *     file, and with the filters and --split to OUT-001.json, ... in a
  *     private scratch directory, emptied after each run;
  *  4. reported with the filters.
  * Checked, abort() when not (libFuzzer reports it as a crash): every JSON
  * that convert or report wrote when it returned 0 is one valid JSON object
- * (valid UTF-8); the filtered and split runs leave exactly their files when
+ * (valid UTF-8); every Perfetto trace written is a Trace of whole packets
+ * (their fields whole inside them), and the conversion to it fails exactly
+ * when the JSON's does; the filtered and split runs leave exactly their files when
  * they return 0 (OUT-001.json to OUT-N.json, no gap, no temporary) and
  * nothing when they fail; and they fail exactly when the whole conversion
  * does (both read the same trace).
@@ -64,6 +68,7 @@
 #include <unistd.h>
 
 #include "../../lib/convert/convert.h"
+#include "../../lib/perfetto/pftrace.h"
 #include "../../lib/filter.h"
 #include "../../lib/include/tracebpf/reader.h"
 #include "../../lib/format/tbfile.h"
@@ -387,6 +392,96 @@ static int convert_whole(const char *trace)
 	return err;
 }
 
+/* A varint at *p (before end), or false when it runs past end or ten bytes. */
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; *p < end && shift < 70; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* One protobuf message's fields, each whole inside it. */
+static bool pb_message(const uint8_t *p, const uint8_t *end)
+{
+	uint64_t key, v;
+
+	while (p < end) {
+		if (!pb_varint(&p, end, &key) || !(key >> 3))
+			return false;
+		switch (key & 7) {
+		case 0:
+			if (!pb_varint(&p, end, &v))
+				return false;
+			break;
+		case 1:
+		case 5:
+			if ((size_t)(end - p) < ((key & 7) == 1 ? 8u : 4u))
+				return false;
+			p += (key & 7) == 1 ? 8 : 4;
+			break;
+		case 2:
+			if (!pb_varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return false;
+			p += v;
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A Perfetto trace: packets (Trace field 1), each a message. */
+static void check_pftrace(const char *d, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)d, *end = p + n;
+	uint64_t key, len;
+
+	while (p < end) {
+		if (!pb_varint(&p, end, &key) || key != (1 << 3 | 2) ||
+		    !pb_varint(&p, end, &len) || len > (uint64_t)(end - p) ||
+		    !pb_message(p, p + len))
+			fail("not a Perfetto trace of whole packets", "tb_pftrace_run");
+		p += len;
+	}
+}
+
+/* The conversion to Perfetto's format, plain and compressed, into memory:
+ * it fails exactly when the JSON's does (both read the same trace), and
+ * what it writes is a trace of whole packets. */
+static void convert_pftrace(const char *trace, int whole, bool compress)
+{
+	const struct tb_pftrace_opts o = { .compress = compress };
+	enum tb_conv_stage stage;
+	struct tb_reader *r;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	int err;
+
+	if (tb_reader_open(&r, trace))
+		return;
+	out = open_memstream(&buf, &len);
+	if (!out)
+		abort();
+	err = tb_pftrace_run(r, out, &o, &stage);
+	tb_reader_close(r);
+	if (fclose(out))
+		abort();
+	if (!err != !whole)
+		fail(err ? "failed where the JSON did not" : "did not fail where the JSON did",
+		     "tb_pftrace_run");
+	if (!err)
+		check_pftrace(buf, len);
+	free(buf);
+}
+
 static void report(const char *trace, bool json, bool per_thread, const struct tb_filter *f)
 {
 	struct tb_reader *r;
@@ -527,6 +622,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	trace_path(fd, trace, sizeof(trace));
 	read_indexed(trace);
 	whole = convert_whole(trace);
+	convert_pftrace(trace, whole, false);
+	convert_pftrace(trace, whole, true);
 	report(trace, false, true, NULL);
 	report(trace, true, true, NULL);
 	if (tb_filter_active(&s.filter))
