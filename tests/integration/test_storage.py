@@ -17,6 +17,7 @@ from collections import Counter
 
 import pytest
 
+import pftrace
 from conftest import (BUILD, PERFETTO_COMPLAINTS, ROOT, SCHED_BREAK_CAT, TRACEBPF, Trace,
                       check_chrome_rules, devtools_check, kill_group, load, perfetto_query, prog,
                       scale, wait_for)
@@ -422,6 +423,13 @@ def test_golden_files_convert(tmp_path):
         # how the expected files are rendered again).
         expected = g.with_suffix(".json")
         assert out.read_bytes() == expected.read_bytes(), f"{g.name} renders otherwise"
+        # and in Perfetto's format (docs/perfetto.md), held to its rules
+        pf = tmp_path / (g.stem + ".pftrace")
+        c = run("convert", g, "-o", pf)
+        assert c.returncode == 0, c.stderr
+        assert pf.read_bytes() == g.with_suffix(".pftrace").read_bytes(), \
+            f"{g.name} renders otherwise in Perfetto's format"
+        assert not pftrace.Trace(pf).errors
         t = load(out)
         if version != "2.4":   # recorded through 4 KiB rings: most of it lost
             assert len(t.named("work", "X")) == 40
