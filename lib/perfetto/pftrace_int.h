@@ -82,11 +82,14 @@ struct pf_out {
 	struct tb_pb b;             /* packets not yet written */
 	struct tb_pb z;             /* a compressed group, framed */
 	void *zc;                   /* the compressor */
+	struct tb_outq *q;          /* to the deflating thread, or NULL */
+	int qerr;                   /* the deflating thread's first error */
 	uint64_t bytes;             /* written to f */
 	int err;
 };
 
 struct pf_sched;
+struct tb_outq;
 
 struct pf {
 	struct pf_out out;
