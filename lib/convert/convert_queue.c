@@ -29,7 +29,7 @@
 
 static int cmp_out(const void *a, const void *b);
 
-void tb_conv_out_free(struct conv *c, struct oev *e)
+void tb_conv_out_free(struct conv *c, const struct oev *e)
 {
 	tb_conv_pool_put(c, e->ev);
 	if (e->eev != e->ev)
@@ -136,6 +136,26 @@ void tb_conv_out_direct(struct conv *c, const struct oev *e)
 	c->written++;
 }
 
+/* e to the queue, or to an any-order sink now; on failure, its copies
+ * freed. */
+static int queue_out(struct conv *c, const struct oev *e)
+{
+	int err;
+
+	if (c->direct) {
+		tb_conv_out_direct(c, e);
+		tb_conv_out_free(c, e);
+		return 0;
+	}
+	if (!c->fifo_n || cmp_out(e, tb_conv_fifo_at(c, c->fifo_n - 1)) > 0)
+		err = fifo_push(c, e);
+	else
+		err = heap_push(c, e);
+	if (err)
+		tb_conv_out_free(c, e);
+	return err;
+}
+
 /* Takes ownership of e->ev and e->eev (copies). e->pid is the recorded
  * pid: written as its current incarnation's. */
 int tb_conv_add_out(struct conv *c, const struct oev *e)
@@ -143,26 +163,12 @@ int tb_conv_add_out(struct conv *c, const struct oev *e)
 	struct oev o = *e;
 
 	o.pid = tb_conv_out_pid(c, (uint32_t)e->pid);
-	return tb_conv_add_out_as(c, &o);
+	return queue_out(c, &o);
 }
 
 int tb_conv_add_out_as(struct conv *c, const struct oev *e)
 {
-	struct oev o = *e;
-	int err;
-
-	if (c->direct) {
-		tb_conv_out_direct(c, &o);
-		tb_conv_out_free(c, &o);
-		return 0;
-	}
-	if (!c->fifo_n || cmp_out(&o, tb_conv_fifo_at(c, c->fifo_n - 1)) > 0)
-		err = fifo_push(c, &o);
-	else
-		err = heap_push(c, &o);
-	if (err)
-		tb_conv_out_free(c, &o);
-	return err;
+	return queue_out(c, e);
 }
 
 static void out_pop(struct conv *c)
@@ -248,6 +254,8 @@ void tb_conv_out_send(struct conv *c, const struct oev *e)
 void tb_conv_write_batch(void *ctx, char *data, size_t len)
 {
 	struct conv *c = ctx;
+	struct tmpls *ts = c->tmpls;
+	struct tb_json *j = &c->j;
 	char *p = data, *end = data + len;
 
 	while (p < end) {
@@ -264,6 +272,6 @@ void tb_conv_write_batch(void *ctx, char *data, size_t len)
 		}
 		e->ev = ev;
 		e->eev = eev;
-		tb_conv_write_event(c->tmpls, &c->j, e);
+		tb_conv_write_event(ts, j, e);
 	}
 }
