@@ -110,6 +110,7 @@ struct open_slice {
 struct thread {
 	uint32_t tid, pid;
 	uint64_t out_pid;           /* of its process's incarnation */
+	uint64_t out_gen;           /* the site_gen out_pid was found at, + 1 */
 	bool dead;                  /* exited: a reused tid is a new thread */
 	/* Slices open in the forking thread when this (main) thread's process
 	 * was forked: an END here that matches one closes an inherited slice

@@ -287,6 +287,7 @@ static void mark_dead(struct conv *c, const struct tb_rec_exit *x)
 	p = tb_hmap_get(&c->procs, x->hdr.pid);
 	if (p)
 		p->dead = true;
+	c->site_gen++;   /* the pid's next record starts a process */
 	for (i = 0; i < c->threads.cap; i++) {
 		t = c->threads.vals[i];
 		if (t && t->pid == x->hdr.pid) {

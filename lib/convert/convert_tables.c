@@ -108,8 +108,13 @@ struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid)
 		}
 		c->last_thread = t;
 	}
-	t->pid = pid;
-	t->out_pid = tb_conv_out_pid(c, pid);
+	/* a process is made (tb_conv_get_proc) or dies (mark_dead) only
+	 * where site_gen moves on */
+	if (t->pid != pid || t->out_gen != c->site_gen + 1) {
+		t->pid = pid;
+		t->out_pid = tb_conv_out_pid(c, pid);
+		t->out_gen = c->site_gen + 1;
+	}
 	t->placeholder = false;
 	return t;
 }
