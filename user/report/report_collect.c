@@ -29,15 +29,17 @@ static char *dup_n(const char *s, size_t n)
 
 static struct rthread *thread_of(struct report *r, uint64_t pid, uint32_t tid)
 {
-	uint64_t h = tb_hash64(pid * 0x9e3779b97f4a7c15ULL ^ tid);
-	struct rthread *t = r->last;
+	struct rthread **slot = &r->tcache[tid % RTHREAD_CACHE];
+	struct rthread *t = *slot;
+	uint64_t h;
 
 	if (t && t->pid == pid && t->tid == tid)
 		return t;
+	h = tb_hash64(pid * 0x9e3779b97f4a7c15ULL ^ tid);
 	for (struct tb_chain_link *x = tb_chain_first(&r->threads, h); x; x = x->next) {
 		t = (struct rthread *)x;
 		if (x->h == h && t->pid == pid && t->tid == tid)
-			return r->last = t;
+			return *slot = t;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -47,7 +49,7 @@ static struct rthread *thread_of(struct report *r, uint64_t pid, uint32_t tid)
 		free(t);
 		return NULL;
 	}
-	return r->last = t;
+	return *slot = t;
 }
 
 static struct key *new_key(struct tb_chain *keys, uint64_t h, const char *cat, const char *name,
@@ -87,17 +89,22 @@ struct key *report_key(struct tb_chain *keys, const char *cat, const char *name,
  * a COPY site's, whose name is copied at each hit). */
 static struct key *key_of(struct rthread *t, const struct oev *e, bool instant)
 {
-	uint64_t h = tb_hash64((uintptr_t)e->site) ^ instant;
 	bool by_site = !(e->site->flags & TB_SITE_COPY_NAME);
 	const char *name;
 	struct site_key *sk;
 	struct key *k;
 	size_t n = 0;
+	uint64_t h;
 
+	if (by_site && t->last_site == e->site && t->last_key->instant == instant)
+		return t->last_key;
+	h = tb_hash64((uintptr_t)e->site) ^ instant;
 	for (struct tb_chain_link *x = by_site ? tb_chain_first(&t->sites, h) : NULL; x; x = x->next) {
 		sk = (struct site_key *)x;
-		if (x->h == h && sk->site == e->site && sk->key->instant == instant)
-			return sk->key;
+		if (x->h == h && sk->site == e->site && sk->key->instant == instant) {
+			t->last_site = e->site;
+			return t->last_key = sk->key;
+		}
 	}
 	name = tb_model_event_name(e, &n);
 	if (!name) {
@@ -115,7 +122,8 @@ static struct key *key_of(struct rthread *t, const struct oev *e, bool instant)
 		free(sk);
 		return NULL;
 	}
-	return k;
+	t->last_site = e->site;
+	return t->last_key = k;
 }
 
 /* -------------------------------------------------------------- sink -- */

@@ -80,6 +80,8 @@ struct rthread {
 	char *name, *process;       /* convert's names, set at the end */
 	size_t name_len, process_len;   /* (an app-set name may hold a NUL) */
 	struct tb_chain sites;      /* struct site_key by site */
+	const struct site *last_site;   /* the site key_of found last, */
+	struct key *last_key;           /* and its key */
 	struct level lv;            /* counted as the events come */
 };
 
@@ -118,11 +120,13 @@ struct left_out {
 	uint64_t events, slices, instants, counters, async, flows, other;
 };
 
+#define RTHREAD_CACHE 64
+
 struct report {
 	const struct report_opts *o;
 	int err;
 	struct tb_chain threads;         /* struct rthread by (pid, tid) */
-	struct rthread *last;       /* the thread of the previous event */
+	struct rthread *tcache[RTHREAD_CACHE];   /* by tid: thread_of's finds */
 	struct tb_chain counters;        /* struct series */
 	struct tb_model_counts counts;
 	struct tb_rec_stats *stats; /* a copy of counts.stats */
