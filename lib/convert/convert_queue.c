@@ -58,13 +58,15 @@ static int fifo_grow(struct conv *c)
 	return 0;
 }
 
-/* e after everything queued: appended to the queue. */
-static int fifo_push(struct conv *c, const struct oev *e)
+/* e after everything queued: appended to the queue, at *o. */
+static int fifo_push(struct conv *c, const struct oev *e, struct oev **o)
 {
 	int err = c->fifo_n == c->fifo_cap ? fifo_grow(c) : 0;
 
-	if (!err)
-		*tb_conv_fifo_at(c, c->fifo_n++) = *e;
+	if (!err) {
+		*o = tb_conv_fifo_at(c, c->fifo_n++);
+		**o = *e;
+	}
 	return err;
 }
 
@@ -136,22 +138,26 @@ void tb_conv_out_direct(struct conv *c, const struct oev *e)
 	c->written++;
 }
 
-/* e to the queue, or to an any-order sink now; on failure, its copies
- * freed. */
-static int queue_out(struct conv *c, const struct oev *e)
+/* e, written with pid, to the queue, or to an any-order sink now; on
+ * failure, its copies freed. Copied once: the copy of a struct oev just
+ * made is slow (its loads wait for the stores of its fields). */
+static int queue_out(struct conv *c, const struct oev *e, uint64_t pid)
 {
+	struct oev *o, d;
 	int err;
 
-	if (c->direct) {
-		tb_conv_out_direct(c, e);
-		tb_conv_out_free(c, e);
-		return 0;
+	if (!c->direct && (!c->fifo_n || cmp_out(e, tb_conv_fifo_at(c, c->fifo_n - 1)) > 0)) {
+		err = fifo_push(c, e, &o);
+		if (!err)
+			o->pid = pid;
+	} else {
+		d = *e;
+		d.pid = pid;
+		if (c->direct)
+			tb_conv_out_direct(c, &d);
+		err = c->direct ? 0 : heap_push(c, &d);
 	}
-	if (!c->fifo_n || cmp_out(e, tb_conv_fifo_at(c, c->fifo_n - 1)) > 0)
-		err = fifo_push(c, e);
-	else
-		err = heap_push(c, e);
-	if (err)
+	if (err || c->direct)
 		tb_conv_out_free(c, e);
 	return err;
 }
@@ -160,15 +166,12 @@ static int queue_out(struct conv *c, const struct oev *e)
  * pid: written as its current incarnation's. */
 int tb_conv_add_out(struct conv *c, const struct oev *e)
 {
-	struct oev o = *e;
-
-	o.pid = tb_conv_out_pid(c, (uint32_t)e->pid);
-	return queue_out(c, &o);
+	return queue_out(c, e, tb_conv_out_pid(c, (uint32_t)e->pid));
 }
 
 int tb_conv_add_out_as(struct conv *c, const struct oev *e)
 {
-	return queue_out(c, e);
+	return queue_out(c, e, e->pid);
 }
 
 static void out_pop(struct conv *c)
@@ -223,29 +226,136 @@ static int cmp_out(const void *a, const void *b)
 
 /* ------------------------------------------------ the writer thread -- */
 
+/* What the writer thread gets, back to back in a batch, 8-aligned: each
+ * message starts with its kind. Most events of a large trace are plain:
+ * an instant or a slice whose records hold nothing but integers (the
+ * render stage writes them from a template), and the numbers of those,
+ * 56 bytes, are all it needs; any other event goes whole, struct oev and
+ * copies of its records, 200 bytes and more. */
+enum { MSG_OEV = 1, MSG_PLAIN };
+
+struct msg_oev {
+	uint8_t kind;               /* MSG_OEV */
+	struct oev e;               /* then its records (tb_conv_out_send) */
+};
+
+struct msg_plain {
+	uint8_t kind;               /* MSG_PLAIN */
+	char ph;                    /* 'I' or 'X' */
+	uint16_t type;              /* the record's */
+	uint32_t tid;
+	uint64_t ts, dur, pid;
+	const struct site *site;
+	uint64_t args[TB_MAX_ARGS];
+};
+
 /* A record's bytes in a batch: 8-aligned. */
 static size_t rec_room(const struct tb_rec_event *ev)
 {
 	return ((size_t)ev->hdr.size + 7) & ~(size_t)7;
 }
 
-/* e and copies of its records, to be written by the writer thread; the
- * records' pointers say where the copies are: 1, after e; 2, after that;
- * ev itself for eev, or NULL. */
+/* Whether e is the same event written from a struct msg_plain: its
+ * record's type and arguments are all that render reads of it (its name
+ * is the site's, no argument is a string), and nothing marks it. */
+static bool plain(const struct oev *e)
+{
+	const struct site *s = e->site;
+	uint16_t type = e->ev->hdr.type;
+
+	if ((e->ph != 'I' && e->ph != 'X') || e->inherited || e->unfinished ||
+	    e->begun_before || e->begin_of || e->lost.count || e->parent_lost ||
+	    (e->esite && e->esite->nargs) || (type != TB_REC_EVENT && type != TB_REC_EVENT_ID) ||
+	    s->usdt || (s->flags & TB_SITE_COPY_NAME) || s->nargs > TB_MAX_ARGS)
+		return false;
+	for (int i = 0; i < s->nargs; i++)
+		if (s->arg_type[i] == TB_ARG_STR)
+			return false;
+	return true;
+}
+
+static void send_plain(struct conv *c, const struct oev *e)
+{
+	struct msg_plain *m = tb_outq_reserve(c->q, sizeof(*m));
+
+	m->kind = MSG_PLAIN;
+	m->ph = e->ph;
+	m->type = e->ev->hdr.type;
+	m->tid = e->tid;
+	m->ts = e->ts;
+	m->dur = e->dur;
+	m->pid = e->pid;
+	m->site = e->site;
+	memcpy(m->args, e->ev->args, sizeof(m->args));
+	tb_outq_commit(c->q, sizeof(*m));
+}
+
+/* e, to be written by the writer thread: plain, or whole with copies of
+ * its records, whose pointers then say where the copies are: 1, after e;
+ * 2, after that; ev itself for eev, or NULL. */
 void tb_conv_out_send(struct conv *c, const struct oev *e)
 {
 	bool two = e->eev && e->eev != e->ev;
-	size_t n = sizeof(*e) + rec_room(e->ev) + (two ? rec_room(e->eev) : 0);
-	char *p = tb_outq_reserve(c->q, n);
-	struct oev *o = (struct oev *)p;
+	size_t n = sizeof(struct msg_oev) + rec_room(e->ev) + (two ? rec_room(e->eev) : 0);
+	char *p, *r;
+	struct msg_oev *m;
 
-	*o = *e;
-	memcpy(p + sizeof(*e), e->ev, e->ev->hdr.size);
+	if (plain(e)) {
+		send_plain(c, e);
+		return;
+	}
+	p = tb_outq_reserve(c->q, n);
+	m = (struct msg_oev *)p;
+	r = p + sizeof(*m);
+	m->kind = MSG_OEV;
+	m->e = *e;
+	memcpy(r, e->ev, e->ev->hdr.size);
 	if (two)
-		memcpy(p + sizeof(*e) + rec_room(e->ev), e->eev, e->eev->hdr.size);
-	o->ev = (const void *)1;
-	o->eev = two ? (const void *)2 : e->eev ? (const void *)1 : NULL;
+		memcpy(r + rec_room(e->ev), e->eev, e->eev->hdr.size);
+	m->e.ev = (const void *)1;
+	m->e.eev = two ? (const void *)2 : e->eev ? (const void *)1 : NULL;
 	tb_outq_commit(c->q, n);
+}
+
+static const struct oev no_oev;
+
+/* A plain event as the oev it was made from (render reads nothing else). */
+static size_t write_plain_msg(struct tmpls *ts, struct tb_json *j, const char *p)
+{
+	const struct msg_plain *m = (const void *)p;
+	struct tb_rec_event ev = { .hdr.type = m->type };
+	struct oev e = no_oev;
+
+	memcpy(ev.args, m->args, sizeof(ev.args));
+	e.ts = m->ts;
+	e.dur = m->dur;
+	e.pid = m->pid;
+	e.tid = m->tid;
+	e.ph = m->ph;
+	e.site = m->site;
+	e.ev = &ev;
+	tb_conv_write_event(ts, j, &e);
+	return sizeof(*m);
+}
+
+/* A whole event: its records' places made pointers again. */
+static size_t write_oev_msg(struct tmpls *ts, struct tb_json *j, char *p)
+{
+	struct oev *e = &((struct msg_oev *)p)->e;
+	const struct tb_rec_event *ev = (const void *)(p + sizeof(struct msg_oev));
+	const struct tb_rec_event *eev = NULL;
+	size_t n = sizeof(struct msg_oev) + rec_room(ev);
+
+	if (e->eev == (const void *)2) {
+		eev = (const void *)(p + n);
+		n += rec_room(eev);
+	} else if (e->eev) {
+		eev = ev;
+	}
+	e->ev = ev;
+	e->eev = eev;
+	tb_conv_write_event(ts, j, e);
+	return n;
 }
 
 /* The writer thread: the events of one batch. Until tb_outq_finish, only
@@ -259,19 +369,9 @@ void tb_conv_write_batch(void *ctx, char *data, size_t len)
 	char *p = data, *end = data + len;
 
 	while (p < end) {
-		struct oev *e = (struct oev *)p;
-		const struct tb_rec_event *ev = (const void *)(p + sizeof(*e));
-		const struct tb_rec_event *eev = NULL;
-
-		p += sizeof(*e) + rec_room(ev);
-		if (e->eev == (const void *)2) {
-			eev = (const void *)p;
-			p += rec_room(eev);
-		} else if (e->eev) {
-			eev = ev;
-		}
-		e->ev = ev;
-		e->eev = eev;
-		tb_conv_write_event(ts, j, e);
+		if (*(const uint8_t *)p == MSG_PLAIN)
+			p += write_plain_msg(ts, j, p);
+		else
+			p += write_oev_msg(ts, j, p);
 	}
 }
