@@ -464,17 +464,55 @@ void tb_conv_write_event(struct tmpls *ts, struct tb_json *j, const struct oev *
 
 /* ---- convert_tables.c: processes, threads, sites, names, categories ---- */
 
+/* The lookups below answer most calls inline, from what the call before
+ * found (the model makes several an event), and call their _slow part,
+ * in convert_tables.c, for the rest. */
+
 /* The live process of pid, a new one (a new incarnation when the pid was
  * reused) if there is none; NULL: no memory. */
-struct proc *tb_conv_get_proc(struct conv *c, uint32_t pid);
+struct proc *tb_conv_get_proc_slow(struct conv *c, uint32_t pid);
+static inline struct proc *tb_conv_get_proc(struct conv *c, uint32_t pid)
+{
+	struct proc *p = c->last_proc;
+
+	/* a live process is the one its pid maps to (an older incarnation
+	 * is dead), and none is freed before the end */
+	return p && p->pid == pid && !p->dead ? p : tb_conv_get_proc_slow(c, pid);
+}
+
 /* The pid an event of process pid is written with (its incarnation's). */
-uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid);
+static inline uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid)
+{
+	struct proc *p = tb_conv_get_proc(c, pid);
+
+	return p ? p->out_pid : pid;
+}
+
 /* A new thread tid, replacing old (a dead thread whose tid was reused). */
 struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *old);
 /* The live thread tid, of process pid from now on (a new one if none). */
-struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid);
+struct thread *tb_conv_get_thread_slow(struct conv *c, uint32_t tid, uint32_t pid);
+static inline struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid)
+{
+	struct thread *t = c->last_thread;
+
+	/* its process unchanged since it was found: tb_conv_get_thread_slow */
+	if (!t || t->tid != tid || t->dead || t->pid != pid || t->out_gen != c->site_gen + 1)
+		return tb_conv_get_thread_slow(c, tid, pid);
+	t->placeholder = false;
+	return t;
+}
+
 /* The valid site at addr in process pid (or an ancestor's), or NULL. */
-struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr);
+struct site *tb_conv_find_site_slow(struct conv *c, uint32_t pid, uint64_t addr);
+static inline struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr)
+{
+	struct site_slot *x = &c->scache[(addr >> 4 ^ pid * 0x9e3779b1u) % SITE_CACHE];
+
+	if (x->gen == c->site_gen && x->addr == addr && x->pid == pid && x->s)
+		return x->s;
+	return tb_conv_find_site_slow(c, pid, addr);
+}
 /* An event of an M site: a name or sort index of its thread or process. */
 int tb_conv_on_metadata(struct conv *c, const struct tb_rec_event *ev, const struct site *s);
 /* Whether the category rules keep an event of site s on thread t (NULL

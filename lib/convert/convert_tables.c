@@ -22,15 +22,11 @@
 
 #include "convert/convert_int.h"
 
-struct proc *tb_conv_get_proc(struct conv *c, uint32_t pid)
+/* tb_conv_get_proc when the process is not the last one found. */
+struct proc *tb_conv_get_proc_slow(struct conv *c, uint32_t pid)
 {
-	struct proc *p = c->last_proc, *old = NULL;
+	struct proc *p, *old = NULL;
 
-	/* most records are of the process of the one before: a live process
-	 * is the one its pid maps to (an older incarnation is dead), and
-	 * none is freed before the end */
-	if (p && p->pid == pid && !p->dead)
-		return p;
 	p = tb_hmap_get(&c->procs, pid);
 	if (p && !p->dead)
 		return c->last_proc = p;
@@ -55,13 +51,6 @@ struct proc *tb_conv_get_proc(struct conv *c, uint32_t pid)
 	if (old)
 		c->old_procs[c->nold_procs++] = old;
 	return c->last_proc = p;
-}
-
-uint64_t tb_conv_out_pid(struct conv *c, uint32_t pid)
-{
-	struct proc *p = tb_conv_get_proc(c, pid);
-
-	return p ? p->out_pid : pid;
 }
 
 /* A new thread tid, replacing old (a dead thread whose tid was reused). */
@@ -89,7 +78,9 @@ struct thread *tb_conv_new_thread(struct conv *c, uint32_t tid, struct thread *o
 	return t;
 }
 
-struct thread *tb_conv_get_thread(struct conv *c, uint32_t tid, uint32_t pid)
+/* tb_conv_get_thread when the thread is not the last one found, or its
+ * process may have changed. */
+struct thread *tb_conv_get_thread_slow(struct conv *c, uint32_t tid, uint32_t pid)
 {
 	struct thread *t = c->last_thread;
 
@@ -144,14 +135,12 @@ static struct site *lookup_site(struct conv *c, uint32_t pid, uint64_t addr)
 	return NULL;
 }
 
-/* lookup_site, remembered (conv.scache). */
-struct site *tb_conv_find_site(struct conv *c, uint32_t pid, uint64_t addr)
+/* lookup_site, remembered (conv.scache) for tb_conv_find_site. */
+struct site *tb_conv_find_site_slow(struct conv *c, uint32_t pid, uint64_t addr)
 {
 	struct site_slot *x = &c->scache[(addr >> 4 ^ pid * 0x9e3779b1u) % SITE_CACHE];
 	struct site *s;
 
-	if (x->gen == c->site_gen && x->addr == addr && x->pid == pid && x->s)
-		return x->s;
 	s = lookup_site(c, pid, addr);
 	*x = (struct site_slot){ addr, c->site_gen, pid, s };
 	return s;
