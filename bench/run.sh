@@ -24,15 +24,17 @@
 #   bench/sched.sh   scheduler events against trace-cmd
 #   bench/convert.sh convert's events/s and memory: instants and slices,
 #                    1 M to 23 M events, and record -o - | convert -;
-#                    Perfetto's trace processor importing the 10 s JSONs,
-#                    beside convert writing them
+#                    54 M fast-path instants to /dev/null (goal >= 10 M
+#                    events/s); Perfetto's trace processor importing the
+#                    10 s JSONs, beside convert writing them
 #   bench/perfetto.sh convert to Perfetto's format: events/s, bytes per
 #                    event, plain and compressed, against the JSON; trace
 #                    processor importing each
 #   bench/busy.sh    one thread at 1.5 M events/s: the share of its events
 #                    on the fast path, default ring against a 64M one
-#   bench/report.sh  report's events/s and memory on 10 M instants and
-#                    10 M nested slices, beside convert -o /dev/null
+#   bench/report.sh  report's events/s and memory on 10 M instants,
+#                    10 M nested slices and 54 M fast-path instants (goal
+#                    <= 5 s), beside convert -o /dev/null
 #   bench/testtime.sh how long the last make test took (goal <= 5 min)
 # Numbers vary with the machine's load, ratios less so.
 set -euo pipefail
