@@ -146,18 +146,23 @@ static int queue_out(struct conv *c, const struct oev *e, uint64_t pid)
 	struct oev *o, d;
 	int err;
 
-	if (!c->direct && (!c->fifo_n || cmp_out(e, tb_conv_fifo_at(c, c->fifo_n - 1)) > 0)) {
+	if (c->direct) {
+		d = *e;
+		d.pid = pid;
+		tb_conv_out_direct(c, &d);
+		tb_conv_out_free(c, e);
+		return 0;
+	}
+	if (!c->fifo_n || cmp_out(e, tb_conv_fifo_at(c, c->fifo_n - 1)) > 0) {
 		err = fifo_push(c, e, &o);
 		if (!err)
 			o->pid = pid;
 	} else {
 		d = *e;
 		d.pid = pid;
-		if (c->direct)
-			tb_conv_out_direct(c, &d);
-		err = c->direct ? 0 : heap_push(c, &d);
+		err = heap_push(c, &d);
 	}
-	if (err || c->direct)
+	if (err)
 		tb_conv_out_free(c, e);
 	return err;
 }
