@@ -203,6 +203,14 @@ static char task_state(const char *dir)
 	return p && p[1] ? p[2] : 0;
 }
 
+static bool root_readable(const char *dir)
+{
+	char path[112], target[8];
+
+	snprintf(path, sizeof(path), "%s/root", dir);
+	return readlink(path, target, sizeof(target)) >= 0 || errno != ENOENT;
+}
+
 void tb_proc_dir(pid_t pid, char *buf, size_t size)
 {
 	char task[64];
@@ -210,7 +218,9 @@ void tb_proc_dir(pid_t pid, char *buf, size_t size)
 	DIR *d;
 
 	snprintf(buf, size, "/proc/%d", (int)pid);
-	if (task_state(buf) != 'Z')
+	/* A leader that is ending lets go of its root (exit_fs) before it
+	 * turns zombie: a root that reads no more is as good as gone. */
+	if (task_state(buf) != 'Z' && root_readable(buf))
 		return;
 	snprintf(task, sizeof(task), "/proc/%d/task", (int)pid);
 	d = opendir(task);

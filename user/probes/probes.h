@@ -59,8 +59,9 @@ void tb_probes_also(bool (*want)(const char *provider, const char *name, void *c
 int tb_proc_probe_objects(pid_t pid, struct tb_paths *out);
 /* The /proc directory to read process pid's memory map, root, exe and
  * command line through: "/proc/PID", or, when its group leader has ended
- * (main called pthread_exit(): a zombie, with no memory) while another
- * thread runs, "/proc/PID/task/TID" of that thread. */
+ * (main called pthread_exit(): a zombie, with no memory) or is ending (its
+ * root already gone) while another thread runs, "/proc/PID/task/TID" of
+ * that thread. */
 void tb_proc_dir(pid_t pid, char *buf, size_t size);
 /* Process pid has ended: gone, or a zombie (its parent has not reaped it)
  * with no thread left running. */
