@@ -52,6 +52,14 @@ def tp_complaints(path):
     return {r["name"]: int(r["value"]) for r in rows}
 
 
+def loads_clean(path, cpus=64):
+    """trace processor imports path with no complaint but the compact
+    form's skipped first switch, at most one per CPU."""
+    got = tp_complaints(path)
+    assert got.pop("compact_sched_switch_skipped", 0) <= cpus
+    assert got == {}, f"trace processor's complaints about {path}: {got}"
+
+
 def num(v):
     """A value as trace processor's CSV or either file gives it, compared as
     the number it is when it is one (a double 1.0 and an integer 1 alike)."""
@@ -267,6 +275,7 @@ def test_filters_apply(api, tmp_path):
     convert(api / "api.tbt", js, "--name", name)
     pt = pftrace.Trace(pf)
     assert not pt.errors
+    loads_clean(pf)
     assert pt.slices and {s["name"] for s in pt.slices} == {name}
     assert json_slices(Trace(js)) == pf_slices(pt)
 
@@ -287,6 +296,7 @@ def test_signal_tracepoints_are_generic_events(recorder, tmp_path):
     rec = recorder("-e", "signal:*", "--no-sched", "--", prog("writer"), 3, 1).wait()
     pf = tmp_path / "sig.pftrace"
     convert(rec.tbt, pf)
+    loads_clean(pf)
     text = protoc_decodes(pf).decode()
     assert 'event_name: "signal_generate"' in text or 'event_name: "signal_deliver"' in text
     got = tp(pf, "select count(*) as n from ftrace_event where name like 'signal%'")
@@ -315,6 +325,7 @@ def test_plain_and_general_paths_agree(api, tmp_path):
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     assert pftrace.Trace(a).slices, "the recording has plain slices"
+    loads_clean(a)
     # the same iids in the same order, the same fields: the same bytes
     assert open(a, "rb").read() == open(b, "rb").read()
 
@@ -348,3 +359,4 @@ def test_record_writes_it(tmp_path):
     assert open(followed, "rb").read() == open(again, "rb").read()
     pt = pftrace.Trace(out)
     assert not pt.errors and pt.slices
+    loads_clean(out)
