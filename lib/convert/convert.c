@@ -389,6 +389,8 @@ int tb_model_run(struct tb_reader *r, const struct tb_model_sink *sink, bool *re
 	m.c.direct = sink->any_order;
 	if (sink->kernel)
 		m.c.ksink = sink;
+	if (sink->start)
+		sink->start(sink->ctx, &m);
 	if (!err)
 		err = tb_conv_process(&m.c, &stage);
 	if (!err && sink->end)

@@ -131,6 +131,9 @@ struct tb_model_sink {
 	const struct tb_filter *filter;
 	/* With a filter: each event it leaves out (NULL: not told). */
 	void (*left_out)(void *ctx, const struct oev *e);
+	/* Before the first event: the model, which tb_model_threads and
+	 * tb_model_metadata may read while it runs (NULL: not wanted). */
+	void (*start)(void *ctx, const struct tb_model *m);
 	/* Each kernel record the filter keeps (scheduler, wakeups, tasks,
 	 * CPUs, -e tracepoints and their TB_REC_FORMAT), in ts order (NULL:
 	 * not wanted). Returns 0 or -errno, which ends the run. */

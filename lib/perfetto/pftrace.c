@@ -32,8 +32,6 @@ enum {
 	TE_NAME = 23, TE_COUNTER = 30, TE_DOUBLE_COUNTER = 44, TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
 	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6,
 	DA_POINTER = 7, DA_JSON = 9,
-	PKT_CHROME_EVENTS = 5, CEB_METADATA = 2, CM_NAME = 1, CM_JSON = 5,
-	PKT_SYSTEM_INFO = 45, SI_UTSNAME = 1, UTS_SYSNAME = 1, UTS_RELEASE = 3,
 };
 
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
@@ -156,30 +154,13 @@ static void args(struct pf *p, struct pf_seq *s, const struct oev *e,
 	marks(p, s, pe);
 }
 
-/* The END of s's innermost open slice, with the flows bound to it. */
-static int end_slice(struct pf *p, struct pf_seq *s)
-{
-	struct pf_open *o = &s->stack[--s->depth];
-	struct tb_pb *b = p->pkt;
-
-	pf_packet_begin(p, s, o->end, true);
-	tb_pb_varint(b, TE_TYPE, TYPE_END);
-	for (uint32_t i = 0; i < o->nflows; i++)
-		tb_pb_fixed64(b, TE_FLOW_IDS, o->flows[i]);
-	for (uint32_t i = 0; i < o->nterm; i++)
-		tb_pb_fixed64(b, TE_TERM_FLOW_IDS, o->term[i]);
-	free(o->flows);
-	free(o->term);
-	return pf_packet_end(p, s);
-}
-
 /* The ENDs of s's slices that end at or before ts. */
 static int end_before(struct pf *p, struct pf_seq *s, uint64_t ts)
 {
 	int err = 0;
 
 	while (!err && s->depth && s->stack[s->depth - 1].end <= ts)
-		err = end_slice(p, s);
+		err = pf_end_slice(p, s);
 	return err;
 }
 
@@ -285,6 +266,26 @@ static int counter(struct pf *p, struct pf_seq *s, const struct oev *e,
 	return err;
 }
 
+/* The async slices open in this file, per track and in all: a part of
+ * --split ends only with none open. false: an end whose begin is not in
+ * this file (a part forced to end with some open). */
+static bool async_depth(struct pf *p, uint64_t uuid, char ph)
+{
+	uintptr_t d = (uintptr_t)tb_hmap_get(&p->async, uuid);
+
+	if (ph == 'n')
+		return true;
+	if (ph == 'e' && d <= 1) {
+		p->async_ends_dropped++;
+		return false;
+	}
+	d = ph == 'b' ? (d ? d : 1) + 1 : d - 1;
+	if (tb_hmap_put(&p->async, uuid, (void *)d))
+		return true;   /* no room to count: written all the same */
+	p->async_open += ph == 'b' ? 1 : -1;
+	return true;
+}
+
 /* An async slice's begin, end or instant, on the track of its (process,
  * category, id), named after its first event. */
 static int async(struct pf *p, struct pf_seq *s, const struct oev *e,
@@ -298,6 +299,8 @@ static int async(struct pf *p, struct pf_seq *s, const struct oev *e,
 
 	if (err)
 		return err;
+	if (!async_depth(p, uuid, e->ph))
+		return 0;   /* its begin is in an earlier part (--split) */
 	pf_packet_begin(p, s, e->ts, true);
 	tb_pb_varint(b, TE_TRACK_UUID, uuid);
 	if (e->ph == 'e')   /* its args join the slice's, as the JSON's end's do */
@@ -467,6 +470,8 @@ static void sink_event(void *ctx, const struct oev *e)
 
 	if (e->ts + (e->ph == 'X' ? e->dur : 0) > p->last_ts)
 		p->last_ts = e->ts + (e->ph == 'X' ? e->dur : 0);
+	if (!p->err && p->o.split)
+		p->err = pf_part_check(p);
 	if (!p->err)
 		p->err = on_event(p, e);
 }
@@ -480,72 +485,16 @@ static int sink_kernel(void *ctx, const struct tb_rec_hdr *h)
 	return p->err ? p->err : pf_sched_add(p, h);
 }
 
-/* The JSON metadata, as Chrome's metadata (a "tracebpf" entry). */
-static int metadata(struct pf *p, const struct tb_model *m)
-{
-	char *text = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&text, &n);
-	struct tb_pb *b = p->pkt;
-	int err;
-
-	if (!f)
-		return -ENOMEM;
-	err = tb_model_metadata(m, p->r, p->kernel_events, f);
-	if (fclose(f) && !err)
-		err = -ENOMEM;
-	if (!err) {
-		pf_packet_begin(p, &p->own, p->last_ts, false);
-		tb_pb_begin(b, PKT_CHROME_EVENTS);
-		tb_pb_begin(b, CEB_METADATA);
-		tb_pb_string(b, CM_NAME, "tracebpf");
-		tb_pb_bytes(b, CM_JSON, text, n);
-		err = pf_packet_end(p, &p->own);
-	}
-	free(text);
-	return err;
-}
-
-/* The kernel's release: trace processor reads the switches' task states
- * by it. */
-static int system_info(struct pf *p)
-{
-	const struct tb_file_info *info = tb_reader_info(p->r);
-	struct tb_pb *b = p->pkt;
-
-	pf_packet_begin(p, &p->own, info->start_ts, false);
-	tb_pb_begin(b, PKT_SYSTEM_INFO);
-	tb_pb_begin(b, SI_UTSNAME);
-	tb_pb_string(b, UTS_SYSNAME, "Linux");
-	tb_pb_bytes(b, UTS_RELEASE, info->kernel, strnlen(info->kernel, sizeof(info->kernel)));
-	return pf_packet_end(p, &p->own);
-}
-
 static int sink_end(void *ctx, const struct tb_model *m)
 {
 	struct pf *p = ctx;
-	int err = p->err;
 
-	for (size_t i = 0; i < p->seqs.cap && !err; i++) {
-		struct pf_seq *s = p->seqs.vals[i];
+	return p->err ? p->err : pf_file_close(p, m);
+}
 
-		while (s && s->depth && !err) {
-			if (s->stack[s->depth - 1].end > p->last_ts)
-				p->last_ts = s->stack[s->depth - 1].end;
-			err = end_slice(p, s);
-		}
-	}
-	if (!err)
-		err = pf_sched_flush(p);
-	if (!err)
-		err = pf_sched_tasks(p, p->last_ts);
-	if (!err)
-		err = pf_name_all(p, m, p->last_ts);
-	if (!err)
-		err = metadata(p, m);
-	if (!err)
-		tb_model_counts(m, &p->counts);
-	return err;
+static void sink_start(void *ctx, const struct tb_model *m)
+{
+	((struct pf *)ctx)->m = m;
 }
 
 bool tb_pftrace_name(const char *name)
@@ -579,10 +528,11 @@ static void say(const struct pf *p)
 int tb_pftrace_run(struct tb_reader *r, FILE *out, const struct tb_pftrace_opts *o,
 		   enum tb_conv_stage *stage)
 {
-	struct pf p = { .own = { .id = 1 }, .next_seq = 2, .r = r, .pkt = &p.out.b };
+	struct pf p = { .own = { .id = 1 }, .next_seq = 2, .r = r, .pkt = &p.out.b,
+			.o = o ? *o : (struct tb_pftrace_opts){ 0 } };
 	const struct tb_model_sink sink = {
 		.ctx = &p, .event = sink_event, .end = sink_end, .kernel = sink_kernel,
-		.filter = o ? o->filter : NULL,
+		.start = sink_start, .filter = p.o.filter,
 	};
 	bool read_failed = false;
 	int err;
@@ -590,24 +540,30 @@ int tb_pftrace_run(struct tb_reader *r, FILE *out, const struct tb_pftrace_opts 
 	/* the tests compare the shortcut with the general way */
 	p.general = getenv("TRACEBPF_TEST_PFTRACE_GENERAL") != NULL;
 	*stage = TB_STAGE_CONVERT;
-	err = pf_out_open(&p.out, out, o && o->compress);
-	if (!err)
-		err = system_info(&p);
+	err = p.o.split ? pf_parts_start(&p) : pf_file_open(&p, out);
 	if (!err)
 		err = tb_model_run(r, &sink, &read_failed);
 	if (read_failed)
 		*stage = TB_STAGE_READ;
 	else if (err == -EIO || p.out.err)
 		*stage = TB_STAGE_WRITE;
+	if (p.said)
+		*stage = TB_STAGE_SAID;
 	if (!err)
 		say(&p);
-
 	pf_sched_free(&p);
 	pf_seqs_free(&p);
-	if (pf_out_close(&p.out) && !err) {
+	if (p.o.split) {
+		err = pf_parts_finish(&p, err);
+		if (!err)
+			pf_parts_say(&p);
+		if (p.said)
+			*stage = TB_STAGE_SAID;
+	} else if (pf_out_close(&p.out) && !err) {
 		err = -EIO;
 		*stage = TB_STAGE_WRITE;
 	}
+	pf_parts_free(&p);
 	if (!err && o && o->verbose)
 		tb_say(TRACEBPF_PRINT_INFO, PFX "%" PRIu64 " events, %" PRIu64 " trace events "
 		       "written, %" PRIu64 " kernel records, %" PRIu64 " bytes\n", p.counts.events,

@@ -18,6 +18,10 @@ struct tb_pftrace_opts {
 	bool compress;                   /* deflate-compressed packet groups */
 	bool verbose;                    /* counts, as TRACEBPF_PRINT_INFO */
 	const struct tb_filter *filter;  /* NULL: every event */
+	/* > 0: parts split_base-001.pftrace, ... of about this many bytes
+	 * each, every one a trace of its own (out unused) */
+	uint64_t split;
+	const char *split_base;
 };
 
 /* Renders r on out as o asks. Warnings about the trace go to the print

@@ -5,7 +5,8 @@
  * file calls in another.
  *
  * The files call one another in one order, each only files after it:
- * pftrace.c (the model's sink: events to packets), pftrace_sched.c
+ * pftrace.c (the model's sink: events to packets), pftrace_part.c (each
+ * file's start and end, --split's parts), pftrace_sched.c
  * (kernel records to ftrace bundles), pftrace_seq.c (sequences, tracks,
  * interning, packets), pftrace_out.c (the file: plain or compressed
  * packet groups), pb.c (the wire format).
@@ -32,6 +33,10 @@ enum {
 	PF_PKT_SEQ_FLAGS = 13,
 	PF_PKT_CLOCK_ID = 58,
 	PF_PKT_TRACK_DESCRIPTOR = 60,
+	PF_TE_TYPE = 9,                      /* TrackEvent */
+	PF_TE_FLOW_IDS = 47,
+	PF_TE_TERM_FLOW_IDS = 48,
+	PF_TYPE_END = 2,                     /* TrackEvent.Type */
 };
 
 #define PF_SEQ_CLEARED 1u    /* SEQ_INCREMENTAL_STATE_CLEARED */
@@ -92,6 +97,8 @@ struct pf_sched;
 struct tb_outq;
 
 struct pf {
+	struct tb_pftrace_opts o;
+	const struct tb_model *m;   /* the model, while it runs */
 	struct pf_out out;
 	struct tb_pb *pkt;          /* the packet being built: &out.b */
 	struct tb_pb interned;      /* ... and what it interns (InternedData) */
@@ -106,9 +113,31 @@ struct pf {
 	uint64_t flows_unbound;     /* flow events with no slice around them */
 	uint64_t last_ts;           /* the latest time written */
 	bool general;               /* every event the general way (tests) */
+	/* --split: the part being written, how many were, the first's and
+	 * the last's names (for the message) */
+	FILE *part_f;
+	char *part_name, *part_tmp, *first_name, *last_name;
+	size_t nparts;
+	bool said;                  /* an error was said where it happened */
+	/* async track -> 1 + its slices open in this file; how many in all */
+	struct tb_hmap async;
+	uint64_t async_open, async_ends_dropped;
 	struct tb_model_counts counts;
 	int err;
 };
+
+/* ---- pftrace_part.c: each file's start and end; --split ---- */
+
+int pf_file_open(struct pf *p, FILE *f);
+/* The ENDs still to come, the kernel's bundles, names and metadata. */
+int pf_file_close(struct pf *p, const struct tb_model *m);
+int pf_parts_start(struct pf *p);
+/* With --split: ends the part and starts the next once it is full. */
+int pf_part_check(struct pf *p);
+/* The last part finished (err 0) or removed; returns err or its own. */
+int pf_parts_finish(struct pf *p, int err);
+void pf_parts_say(const struct pf *p);
+void pf_parts_free(struct pf *p);
 
 /* ---- pftrace_sched.c: kernel records ---- */
 
@@ -145,6 +174,11 @@ int pf_describe_process(struct pf *p, uint64_t pid, uint64_t ts);
 int pf_describe_thread(struct pf *p, uint64_t pid, uint32_t tid, uint64_t ts);
 int pf_describe_child(struct pf *p, uint64_t uuid, uint64_t parent, const char *name, size_t n,
 		      bool counter, uint64_t ts);
+/* The END of s's innermost open slice, with the flows bound to it. */
+int pf_end_slice(struct pf *p, struct pf_seq *s);
+/* Every sequence to be started again and every track described again
+ * (a new part). */
+void pf_seqs_reset(struct pf *p);
 /* Names every process and thread the model knows, at ts. */
 int pf_name_all(struct pf *p, const struct tb_model *m, uint64_t ts);
 void pf_seqs_free(struct pf *p);

@@ -98,9 +98,10 @@ struct pf_seq *pf_seq_of(struct pf *p, uint64_t pid, uint32_t tid, uint64_t ts)
 		}
 		*s = (struct pf_seq){ .id = p->next_seq++, .pid = pid, .tid = tid,
 				      .track = pf_thread_track(pid, tid) };
-		if (pf_describe_thread(p, pid, tid, ts) || seq_start(p, s, ts))
-			return NULL;
 	}
+	/* new, or in a new part */
+	if (!s->started && (pf_describe_thread(p, pid, tid, ts) || seq_start(p, s, ts)))
+		return NULL;
 	p->last = s;
 	return s;
 }
@@ -298,6 +299,40 @@ int pf_describe_child(struct pf *p, uint64_t uuid, uint64_t parent, const char *
 	return pf_packet_end(p, &p->own);
 }
 
+/* The END of s's innermost open slice, with the flows bound to it. */
+int pf_end_slice(struct pf *p, struct pf_seq *s)
+{
+	struct pf_open *o = &s->stack[--s->depth];
+	struct tb_pb *b = p->pkt;
+
+	pf_packet_begin(p, s, o->end, true);
+	tb_pb_varint(b, PF_TE_TYPE, PF_TYPE_END);
+	for (uint32_t i = 0; i < o->nflows; i++)
+		tb_pb_fixed64(b, PF_TE_FLOW_IDS, o->flows[i]);
+	for (uint32_t i = 0; i < o->nterm; i++)
+		tb_pb_fixed64(b, PF_TE_TERM_FLOW_IDS, o->term[i]);
+	free(o->flows);
+	free(o->term);
+	return pf_packet_end(p, s);
+}
+
+static void seq_free(struct pf_seq *s);
+
+void pf_seqs_reset(struct pf *p)
+{
+	for (size_t i = 0; i < p->seqs.cap; i++) {
+		struct pf_seq *s = p->seqs.vals[i];
+
+		if (!s)
+			continue;
+		seq_free(s);
+		*s = (struct pf_seq){ .id = s->id, .pid = s->pid, .tid = s->tid,
+				      .track = s->track };
+	}
+	tb_hmap_free(&p->tracks);
+	p->last = NULL;
+}
+
 struct naming {
 	struct pf *p;
 	uint64_t ts;
@@ -337,6 +372,8 @@ static void seq_free(struct pf_seq *s)
 		free(s->stack[i].term);
 	}
 	free(s->stack);
+	s->stack = NULL;
+	s->depth = s->cap = 0;
 }
 
 void pf_seqs_free(struct pf *p)

@@ -206,7 +206,8 @@ class Trace:
         out = {}
         for a in te.get(TE_DEBUG, []):
             a = msg(a)
-            key = self.name_of(s, "arg", one(a, 1))
+            key = (one(a, 10).decode() if 10 in a   # a name written in full
+                   else self.name_of(s, "arg", one(a, 1)))
             if 2 in a:
                 v = bool(one(a, 2))
             elif 3 in a:

@@ -14,6 +14,7 @@ on real recordings of every kind of event, each trace held to
 """
 import json
 import os
+import re
 import subprocess
 from collections import Counter
 
@@ -316,6 +317,39 @@ def test_marks_at_gaps(recorder, tmp_path):
     assert marked
 
 
+def test_split_parts_each_open_alone(recorder, tmp_path):
+    """--split: each part a trace of its own (its rules held, protoc, trace
+    processor clean), the slices of all parts those of the whole, each
+    whole in one part."""
+    rec = recorder("--no-sched", "-b", "4K", *NO_GROWTH, "--", prog("numbered_nest"), 2,
+                   scale(3000, 20000), 10).wait(timeout=120)
+    whole = tmp_path / "whole.pftrace"
+    convert(rec.tbt, whole)
+    err = convert(rec.tbt, tmp_path / "p.pftrace", "--split", "256K")
+    parts = sorted(tmp_path.glob("p-*.pftrace"))
+    assert len(parts) > 2 and f"wrote {len(parts)} parts" in err, err
+    assert not list(tmp_path.glob("p.pftrace*")), "no temporary left"
+    key = lambda t, s: (t.thread_of(s["track"]), s["name"], s["ts"], s["end"],
+                        json.dumps(s["args"], sort_keys=True))
+    got = Counter()
+    for part in parts:
+        protoc_decodes(part)
+        loads_clean(part)
+        pt = pftrace.Trace(part)
+        assert not pt.errors, (part, pt.errors[:5])
+        assert pt.metadata and pt.tracks
+        got += Counter(key(pt, s) for s in pt.slices
+                       if "tracebpf_unfinished" not in s["args"])
+    pw = pftrace.Trace(whole)
+    want = Counter(key(pw, s) for s in pw.slices)
+    # every slice whole in one part; but an async slice open across four
+    # times the size, which ends with its part, marked (the note says how
+    # many)
+    m = re.search(r"note: (\d+) async slices were open across", err)
+    assert not got - want and sum((want - got).values()) == (int(m.group(1)) if m else 0), \
+        (list((got - want).items())[:3], list((want - got).items())[:3])
+
+
 def test_plain_and_general_paths_agree(api, tmp_path):
     """The plain events' shortcut writes what the general way writes."""
     a, b = tmp_path / "a.pftrace", tmp_path / "b.pftrace"
@@ -338,8 +372,8 @@ def test_bad_options(tmp_path, api):
                         str(tmp_path / "x.json")], capture_output=True, text=True)
     assert p.returncode == 64 and "--compress is for Perfetto" in p.stderr
     p = subprocess.run([TRACEBPF, "convert", "--split", "1M", str(api / "api.tbt"), "-o",
-                        str(tmp_path / "x.pftrace")], capture_output=True, text=True)
-    assert p.returncode == 64 and "--split writes JSON" in p.stderr
+                        "-", "--format", "perfetto"], capture_output=True, text=True)
+    assert p.returncode == 64 and "--split writes files" in p.stderr
 
 
 def test_record_writes_it(tmp_path):

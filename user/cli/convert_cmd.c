@@ -94,7 +94,8 @@ static int run(struct tb_reader *r, FILE *out, const struct tb_convert_opts *o,
 	       const char *out_name, const uint64_t *written, enum tb_conv_stage *stage)
 {
 	const struct tb_pftrace_opts po = { .compress = o->compress, .filter = o->filter,
-					    .verbose = o->verbose };
+					    .verbose = o->verbose, .split = o->split,
+					    .split_base = o->out };
 
 	if (o->perfetto)
 		return tb_pftrace_run(r, out, &po, stage);
@@ -317,15 +318,10 @@ int tb_cmd_convert(int argc, char **argv, const char *cmdline)
 		tb_filter_free(&a.filter.filter);
 		return 64;
 	}
-	if (a.split && co.perfetto) {
-		fprintf(stderr, "tracebpf: convert: --split writes JSON parts; for Perfetto's "
-			"format take a window with --time, --pid, --tid, --cat or --name\n");
-		tb_filter_free(&a.filter.filter);
-		return 64;
-	}
 	if (a.split && (!strcmp(a.out, "-") || tb_is_gz(a.out))) {
-		fprintf(stderr, "tracebpf: convert: --split writes files NAME-001.json, ...: give "
-			"-o NAME.json (neither stdout nor .gz)\n");
+		fprintf(stderr, "tracebpf: convert: --split writes files NAME-001.json (or "
+			"NAME-001.pftrace), ...: give -o NAME.json or -o NAME.pftrace (neither "
+			"stdout nor .gz)\n");
 		tb_filter_free(&a.filter.filter);
 		return 64;
 	}
