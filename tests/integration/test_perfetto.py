@@ -320,12 +320,13 @@ def test_marks_at_gaps(recorder, tmp_path):
 def test_split_parts_each_open_alone(recorder, tmp_path):
     """--split: each part a trace of its own (its rules held, protoc, trace
     processor clean), the slices of all parts those of the whole, each
-    whole in one part."""
-    rec = recorder("--no-sched", "-b", "4K", *NO_GROWTH, "--", prog("numbered_nest"), 2,
-                   scale(3000, 20000), 10).wait(timeout=120)
+    whole in one part. (Without losses: a gap may leave an async slice open
+    to the end, and so one part; test_marks_at_gaps covers the gaps.)"""
+    rec = recorder("--no-sched", "--", prog("numbered_nest"), 2, scale(1000, 20000),
+                   10).wait(timeout=120)
     whole = tmp_path / "whole.pftrace"
     convert(rec.tbt, whole)
-    err = convert(rec.tbt, tmp_path / "p.pftrace", "--split", "256K")
+    err = convert(rec.tbt, tmp_path / "p.pftrace", "--split", "64K")
     parts = sorted(tmp_path.glob("p-*.pftrace"))
     assert len(parts) > 2 and f"wrote {len(parts)} parts" in err, err
     assert not list(tmp_path.glob("p.pftrace*")), "no temporary left"
