@@ -45,7 +45,7 @@ void tb_pb_bytes(struct tb_pb *b, uint32_t field, const void *p, size_t n)
 	b->len = (size_t)(q + n - b->buf);
 }
 
-void tb_pb_begin(struct tb_pb *b, uint32_t field)
+void tb_pb_begin_slow(struct tb_pb *b, uint32_t field)
 {
 	uint8_t *q;
 
@@ -61,7 +61,7 @@ void tb_pb_begin(struct tb_pb *b, uint32_t field)
 	b->open[b->depth++] = b->len;
 }
 
-void tb_pb_end(struct tb_pb *b)
+void tb_pb_end_slow(struct tb_pb *b)
 {
 	size_t start, n, extra = 0;
 	uint8_t tmp[10], *end;

@@ -97,10 +97,39 @@ static inline void tb_pb_raw(struct tb_pb *b, const void *p, size_t n)
 	}
 }
 
-/* Opens a nested message (or a packed field) of field. */
-void tb_pb_begin(struct tb_pb *b, uint32_t field);
+/* The slow ways of tb_pb_begin and tb_pb_end (below): no room, too deep,
+ * a body of 128 bytes or more. */
+void tb_pb_begin_slow(struct tb_pb *b, uint32_t field);
+void tb_pb_end_slow(struct tb_pb *b);
+
+/* Opens a nested message (or a packed field) of field. Inline: a plain
+ * event opens three. */
+static inline void tb_pb_begin(struct tb_pb *b, uint32_t field)
+{
+	uint8_t *q;
+
+	if (field >= 16 || b->depth == TB_PB_DEPTH || b->len + 2 > b->cap) {
+		tb_pb_begin_slow(b, field);
+		return;
+	}
+	q = b->buf + b->len;
+	q[0] = (uint8_t)(field << 3 | TB_PB_LEN);
+	q[1] = 0;   /* the length's first byte */
+	b->len += 2;
+	b->open[b->depth++] = b->len;
+}
+
 /* Closes the innermost open one. */
-void tb_pb_end(struct tb_pb *b);
+static inline void tb_pb_end(struct tb_pb *b)
+{
+	size_t n;
+
+	if (b->err || !b->depth || (n = b->len - b->open[b->depth - 1]) >= 0x80) {
+		tb_pb_end_slow(b);
+		return;
+	}
+	b->buf[b->open[--b->depth] - 1] = (uint8_t)n;
+}
 
 /* A varint of a packed field opened with tb_pb_begin. */
 static inline void tb_pb_packed(struct tb_pb *b, uint64_t v)
